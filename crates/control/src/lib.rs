@@ -1,0 +1,19 @@
+//! The control plane: the agent (`flowlab serve`) that serves tests, and the client
+//! (`flowlab test`) that asks for one, runs its side, and combines both sides' measurements.
+//!
+//! Control runs on plain blocking sockets and threads: a session is a few messages per second,
+//! and the data plane, which needs the precision, has its own dedicated threads.
+
+pub mod agent;
+mod auth;
+pub mod client;
+mod conn;
+pub mod result;
+
+pub use agent::{serve, AgentConfig, AgentStats, Limits};
+pub use auth::{load_key, AuthError};
+pub use client::{run_test, ClientError, TestOptions};
+pub use result::{TestResult, SCHEMA_VERSION};
+
+/// Default TCP port of the control connection.
+pub const DEFAULT_PORT: u16 = 9470;

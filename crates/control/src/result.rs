@@ -1,0 +1,180 @@
+//! The client's result document: both sides' reports, the combined figures a person reads
+//! first, live intervals, and what went wrong. Documented in docs/results-format.md.
+
+use flowlab_results::{CpuLoad, IntervalReport, Role, SideReport};
+use flowlab_stats::{LatencySummary, Summary};
+use flowlab_wire::{Direction, Protocol, TestSpec};
+use serde::{Deserialize, Serialize};
+
+/// Version of the result document's layout; bump on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Bytes of headers below the payload counted in "wire" throughput: UDP 8 or TCP 20 + 12
+/// (timestamps option), IP 20 (v4) or 40 (v6), Ethernet 14 + FCS 4.
+const ETHERNET_OVERHEAD: u64 = 18;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    pub schema_version: u32,
+    pub flowlab_version: String,
+    /// Unix time of the start, in ns.
+    pub started_at_ns: u64,
+    /// The agent as the user named it, and the address it resolved to.
+    pub target: String,
+    pub agent_address: String,
+    pub spec: TestSpec,
+    pub summary: Summary2,
+    pub client: Option<SideReport>,
+    pub agent: Option<SideReport>,
+    /// Live intervals of the receiving end (the echo-receiving client in loopback tests).
+    pub intervals: Vec<IntervalReport>,
+    /// The user stopped the test (Ctrl-C): the figures cover what ran.
+    pub interrupted: bool,
+    /// Why the test ended early, if it did; the figures cover what was measured before.
+    pub error: Option<String>,
+}
+
+/// The combined figures, from the sending and receiving ends together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "Summary")]
+pub struct Summary2 {
+    /// Which end sent the flow: "client" or "agent".
+    pub sender: String,
+    pub duration_s: f64,
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub lost_by_sender: u64,
+    pub packets_received: u64,
+    pub bytes_received: u64,
+    /// Lost between the sender's socket and the receiving application: sent minus received.
+    pub packets_lost: u64,
+    pub loss_pct: f64,
+    pub reordered: u64,
+    pub duplicates: u64,
+    /// Of the lost packets, those dropped at the receiving socket's buffer (SO_RXQ_OVFL).
+    pub lost_at_receiver_socket: Option<u64>,
+    pub sender_throughput_bps: f64,
+    pub sender_packets_per_sec: f64,
+    /// Payload (goodput) and on-the-wire throughput at the receiver; see `wire_headers`.
+    pub receiver_goodput_bps: f64,
+    pub receiver_wire_throughput_bps: f64,
+    pub receiver_packets_per_sec: f64,
+    /// Which headers `receiver_wire_throughput_bps` counts.
+    pub wire_headers: String,
+    pub relative_one_way_delay: Option<LatencySummary>,
+    pub round_trip: Option<LatencySummary>,
+    pub jitter_ns: Option<f64>,
+    pub inter_arrival: Option<Summary>,
+    pub arrival_clock: Option<String>,
+    pub schedule_error: Option<LatencySummary>,
+    pub client_cpu: Option<CpuLoad>,
+    pub agent_cpu: Option<CpuLoad>,
+}
+
+/// Rate over a span that covers `count` events: `count - 1` gaps, so a paced flow measures at
+/// exactly its rate.
+fn rate_over_span(amount: u64, count: u64, span_ns: u64) -> f64 {
+    if count < 2 || span_ns == 0 {
+        return 0.0;
+    }
+    amount as f64 * (count - 1) as f64 / count as f64 * 1e9 / span_ns as f64
+}
+
+/// Header bytes below the payload per packet, and how they are named.
+fn header_overhead(spec: &TestSpec, ipv6: bool, mss: Option<u32>) -> (f64, String) {
+    let ip = if ipv6 { 40 } else { 20 };
+    let ip_name = if ipv6 { "IPv6 40" } else { "IPv4 20" };
+    match spec.protocol {
+        Protocol::Udp => (
+            (8 + ip + ETHERNET_OVERHEAD) as f64,
+            format!("UDP 8 + {ip_name} + Ethernet 14 + FCS 4 bytes per datagram (IP fragments not counted)"),
+        ),
+        Protocol::Tcp => {
+            let mss = f64::from(mss.filter(|&m| m > 0).unwrap_or(1448));
+            let segments_per_message = (f64::from(spec.size) / mss).ceil().max(1.0);
+            (
+                segments_per_message * (32 + ip + ETHERNET_OVERHEAD) as f64,
+                format!("TCP 32 + {ip_name} + Ethernet 14 + FCS 4 bytes per segment of MSS {mss} bytes"),
+            )
+        }
+    }
+}
+
+impl Summary2 {
+    /// Combines the two sides. `ipv6` tells the header overhead.
+    pub fn combine(spec: &TestSpec, client: Option<&SideReport>, agent: Option<&SideReport>, ipv6: bool) -> Summary2 {
+        let (sending, receiving, sender_name) = match spec.direction {
+            Direction::Oneway => (client, agent, "client"),
+            Direction::Reverse => (agent, client, "agent"),
+            Direction::Loopback => (client, client, "client"),
+        };
+        let sent = sending.and_then(|s| s.sender.as_ref());
+        let received = receiving.and_then(|r| r.receiver.as_ref());
+        let mut s = Summary2 {
+            sender: sender_name.to_string(),
+            client_cpu: client.and_then(|c| c.cpu),
+            agent_cpu: agent.and_then(|a| a.cpu),
+            ..Summary2::default()
+        };
+        if let Some(sent) = sent {
+            s.packets_sent = sent.packets_sent;
+            s.bytes_sent = sent.bytes_sent;
+            s.lost_by_sender = sent.lost_by_sender.total();
+            s.sender_throughput_bps = rate_over_span(sent.bytes_sent * 8, sent.packets_sent, sent.duration_ns);
+            s.sender_packets_per_sec = rate_over_span(sent.packets_sent, sent.packets_sent, sent.duration_ns);
+            s.schedule_error = sent.schedule_error;
+            s.duration_s = sent.duration_ns as f64 / 1e9;
+        }
+        if let Some(r) = received {
+            let unique = r.packets.unique;
+            s.packets_received = unique;
+            s.bytes_received = r.bytes_received;
+            s.packets_lost = if sent.is_some() {
+                s.packets_sent.saturating_sub(unique)
+            } else {
+                r.packets.lost
+            };
+            s.reordered = r.packets.reordered;
+            s.duplicates = r.packets.duplicates;
+            s.lost_at_receiver_socket = r.socket_buffer_drops;
+            let mss = receiving.and_then(|x| x.tcp_info).map(|t| t.snd_mss);
+            let (overhead, names) = header_overhead(spec, ipv6, mss);
+            s.receiver_goodput_bps = rate_over_span(r.bytes_received * 8, unique, r.duration_ns);
+            s.receiver_packets_per_sec = rate_over_span(unique, unique, r.duration_ns);
+            s.receiver_wire_throughput_bps = s.receiver_goodput_bps + s.receiver_packets_per_sec * overhead * 8.0;
+            s.wire_headers = names;
+            s.relative_one_way_delay = r.relative_delay;
+            s.round_trip = r.round_trip;
+            s.jitter_ns = Some(r.jitter_ns);
+            s.inter_arrival = r.inter_arrival;
+            s.arrival_clock = Some(r.arrival_clock.clone());
+        }
+        if s.packets_sent > 0 {
+            s.loss_pct = 100.0 * s.packets_lost as f64 / s.packets_sent as f64;
+        }
+        s
+    }
+}
+
+/// The role each end plays in a test of this direction: (client, agent).
+pub fn roles(direction: Direction) -> (Role, Role) {
+    match direction {
+        Direction::Oneway => (Role::Sender, Role::Receiver),
+        Direction::Reverse => (Role::Receiver, Role::Sender),
+        Direction::Loopback => (Role::Sender, Role::Echo),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn span_rate_is_exact_for_a_paced_flow() {
+        // 1500 packets of 500 B, 2 ms apart: the span is 1499 gaps.
+        let r = rate_over_span(1500 * 500 * 8, 1500, 1499 * 2_000_000);
+        assert!((r - 2_000_000.0).abs() < 1e-6);
+        assert_eq!(rate_over_span(100, 1, 10), 0.0);
+        assert_eq!(rate_over_span(100, 5, 0), 0.0);
+    }
+}

@@ -1,0 +1,265 @@
+//! TCP roles. The flow is a sequence of messages of exactly `size` bytes, each starting with a
+//! probe header, so the receiver can find message boundaries in the byte stream and measure
+//! per-message delay. Pacing applies to application writes of one message.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+
+use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
+use flowlab_results::{EchoReport, TcpInfoReport};
+use flowlab_sys::{clock, tcp};
+use flowlab_traffic::Action;
+use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
+
+use crate::{
+    fill_payload, stopped, wait_until, FlowParams, IntervalClock, IntervalSink, ReceiverOutcome,
+    SenderOutcome, POLL_PERIOD,
+};
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
+/// TCP_INFO of a connection, for reports.
+pub fn tcp_info_report(stream: &TcpStream) -> Option<TcpInfoReport> {
+    tcp::tcp_info(stream).ok().map(|i| TcpInfoReport {
+        rtt_us: i.rtt_us,
+        rttvar_us: i.rttvar_us,
+        snd_cwnd: i.snd_cwnd,
+        total_retrans: i.total_retrans,
+        pacing_rate_bps: i.pacing_rate_bps,
+        delivery_rate_bps: i.delivery_rate_bps,
+        snd_mss: i.snd_mss,
+    })
+}
+
+/// Writes all of `buf`, retrying through write timeouts until `stop`. Returns false if the
+/// stop came first or the connection failed.
+fn write_whole(stream: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<bool> {
+    let mut done = 0;
+    while done < buf.len() {
+        match stream.write(&buf[done..]) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed")),
+            Ok(n) => done += n,
+            Err(e) if is_timeout(&e) => {
+                if stopped(stop) {
+                    return Ok(false);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Sends the flow as paced messages (or back to back at max rate).
+pub fn tcp_send(stream: &mut TcpStream, flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
+    let mut meter = SenderMeter::new(flow.rate_bps.is_some(), flow.packet_log);
+    let _ = stream.set_write_timeout(Some(POLL_PERIOD));
+    let _ = stream.set_nodelay(flow.rate_bps.is_some());
+    let mut message = vec![0u8; flow.size as usize];
+    fill_payload(&mut message);
+    let start_mono = clock::monotonic_ns();
+    let realtime_offset = clock::realtime_minus_monotonic_ns();
+    let mut pacer = flow.pacer(start_mono);
+    let mut seq = 0u64;
+    let mut error = None;
+    'flow: while !stopped(stop) {
+        let (first, count) = match pacer.poll(clock::monotonic_ns()) {
+            Action::Done => break,
+            Action::Wait { until_ns } => {
+                wait_until(until_ns);
+                continue;
+            }
+            Action::Send { first, count } => (first, count),
+        };
+        meter.on_batch(count);
+        for slot in first..first + count {
+            let now_mono = clock::monotonic_ns();
+            let sent_ns = now_mono.saturating_add_signed(realtime_offset);
+            ProbeRepr {
+                flags: 0,
+                session: flow.session,
+                seq,
+                sent_ns,
+                echoed_ns: 0,
+            }
+            .emit(&mut message);
+            match write_whole(stream, &message, stop) {
+                Ok(true) => {
+                    meter.on_sent(seq, flow.size, sent_ns, pacer.deadline(slot), now_mono);
+                    seq += 1;
+                }
+                Ok(false) => break 'flow,
+                Err(e) => {
+                    error = Some(format!("TCP send failed: {e}"));
+                    break 'flow;
+                }
+            }
+        }
+        pacer.advance(count);
+    }
+    meter.set_missed_slots(pacer.missed_slots());
+    let _ = stream.flush();
+    SenderOutcome {
+        report: meter.report(),
+        log: meter.take_log(),
+        error,
+    }
+}
+
+/// Splits a byte stream into `size`-byte messages and hands each complete one to `on_message`
+/// with a view of its first bytes (the probe header).
+struct MessageSplitter {
+    size: usize,
+    filled: usize,
+    header: [u8; PROBE_HEADER_LEN],
+}
+
+impl MessageSplitter {
+    fn new(size: usize) -> Self {
+        MessageSplitter {
+            size: size.max(PROBE_HEADER_LEN),
+            filled: 0,
+            header: [0; PROBE_HEADER_LEN],
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8], mut on_message: impl FnMut(&[u8; PROBE_HEADER_LEN])) {
+        while !bytes.is_empty() {
+            if self.filled < PROBE_HEADER_LEN {
+                let take = (PROBE_HEADER_LEN - self.filled).min(bytes.len());
+                self.header[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
+                self.filled += take;
+                bytes = &bytes[take..];
+            }
+            let take = (self.size - self.filled).min(bytes.len());
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled == self.size {
+                on_message(&self.header);
+                self.filled = 0;
+            }
+        }
+    }
+}
+
+/// Receives the message stream until `stop` or the peer closes.
+pub fn tcp_receive(
+    stream: &mut TcpStream,
+    flow: &FlowParams,
+    round_trip: bool,
+    stop: &AtomicBool,
+    on_interval: IntervalSink<'_>,
+) -> ReceiverOutcome {
+    let _ = stream.set_read_timeout(Some(POLL_PERIOD));
+    let mut meter = ReceiverMeter::new(round_trip, flow.packet_log);
+    let mut splitter = MessageSplitter::new(flow.size as usize);
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
+    let mut error = None;
+    while !stopped(stop) {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let arrival_ns = clock::realtime_ns();
+                splitter.push(&buf[..n], |header| match ProbeRepr::parse(header) {
+                    Ok(p) if p.session == flow.session => meter.on_packet(Arrived {
+                        seq: p.seq,
+                        size: flow.size,
+                        sent_ns: p.sent_ns,
+                        echoed_ns: p.is_echo().then_some(p.echoed_ns),
+                        arrival_ns,
+                        kernel_stamp: false,
+                    }),
+                    _ => meter.on_malformed(),
+                });
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                error = Some(format!("TCP receive failed: {e}"));
+                break;
+            }
+        }
+        while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+            let mut report = meter.take_interval(index, start, end);
+            report.tcp_info = tcp_info_report(stream);
+            on_interval(report);
+        }
+    }
+    if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
+        on_interval(meter.take_interval(index, start, end));
+    }
+    ReceiverOutcome {
+        report: meter.report(None),
+        log: meter.take_log(),
+        error,
+    }
+}
+
+/// Echoes every message back with its arrival time stamped in, until `stop` or the peer closes.
+pub fn tcp_echo(stream: &mut TcpStream, flow: &FlowParams, stop: &AtomicBool) -> (EchoReport, Option<String>) {
+    let _ = stream.set_read_timeout(Some(POLL_PERIOD));
+    let _ = stream.set_write_timeout(Some(POLL_PERIOD));
+    let _ = stream.set_nodelay(true);
+    let mut report = EchoReport::default();
+    let mut message = vec![0u8; flow.size as usize];
+    let mut filled = 0;
+    let mut error = None;
+    while !stopped(stop) {
+        match stream.read(&mut message[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => {
+                error = Some(format!("TCP receive failed: {e}"));
+                break;
+            }
+        }
+        if filled < message.len() {
+            continue;
+        }
+        filled = 0;
+        match ProbeHeader::new_checked(&mut message[..]) {
+            Ok(mut h) if h.session() == flow.session => h.set_echo(clock::realtime_ns()),
+            _ => {
+                report.malformed += 1;
+                continue;
+            }
+        }
+        match write_whole(stream, &message, stop) {
+            Ok(true) => {
+                report.packets_echoed += 1;
+                report.bytes_echoed += message.len() as u64;
+            }
+            Ok(false) => break,
+            Err(e) => {
+                error = Some(format!("TCP echo failed: {e}"));
+                break;
+            }
+        }
+    }
+    (report, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitter_finds_messages_across_reads() {
+        let mut stream = Vec::new();
+        for seq in 0..3u64 {
+            let mut m = vec![0u8; 100];
+            ProbeRepr { seq, ..Default::default() }.emit(&mut m);
+            stream.extend(m);
+        }
+        let mut seqs = Vec::new();
+        let mut s = MessageSplitter::new(100);
+        for chunk in stream.chunks(7) {
+            s.push(chunk, |h| seqs.push(ProbeRepr::parse(h).unwrap().seq));
+        }
+        assert_eq!(seqs, vec![0, 1, 2]);
+    }
+}

@@ -1,0 +1,155 @@
+//! The result data model: what one end of a test measured, as plain serialisable data.
+//!
+//! These types cross the control connection (the agent reports its side to the client) and end
+//! up in the client's JSON document (see docs/results-format.md). They hold only finite numbers
+//! so that JSON output is always valid.
+
+pub mod meter;
+
+use flowlab_stats::{LatencySummary, SeqCounts, Summary};
+use serde::{Deserialize, Serialize};
+
+/// Which part an end played in a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Sender,
+    Receiver,
+    /// Agent in a loopback test: receives and sends every packet back.
+    Echo,
+}
+
+/// Mean CPU load over the test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuLoad {
+    /// Percent of one core spent by the flowlab process in user mode.
+    pub process_user_pct: f64,
+    /// Percent of one core spent by the flowlab process in the kernel.
+    pub process_system_pct: f64,
+    /// Busy share of all cores of the host, 0 to 100.
+    pub host_pct: f64,
+    pub cores: u32,
+}
+
+/// Packets the sender could not send on time or at all, by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostBySender {
+    /// The socket's send buffer or the device queue was full (EAGAIN, ENOBUFS).
+    pub send_buffer_full: u64,
+    /// The sender woke too late for the packet's slot and skipped it to keep the schedule.
+    pub missed_slots: u64,
+    /// Any other send error.
+    pub send_errors: u64,
+}
+
+impl LostBySender {
+    pub fn total(&self) -> u64 {
+        self.send_buffer_full + self.missed_slots + self.send_errors
+    }
+}
+
+/// How packets were handed to the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Batching {
+    pub syscalls: u64,
+    pub mean_batch: f64,
+    pub max_batch: u64,
+    /// UDP generic segmentation offload in use.
+    pub gso: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SenderReport {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub lost_by_sender: LostBySender,
+    /// From the first to the last packet handed to the kernel.
+    pub duration_ns: u64,
+    /// Actual minus scheduled send time of each packet ("pacing fidelity"); absent at max rate.
+    pub schedule_error: Option<LatencySummary>,
+    pub batching: Batching,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiverReport {
+    pub packets: SeqCounts,
+    pub bytes_received: u64,
+    /// Datagrams that were not flowlab probes of this session; ignored.
+    pub malformed: u64,
+    /// Drops at the receiving socket's buffer (SO_RXQ_OVFL); absent where the kernel does not tell.
+    pub socket_buffer_drops: Option<u64>,
+    /// From the first to the last arrival.
+    pub duration_ns: u64,
+    /// Receive minus send timestamp, minus its minimum: valid without synchronised clocks.
+    pub relative_delay: Option<LatencySummary>,
+    /// Loopback tests at the client: arrival of the echo minus send time, one clock.
+    pub round_trip: Option<LatencySummary>,
+    /// RFC 3550 interarrival jitter.
+    pub jitter_ns: f64,
+    pub inter_arrival: Option<Summary>,
+    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the application.
+    pub arrival_clock: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EchoReport {
+    pub packets_echoed: u64,
+    pub bytes_echoed: u64,
+    pub malformed: u64,
+    pub socket_buffer_drops: Option<u64>,
+}
+
+/// TCP_INFO of the data connection at the end of the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpInfoReport {
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+    pub pacing_rate_bps: u64,
+    pub delivery_rate_bps: u64,
+    pub snd_mss: u32,
+}
+
+/// Everything one end measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideReport {
+    pub role: Role,
+    pub host: String,
+    pub cpu: Option<CpuLoad>,
+    pub sender: Option<SenderReport>,
+    pub receiver: Option<ReceiverReport>,
+    pub echo: Option<EchoReport>,
+    pub tcp_info: Option<TcpInfoReport>,
+    /// Why this end stopped early, if it did.
+    pub error: Option<String>,
+}
+
+/// One live interval of the receiving (or echo-receiving) end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    pub index: u64,
+    /// Interval bounds, from the start of the test.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Sequence gaps first seen in this interval (a later reordered arrival can fill one).
+    pub lost: u64,
+    pub throughput_bps: f64,
+    pub packets_per_sec: f64,
+    /// Relative one-way delay, or round-trip delay in loopback tests.
+    pub delay: Option<LatencySummary>,
+    pub jitter_ns: f64,
+    pub tcp_info: Option<TcpInfoReport>,
+}
+
+/// One packet's fate, for `--packet-log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketRecord {
+    pub seq: u64,
+    pub size: u32,
+    pub sent_ns: Option<u64>,
+    pub received_ns: Option<u64>,
+    pub echoed_ns: Option<u64>,
+}

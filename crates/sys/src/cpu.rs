@@ -1,0 +1,234 @@
+//! Process and host CPU accounting, so reports can show whether the tester
+//! itself was the bottleneck.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::monotonic_ns;
+
+/// Host-wide CPU time counters from the aggregate `cpu` line of /proc/stat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HostCpuTimes {
+    /// Busy jiffies: user + nice + system + irq + softirq + steal.
+    pub busy: u64,
+    /// Busy plus idle + iowait jiffies.
+    pub total: u64,
+    /// Number of per-CPU `cpuN` lines (online CPUs).
+    pub cores: u32,
+}
+
+/// Parses /proc/stat text. Pure so it can be tested on sample text.
+///
+/// guest/guest_nice are ignored because the kernel already counts them in
+/// user/nice. Returns `None` if there is no usable aggregate `cpu` line.
+pub fn parse_proc_stat(text: &str) -> Option<HostCpuTimes> {
+    let mut agg: Option<(u64, u64)> = None;
+    let mut cores = 0u32;
+    for line in text.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let Some(label) = fields.next() else {
+            continue;
+        };
+        if label == "cpu" {
+            let vals: Vec<u64> = fields.map(|f| f.parse::<u64>().unwrap_or(0)).collect();
+            if vals.len() < 4 {
+                return None;
+            }
+            let get = |i: usize| vals.get(i).copied().unwrap_or(0);
+            let (user, nice, system, idle) = (get(0), get(1), get(2), get(3));
+            let (iowait, irq, softirq, steal) = (get(4), get(5), get(6), get(7));
+            let busy = user
+                .saturating_add(nice)
+                .saturating_add(system)
+                .saturating_add(irq)
+                .saturating_add(softirq)
+                .saturating_add(steal);
+            let total = busy.saturating_add(idle).saturating_add(iowait);
+            agg = Some((busy, total));
+        } else if label
+            .strip_prefix("cpu")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            cores = cores.saturating_add(1);
+        }
+    }
+    let (busy, total) = agg?;
+    Some(HostCpuTimes { busy, total, cores })
+}
+
+/// A point-in-time CPU reading; two of them give a [`CpuUsage`].
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSnapshot {
+    /// Process user time (getrusage RUSAGE_SELF), ns.
+    pub process_user_ns: u64,
+    /// Process system time (getrusage RUSAGE_SELF), ns.
+    pub process_system_ns: u64,
+    /// Host counters from /proc/stat.
+    pub host: HostCpuTimes,
+    /// Monotonic wall time of the reading, ns.
+    pub wall_ns: u64,
+}
+
+fn timeval_ns(tv: libc::timeval) -> u64 {
+    let sec = u64::try_from(tv.tv_sec).unwrap_or(0);
+    let usec = u64::try_from(tv.tv_usec).unwrap_or(0);
+    sec.saturating_mul(1_000_000_000)
+        .saturating_add(usec.saturating_mul(1_000))
+}
+
+impl CpuSnapshot {
+    /// Reads process rusage, /proc/stat and the monotonic clock.
+    pub fn take() -> io::Result<CpuSnapshot> {
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: `ru` points to writable memory large enough for a rusage.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: zeroed is a valid rusage (plain integers) and getrusage
+        // succeeded, so it is fully initialised.
+        let ru = unsafe { ru.assume_init() };
+        let text = std::fs::read_to_string("/proc/stat")?;
+        let mut host = parse_proc_stat(&text).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, "no 'cpu' line in /proc/stat")
+        })?;
+        if host.cores == 0 {
+            host.cores = std::thread::available_parallelism()
+                .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+                .unwrap_or(1);
+        }
+        Ok(CpuSnapshot {
+            process_user_ns: timeval_ns(ru.ru_utime),
+            process_system_ns: timeval_ns(ru.ru_stime),
+            host,
+            wall_ns: monotonic_ns(),
+        })
+    }
+}
+
+/// CPU usage over an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// Process user time, percent of one core (may exceed 100 with threads).
+    pub process_user_pct: f64,
+    /// Process system time, percent of one core.
+    pub process_system_pct: f64,
+    /// Host busy time across all cores, 0..=100.
+    pub host_pct: f64,
+    /// Number of host cores.
+    pub cores: u32,
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    let v = part as f64 / whole as f64 * 100.0;
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// Usage between two snapshots; always finite (0 when no time elapsed).
+pub fn usage_between(start: &CpuSnapshot, end: &CpuSnapshot) -> CpuUsage {
+    let wall = end.wall_ns.saturating_sub(start.wall_ns);
+    let user = end.process_user_ns.saturating_sub(start.process_user_ns);
+    let system = end
+        .process_system_ns
+        .saturating_sub(start.process_system_ns);
+    let busy = end.host.busy.saturating_sub(start.host.busy);
+    let total = end.host.total.saturating_sub(start.host.total);
+    CpuUsage {
+        process_user_pct: pct(user, wall),
+        process_system_pct: pct(system, wall),
+        host_pct: pct(busy, total).clamp(0.0, 100.0),
+        cores: end.host.cores,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "cpu  963 10 1427 47983 163 0 15 20 5 0\n\
+cpu0 324 5 579 24347 20 0 3 7 0 0\n\
+cpu1 638 5 847 23636 142 0 11 12 0 0\n\
+intr 123456 0 0\n\
+ctxt 987654\n\
+btime 1700000000\n\
+processes 4242\n\
+procs_running 2\n";
+
+    #[test]
+    fn parses_sample() {
+        let h = parse_proc_stat(SAMPLE).unwrap();
+        let busy = 963 + 10 + 1427 + 15 + 20; // irq column is 0
+        assert_eq!(h.busy, busy);
+        assert_eq!(h.total, busy + 47983 + 163);
+        assert_eq!(h.cores, 2);
+    }
+
+    #[test]
+    fn parses_old_kernel_four_fields() {
+        let h = parse_proc_stat("cpu 1 2 3 4\ncpu0 1 2 3 4\n").unwrap();
+        assert_eq!((h.busy, h.total, h.cores), (6, 10, 1));
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert_eq!(parse_proc_stat(""), None);
+        assert_eq!(parse_proc_stat("cpu 1 2\n"), None);
+        assert_eq!(parse_proc_stat("intr 1 2 3 4 5\ncpux 1 2 3 4"), None);
+        // Junk numbers become 0 rather than failing.
+        let h = parse_proc_stat("cpu x 2 3 4 99999999999999999999999\n").unwrap();
+        assert_eq!((h.busy, h.total), (5, 9));
+    }
+
+    #[test]
+    fn zero_interval_is_zero_and_finite() {
+        let s = CpuSnapshot::take().unwrap();
+        let u = usage_between(&s, &s);
+        assert_eq!(u.process_user_pct, 0.0);
+        assert_eq!(u.process_system_pct, 0.0);
+        assert_eq!(u.host_pct, 0.0);
+        // Reversed order must not panic or go negative.
+        let later = CpuSnapshot::take().unwrap();
+        let r = usage_between(&later, &s);
+        assert!(r.process_user_pct.is_finite() && r.process_user_pct >= 0.0);
+    }
+
+    #[test]
+    fn usage_around_spin() {
+        let _guard = crate::TEST_CPU_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let start = CpuSnapshot::take().unwrap();
+        let t0 = monotonic_ns();
+        let mut x = 0u64;
+        while monotonic_ns() - t0 < 50_000_000 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let end = CpuSnapshot::take().unwrap();
+        let u = usage_between(&start, &end);
+        eprintln!("{u:?}");
+        let proc_pct = u.process_user_pct + u.process_system_pct;
+        assert!(proc_pct > 0.0 && proc_pct.is_finite());
+        assert!(u.host_pct.is_finite() && (0.0..=100.0).contains(&u.host_pct));
+        assert!(u.cores >= 1);
+    }
+
+    #[test]
+    fn usage_serde_roundtrip() {
+        let u = CpuUsage {
+            process_user_pct: 12.5,
+            process_system_pct: 3.25,
+            host_pct: 50.0,
+            cores: 8,
+        };
+        let json = serde_json::to_string(&u).unwrap();
+        assert_eq!(serde_json::from_str::<CpuUsage>(&json).unwrap(), u);
+    }
+}

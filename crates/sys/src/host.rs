@@ -1,0 +1,69 @@
+//! Host identification for report headers.
+
+/// Reads uname(2); `None` only if the syscall fails.
+fn uname() -> Option<libc::utsname> {
+    // SAFETY: utsname is plain char arrays, so all-zero is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    let rc = unsafe { libc::uname(&mut u) };
+    (rc == 0).then_some(u)
+}
+
+fn c_field(chars: &[libc::c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The node name from uname, or "unknown".
+pub fn hostname() -> String {
+    uname()
+        .map(|u| c_field(&u.nodename))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The kernel release from uname (e.g. "6.18.0"), or "unknown".
+pub fn kernel_release() -> String {
+    uname()
+        .map(|u| c_field(&u.release))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The active clocksource (tsc, hpet, ...), since it affects timestamp cost
+/// and precision; "unknown" if unavailable.
+pub fn clock_source() -> String {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_strings_non_empty() {
+        assert!(!hostname().is_empty());
+        let rel = kernel_release();
+        assert!(
+            rel.chars().next().is_some_and(|c| c.is_ascii_digit()),
+            "{rel}"
+        );
+        assert!(!clock_source().is_empty());
+    }
+
+    #[test]
+    fn c_field_stops_at_nul() {
+        let raw: [libc::c_char; 5] = [b'a' as _, b'b' as _, 0, b'c' as _, 0];
+        assert_eq!(c_field(&raw), "ab");
+        let no_nul: [libc::c_char; 2] = [b'x' as _, b'y' as _];
+        assert_eq!(c_field(&no_nul), "xy");
+    }
+}

@@ -1,0 +1,15 @@
+//! Wire formats of flowlab: the probe header at the start of every test packet, and the
+//! control protocol between a client and an agent.
+//!
+//! Every format follows the same shape: a checked view over untrusted bytes that never panics
+//! once its length is checked, a parsed value (`Repr`), and byte test vectors beside the parser.
+//! No I/O happens here: callers hand in and take out byte slices.
+
+pub mod control;
+pub mod probe;
+
+pub use control::{
+    ClientHello, ControlError, Direction, FrameDecoder, Hello, Message, Protocol, TestSpec,
+    PROTOCOL_VERSION,
+};
+pub use probe::{ProbeError, ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};

@@ -10,10 +10,10 @@ pub mod client;
 mod conn;
 pub mod result;
 
-pub use agent::{serve, AgentConfig, AgentStats, Limits};
+pub use agent::{check_spec, serve, AgentConfig, AgentStats, Limits};
 pub use auth::{load_key, AuthError};
-pub use client::{run_test, ClientError, TestOptions};
-pub use result::{TestResult, SCHEMA_VERSION};
+pub use client::{run_test, ClientError, TestOptions, TestRun};
+pub use result::{Summary2, TestResult, SCHEMA_VERSION};
 
 /// Default TCP port of the control connection.
 pub const DEFAULT_PORT: u16 = 9470;

@@ -14,7 +14,7 @@ use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport
 use flowlab_sys::clock;
 use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig};
 
-pub use tcp::{tcp_echo, tcp_receive, tcp_send};
+pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
 pub use udp::{udp_echo, udp_receive, udp_send};
 
 /// How long a blocking socket call may wait before the loop checks its stop flag again.

@@ -5,6 +5,7 @@
 //! so that JSON output is always valid.
 
 pub mod meter;
+pub mod packet_log;
 
 use flowlab_stats::{LatencySummary, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,120 @@
+//! Command-line flags, parsed into their low-level form; `test_cmd` and `serve` validate them.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, Rate};
+
+#[derive(Parser, Debug)]
+#[command(name = "flowlab", version, about = "A network performance laboratory: paced flows, what the network did to them, and experiments you can repeat.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run an agent that serves tests to clients.
+    #[command(after_help = "Examples:\n  flowlab serve\n  flowlab serve --bind ::1 --port 9470 --max-rate 1G --max-duration 2m\n  flowlab serve --key-file /etc/flowlab.key")]
+    Serve(ServeArgs),
+    /// Run one test against an agent.
+    #[command(after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv")]
+    Test(TestArgs),
+    /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
+    #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on; the default `::` takes IPv6 and IPv4.
+    #[arg(long, default_value = "::")]
+    pub bind: IpAddr,
+    /// Control port.
+    #[arg(long, default_value_t = flowlab_control::DEFAULT_PORT)]
+    pub port: u16,
+    /// Longest test a client may ask for (10s, 2m, 1h).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub max_duration: Duration,
+    /// Highest rate a client may ask for; 'max' allows unlimited tests.
+    #[arg(long, default_value = "10G", value_parser = parse_rate)]
+    pub max_rate: Rate,
+    /// Most tests running at once.
+    #[arg(long, default_value_t = 16)]
+    pub max_tests: usize,
+    /// Require clients to prove they hold this pre-shared key.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// Log nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Client sends, agent receives.
+    Oneway,
+    /// Agent echoes every packet back: round-trip delay.
+    Loopback,
+}
+
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// The agent: HOST, HOST:PORT, [IPV6]:PORT.
+    pub target: String,
+    /// Send UDP datagrams (default).
+    #[arg(long, conflicts_with = "tcp")]
+    pub udp: bool,
+    /// Send TCP messages of --size bytes.
+    #[arg(long)]
+    pub tcp: bool,
+    /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.
+    #[arg(long, short, value_parser = parse_rate)]
+    pub rate: Option<Rate>,
+    /// Bytes per packet (UDP payload or TCP write), 32-byte probe header included.
+    /// Default: 1200B for UDP, 128KiB for TCP.
+    #[arg(long, short, value_parser = parse_bytes)]
+    pub size: Option<u64>,
+    /// How long to send (10s, 2m). Default 10s unless --count is given.
+    #[arg(long, short, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// How many packets to send (1000, 10k).
+    #[arg(long, short = 'n', value_parser = parse_count)]
+    pub count: Option<u64>,
+    /// oneway: client to agent; loopback: agent echoes each packet for round-trip delay.
+    #[arg(long, value_enum, default_value = "oneway")]
+    pub mode: Mode,
+    /// Agent sends, client receives.
+    #[arg(long, short = 'R', conflicts_with = "mode")]
+    pub reverse: bool,
+    /// Print live figures every interval (1s, 500ms).
+    #[arg(long, short, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Print the result as one JSON document.
+    #[arg(long, conflicts_with = "json_stream")]
+    pub json: bool,
+    /// Print one JSON object per line: each interval, then the result.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Write one CSV row per packet to this file.
+    #[arg(long)]
+    pub packet_log: Option<PathBuf>,
+    /// Also write the result JSON to this file.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Pre-shared key, when the agent requires one.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// How long to wait for packets still in flight after the last one is sent.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub drain: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Where to write all results as JSON (default: flowlab-demo.json in the current directory).
+    #[arg(long, default_value = "flowlab-demo.json")]
+    pub out: PathBuf,
+}

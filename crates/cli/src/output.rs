@@ -1,0 +1,207 @@
+//! Human output with units, and JSON stream lines.
+
+use std::fmt::Write as _;
+
+use flowlab_control::{TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_results::{CpuLoad, IntervalReport, SideReport};
+use flowlab_stats::LatencySummary;
+use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate};
+use flowlab_wire::{Direction, Protocol, TestSpec};
+use serde::Serialize;
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Udp => "UDP",
+        Protocol::Tcp => "TCP",
+    }
+}
+
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Oneway => "one-way, client to agent",
+        Direction::Reverse => "reverse, agent to client",
+        Direction::Loopback => "loopback, agent echoes",
+    }
+}
+
+fn offered(spec: &TestSpec) -> String {
+    let rate = spec.rate_bps.map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
+    let end = match (spec.duration_ns, spec.count) {
+        (Some(d), Some(n)) => format!("{} or {n} packets", format_duration_ns(d as f64)),
+        (Some(d), None) => format_duration_ns(d as f64),
+        (None, Some(n)) => format!("{n} packets"),
+        (None, None) => "no end".into(),
+    };
+    format!("{rate} in {} B packets for {end}", spec.size)
+}
+
+pub fn headline(options: &TestOptions) -> String {
+    let s = &options.spec;
+    format!(
+        "flowlab {}: {} {} to {}, {}",
+        env!("CARGO_PKG_VERSION"),
+        protocol_name(s.protocol),
+        direction_name(s.direction),
+        options.target,
+        offered(s)
+    )
+}
+
+pub fn interval_header() -> String {
+    format!(
+        "{:>15}  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        "interval", "throughput", "packets/s", "lost", "delay p50", "delay p99", "jitter"
+    )
+}
+
+fn delay_cell(d: Option<&LatencySummary>, pick: fn(&LatencySummary) -> f64) -> String {
+    d.map_or("-".into(), |d| format_duration_ns(pick(d)))
+}
+
+pub fn interval_line(r: &IntervalReport) -> String {
+    format!(
+        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        r.start_ns as f64 / 1e9,
+        r.end_ns as f64 / 1e9,
+        format_rate(r.throughput_bps),
+        format_count(r.packets_per_sec),
+        r.lost,
+        delay_cell(r.delay.as_ref(), |d| d.p50_ns),
+        delay_cell(r.delay.as_ref(), |d| d.p99_ns),
+        format_duration_ns(r.jitter_ns),
+    )
+}
+
+/// One line of `--json-stream`: `{"type": ..., "schema_version": ..., "data": ...}`.
+pub fn stream_line(kind: &str, data: &impl Serialize) -> String {
+    serde_json::json!({ "type": kind, "schema_version": SCHEMA_VERSION, "data": data }).to_string()
+}
+
+fn latency_line(label: &str, d: &LatencySummary) -> String {
+    let f = |ns: f64| format_duration_ns(ns);
+    format!(
+        "  {label:<18} min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  stddev {}\n",
+        f(d.min_ns),
+        f(d.mean_ns),
+        f(d.p50_ns),
+        f(d.p90_ns),
+        f(d.p99_ns),
+        f(d.p999_ns),
+        f(d.max_ns),
+        f(d.stddev_ns)
+    )
+}
+
+fn cpu_text(c: Option<&CpuLoad>) -> String {
+    c.map_or("unknown".into(), |c| {
+        format!(
+            "process {:.1}% user + {:.1}% system of one core, host {:.1}% of {} cores",
+            c.process_user_pct, c.process_system_pct, c.host_pct, c.cores
+        )
+    })
+}
+
+fn side_name(r: Option<&SideReport>) -> String {
+    r.map_or("unknown host".into(), |r| r.host.clone())
+}
+
+/// The final report, as a person reads it.
+pub fn render(r: &TestResult) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let (sender_end, receiver_end) = match r.spec.direction {
+        Direction::Oneway => ("client", "agent"),
+        Direction::Reverse => ("agent", "client"),
+        Direction::Loopback => ("client", "client (echoes)"),
+    };
+    let _ = writeln!(out, "\nResult ({} {}, {}):", protocol_name(r.spec.protocol), direction_name(r.spec.direction), r.agent_address);
+    let _ = writeln!(
+        out,
+        "  sender ({sender_end})    {} packets, {} in {:.3} s: {}, {} packets/s",
+        s.packets_sent,
+        format_bytes(s.bytes_sent as f64),
+        s.duration_s,
+        format_rate(s.sender_throughput_bps),
+        format_count(s.sender_packets_per_sec)
+    );
+    let lost = r.agent.iter().chain(r.client.iter()).find_map(|x| x.sender.as_ref()).map(|x| x.lost_by_sender);
+    if let Some(l) = lost {
+        let _ = writeln!(
+            out,
+            "  lost by sender     {} (send buffer full {}, missed schedule slots {}, send errors {})",
+            l.total(),
+            l.send_buffer_full,
+            l.missed_slots,
+            l.send_errors
+        );
+    }
+    if let Some(e) = &s.schedule_error {
+        out.push_str(&latency_line("schedule error", e));
+    }
+    let _ = writeln!(
+        out,
+        "  receiver ({receiver_end})  {} packets, {}: goodput {}, on the wire {}, {} packets/s",
+        s.packets_received,
+        format_bytes(s.bytes_received as f64),
+        format_rate(s.receiver_goodput_bps),
+        format_rate(s.receiver_wire_throughput_bps),
+        format_count(s.receiver_packets_per_sec)
+    );
+    if !s.wire_headers.is_empty() {
+        let _ = writeln!(out, "  wire counts        {}", s.wire_headers);
+    }
+    let _ = writeln!(
+        out,
+        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        s.packets_lost,
+        s.packets_sent,
+        s.loss_pct,
+        s.reordered,
+        s.duplicates,
+        s.lost_at_receiver_socket.map_or("0 (kernel reported none)".into(), |d| d.to_string())
+    );
+    if let Some(d) = &s.round_trip {
+        out.push_str(&latency_line("round trip", d));
+    }
+    if let Some(d) = &s.relative_one_way_delay {
+        let label = if r.spec.direction == Direction::Loopback { "one-way (out)" } else { "one-way delay" };
+        out.push_str(&latency_line(label, d));
+        let _ = writeln!(
+            out,
+            "  {:<18} relative to the smallest delay seen (no clock sync needed); peak-to-peak variation {}",
+            "",
+            format_duration_ns(d.peak_to_peak_ns)
+        );
+    }
+    if let Some(j) = s.jitter_ns {
+        let _ = writeln!(out, "  jitter (RFC 3550)  {}", format_duration_ns(j));
+    }
+    if let Some(ia) = &s.inter_arrival {
+        let _ = writeln!(
+            out,
+            "  inter-arrival      mean {}  variance {:.3} ms^2  min {}  max {}",
+            format_duration_ns(ia.mean),
+            ia.variance / 1e12,
+            format_duration_ns(ia.min),
+            format_duration_ns(ia.max)
+        );
+    }
+    if let Some(clock) = &s.arrival_clock {
+        let what = match clock.as_str() {
+            "kernel" => "kernel receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME)",
+            "user" => "read in the application (CLOCK_REALTIME)",
+            other => other,
+        };
+        let _ = writeln!(out, "  arrival times      {what}");
+    }
+    let _ = writeln!(out, "  CPU client ({})  {}", side_name(r.client.as_ref()), cpu_text(s.client_cpu.as_ref()));
+    let _ = writeln!(out, "  CPU agent ({})   {}", side_name(r.agent.as_ref()), cpu_text(s.agent_cpu.as_ref()));
+    if let Some(t) = r.agent.iter().chain(r.client.iter()).find_map(|x| x.tcp_info) {
+        let _ = writeln!(
+            out,
+            "  TCP (sender)       rtt {} us, cwnd {} segments, retransmits {}, mss {} B",
+            t.rtt_us, t.snd_cwnd, t.total_retrans, t.snd_mss
+        );
+    }
+    out
+}

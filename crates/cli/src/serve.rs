@@ -1,0 +1,68 @@
+//! `flowlab serve`: the agent.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::Context;
+use flowlab_control::{load_key, AgentConfig, AgentStats, Limits};
+use flowlab_units::Rate;
+
+use crate::args::ServeArgs;
+
+/// Binds the control listener. The default `::` is dual-stack (IPv6 and IPv4); on a host
+/// without IPv6 it falls back to `0.0.0.0`.
+pub fn bind(ip: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
+    let addr = SocketAddr::new(ip, port);
+    match TcpListener::bind(addr) {
+        Ok(l) => Ok(l),
+        Err(_) if ip == IpAddr::V6(Ipv6Addr::UNSPECIFIED) => TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
+            .with_context(|| format!("cannot listen on port {port}")),
+        Err(e) => Err(e).with_context(|| format!("cannot listen on {addr}")),
+    }
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let key = match &args.key_file {
+        Some(path) => Some(load_key(path)?),
+        None => None,
+    };
+    let config = AgentConfig {
+        limits: Limits {
+            max_duration: args.max_duration,
+            max_rate_bps: match args.max_rate {
+                Rate::Max => None,
+                Rate::BitsPerSec(r) => Some(r),
+            },
+            max_tests: args.max_tests,
+        },
+        key,
+    };
+    let listener = bind(args.bind, args.port)?;
+    flowlab_sys::signal::interrupt_flag();
+    let local = listener.local_addr()?;
+    eprintln!(
+        "flowlab agent {} listening on {local}{}",
+        env!("CARGO_PKG_VERSION"),
+        if config.key.is_some() { " (key required)" } else { "" }
+    );
+    let quiet = args.quiet;
+    let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    });
+    let stats = Arc::new(AgentStats::default());
+    let stop = AtomicBool::new(false);
+    flowlab_control::serve(listener, config, stats.clone(), &stop, log)?;
+    use std::sync::atomic::Ordering::Relaxed;
+    eprintln!(
+        "flowlab agent stopping: {} connections, {} tests run, {} refused, {} malformed control connections",
+        stats.sessions.load(Relaxed),
+        stats.tests_run.load(Relaxed),
+        stats.refused.load(Relaxed),
+        stats.malformed_control.load(Relaxed)
+    );
+    Ok(ExitCode::SUCCESS)
+}

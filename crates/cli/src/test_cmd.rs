@@ -1,0 +1,128 @@
+//! `flowlab test`: one test against an agent.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use flowlab_control::{check_spec, load_key, run_test, TestOptions, TestRun};
+use flowlab_units::Rate;
+use flowlab_wire::{Direction, Protocol, TestSpec};
+
+use crate::args::{Mode, TestArgs};
+use crate::output;
+
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// Turns flags into a validated test spec.
+pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
+    let protocol = if args.tcp { Protocol::Tcp } else { Protocol::Udp };
+    let direction = match (args.reverse, args.mode) {
+        (true, _) => Direction::Reverse,
+        (false, Mode::Oneway) => Direction::Oneway,
+        (false, Mode::Loopback) => Direction::Loopback,
+    };
+    let rate = args.rate.unwrap_or(match protocol {
+        Protocol::Udp => Rate::BitsPerSec(1_000_000),
+        Protocol::Tcp => Rate::Max,
+    });
+    let size = args.size.unwrap_or(match protocol {
+        Protocol::Udp => 1200,
+        Protocol::Tcp => 128 * 1024,
+    });
+    let size = u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
+    let duration = match (args.duration, args.count) {
+        (None, None) => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    if duration.is_some_and(|d| d.is_zero()) {
+        bail!("invalid duration: must be above 0 s");
+    }
+    if args.count == Some(0) {
+        bail!("invalid count: must be at least 1 packet");
+    }
+    if args.interval.is_some_and(|i| i < Duration::from_millis(10)) {
+        bail!("invalid interval: must be at least 10ms");
+    }
+    let spec = TestSpec {
+        protocol,
+        direction,
+        rate_bps: match rate {
+            Rate::Max => None,
+            Rate::BitsPerSec(r) => Some(r),
+        },
+        size,
+        duration_ns: duration.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64),
+        count: args.count,
+        interval_ns: args.interval.map(|i| i.as_nanos() as u64),
+        client_udp_port: None,
+        packet_log: args.packet_log.is_some(),
+    };
+    check_spec(&spec).map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+    Ok(spec)
+}
+
+pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+    let spec = spec_from_args(&args)?;
+    let key = args.key_file.as_deref().map(load_key).transpose()?;
+    let options = TestOptions {
+        target: args.target.clone(),
+        spec,
+        key,
+        drain: args.drain,
+    };
+    flowlab_sys::signal::interrupt_flag();
+    let mut stdout = std::io::stdout().lock();
+    let human = !args.json && !args.json_stream;
+    if human {
+        writeln!(stdout, "{}", output::headline(&options))?;
+    }
+    let mut printed_header = false;
+    let mut on_interval = |r: &flowlab_results::IntervalReport| {
+        // Live output is best effort: a closed stdout must not stop the measurement.
+        if args.json_stream {
+            let _ = writeln!(std::io::stdout(), "{}", output::stream_line("interval", r));
+        } else if human {
+            if !printed_header {
+                let _ = writeln!(std::io::stdout(), "{}", output::interval_header());
+                printed_header = true;
+            }
+            let _ = writeln!(std::io::stdout(), "{}", output::interval_line(r));
+        }
+    };
+    let run = run_test(&options, &mut on_interval)?;
+    save(&args, &run)?;
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&run.result)?)?;
+    } else if args.json_stream {
+        writeln!(stdout, "{}", output::stream_line("result", &run.result))?;
+    } else {
+        write!(stdout, "{}", output::render(&run.result))?;
+    }
+    stdout.flush()?;
+    if let Some(e) = &run.result.error {
+        eprintln!("flowlab: error: {e} (results above cover the test up to then)");
+        return Ok(ExitCode::from(1));
+    }
+    if run.result.interrupted {
+        eprintln!("flowlab: interrupted: results above cover the test up to then");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the result JSON and the packet log where asked, before anything else can fail.
+fn save(args: &TestArgs, run: &TestRun) -> anyhow::Result<()> {
+    if let Some(path) = &args.output {
+        let json = serde_json::to_string_pretty(&run.result)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.packet_log {
+        let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(file);
+        flowlab_results::packet_log::write_csv(&run.packets, &mut w)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,448 @@
+//! The client: asks an agent for a test, runs its own side, and combines both sides.
+
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
+use flowlab_sys::cpu::CpuSnapshot;
+use flowlab_wire::{ClientHello, ControlError, Direction, Message, Protocol, TestSpec};
+
+use crate::agent::{cpu_load, flow_params, RoleOutcome};
+use crate::conn::{Conn, ConnError};
+use crate::result::{roles, Summary2, TestResult, SCHEMA_VERSION};
+use crate::{auth, DEFAULT_PORT};
+
+/// Errors that stop a test before it starts. Once it runs, errors land in the result instead,
+/// beside what was measured.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    Target(String),
+    #[error("cannot connect to {addr}: {reason}")]
+    Connect { addr: SocketAddr, reason: String },
+    #[error("agent at {addr} speaks protocol version {peer}, this client speaks {ours}: run the same flowlab version on both ends")]
+    Version { addr: SocketAddr, peer: u16, ours: u16 },
+    #[error("{addr} is not a flowlab agent (bad handshake)")]
+    NotAnAgent { addr: SocketAddr },
+    #[error("the agent at {addr} requires a pre-shared key: pass --key-file")]
+    KeyRequired { addr: SocketAddr },
+    #[error("the agent refused the test: {0}")]
+    Refused(String),
+    #[error("test setup failed: {0}")]
+    Setup(String),
+}
+
+/// What to run and against whom.
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    /// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address.
+    pub target: String,
+    pub spec: TestSpec,
+    pub key: Option<Vec<u8>>,
+    /// How long to wait for in-flight packets after the last one was sent.
+    pub drain: Duration,
+}
+
+/// A finished (or stopped) test: the result document and, when asked for, per-packet records.
+#[derive(Debug, Clone)]
+pub struct TestRun {
+    pub result: TestResult,
+    pub packets: Vec<PacketRecord>,
+}
+
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// With heartbeats every 0.5 s, this long without a word means the agent is gone.
+const AGENT_SILENCE: Duration = Duration::from_millis(2500);
+/// How long the agent may take to send its report after Finish.
+const REPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Splits `HOST[:PORT]` and resolves it.
+pub fn resolve(target: &str) -> Result<SocketAddr, ClientError> {
+    let (host, port) = split_target(target)?;
+    let mut addrs = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|_| ClientError::Target(format!("cannot resolve host '{host}'")))?;
+    addrs
+        .next()
+        .ok_or_else(|| ClientError::Target(format!("host '{host}' has no address")))
+}
+
+fn split_target(target: &str) -> Result<(String, u16), ClientError> {
+    let bad_port = |p: &str| ClientError::Target(format!("invalid port '{p}' in '{target}'"));
+    if let Some(rest) = target.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| ClientError::Target(format!("missing ']' in '{target}'")))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad_port(p))?,
+            None if after.is_empty() => DEFAULT_PORT,
+            None => return Err(bad_port(after)),
+        };
+        return Ok((host.to_string(), port));
+    }
+    if target.is_empty() {
+        return Err(ClientError::Target("no host given".into()));
+    }
+    // More than one colon: a bare IPv6 address without a port.
+    if target.matches(':').count() > 1 {
+        return Ok((target.to_string(), DEFAULT_PORT));
+    }
+    match target.split_once(':') {
+        Some((host, p)) => Ok((host.to_string(), p.parse().map_err(|_| bad_port(p))?)),
+        None => Ok((target.to_string(), DEFAULT_PORT)),
+    }
+}
+
+fn setup_error(e: ConnError) -> ClientError {
+    ClientError::Setup(e.to_string())
+}
+
+/// Connects, shakes hands, authenticates and gets the test accepted.
+fn negotiate(
+    options: &TestOptions,
+    addr: SocketAddr,
+) -> Result<(Conn, TestSpec, u32, u16, Option<UdpSocket>), ClientError> {
+    let stream = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
+        addr,
+        reason: match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connection refused (is `flowlab serve` running there?)".into(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                format!("no answer within {} s", SETUP_TIMEOUT.as_secs())
+            }
+            _ => e.to_string(),
+        },
+    })?;
+    let mut conn = Conn::new(stream);
+    conn.send_hello(ClientHello::current()).map_err(setup_error)?;
+    let hello = match conn.recv_hello(SETUP_TIMEOUT) {
+        Ok(h) => h,
+        Err(ConnError::Protocol(ControlError::BadMagic)) => return Err(ClientError::NotAnAgent { addr }),
+        Err(e) => return Err(setup_error(e)),
+    };
+    if let Err(ControlError::VersionMismatch { peer, ours }) = hello.check_version() {
+        return Err(ClientError::Version { addr, peer, ours });
+    }
+    if hello.auth_required() {
+        let key = options.key.as_ref().ok_or(ClientError::KeyRequired { addr })?;
+        let nonce = match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
+            Message::AuthChallenge { nonce } => nonce,
+            other => return Err(ClientError::Setup(format!("expected an auth challenge, got '{}'", other.kind()))),
+        };
+        conn.send(&Message::AuthResponse { mac: auth::respond(key, &nonce) })
+            .map_err(setup_error)?;
+        match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
+            Message::AuthOk => {}
+            Message::Refused { reason } => return Err(ClientError::Refused(reason)),
+            other => return Err(ClientError::Setup(format!("unexpected '{}' after authentication", other.kind()))),
+        }
+    }
+    let local_ip = conn.stream().local_addr().map_err(|e| ClientError::Setup(e.to_string()))?.ip();
+    let mut spec = options.spec.clone();
+    let udp = match spec.protocol {
+        Protocol::Udp => {
+            let sock = UdpSocket::bind(SocketAddr::new(local_ip, 0))
+                .map_err(|e| ClientError::Setup(format!("cannot open a UDP data socket: {e}")))?;
+            spec.client_udp_port = sock.local_addr().ok().map(|a| a.port());
+            Some(sock)
+        }
+        Protocol::Tcp => None,
+    };
+    conn.send(&Message::Request { spec: spec.clone() }).map_err(setup_error)?;
+    match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
+        Message::Accepted { session, data_port } => Ok((conn, spec, session, data_port, udp)),
+        Message::Refused { reason } => Err(ClientError::Refused(reason)),
+        Message::Error { message } => Err(ClientError::Setup(format!("agent: {message}"))),
+        other => Err(ClientError::Setup(format!("unexpected '{}' in reply to the request", other.kind()))),
+    }
+}
+
+/// The client's data connection.
+enum Data {
+    Udp(UdpSocket),
+    Tcp(TcpStream),
+}
+
+fn connect_data(udp: Option<UdpSocket>, agent_ip: IpAddr, port: u16) -> Result<Data, ClientError> {
+    let agent = SocketAddr::new(agent_ip, port);
+    match udp {
+        Some(sock) => {
+            sock.connect(agent)
+                .map_err(|e| ClientError::Setup(format!("cannot connect the UDP data socket: {e}")))?;
+            Ok(Data::Udp(sock))
+        }
+        None => TcpStream::connect_timeout(&agent, SETUP_TIMEOUT)
+            .map(Data::Tcp)
+            .map_err(|e| ClientError::Setup(format!("cannot open the TCP data connection to {agent}: {e}"))),
+    }
+}
+
+/// Runs one test. Errors before the start are returned; later ones are kept in the result
+/// together with everything measured up to them.
+pub fn run_test(options: &TestOptions, on_interval: &mut dyn FnMut(&IntervalReport)) -> Result<TestRun, ClientError> {
+    let addr = resolve(&options.target)?;
+    let (mut conn, spec, session, data_port, udp) = negotiate(options, addr)?;
+    let data = connect_data(udp, addr.ip(), data_port)?;
+    let started_at_ns = flowlab_sys::clock::realtime_ns();
+    let cpu_start = CpuSnapshot::take().ok();
+    conn.send(&Message::Start).map_err(setup_error)?;
+
+    let flow = flow_params(&spec, session);
+    let stop_receiving = AtomicBool::new(false);
+    let stop_sending = AtomicBool::new(false);
+    let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();
+    let mut session_state = Session::default();
+    let mut client_outcome = RoleOutcome::default();
+
+    std::thread::scope(|scope| {
+        let (sender, receiver) = spawn_roles(scope, &data, &spec, &flow, &stop_sending, &stop_receiving, interval_tx);
+        let mut drain_from: Option<Instant> = None;
+        let mut last_heard = Instant::now();
+        loop {
+            for r in interval_rx.try_iter() {
+                on_interval(&r);
+                session_state.intervals.push(r);
+            }
+            if flowlab_sys::signal::is_interrupted() {
+                session_state.interrupted = true;
+                break;
+            }
+            let local_sender_done = sender.as_ref().is_some_and(|s| s.is_finished());
+            if drain_from.is_none() && (local_sender_done || session_state.agent_sender_done) {
+                drain_from = Some(Instant::now());
+            }
+            if drain_from.is_some_and(|t| t.elapsed() >= options.drain) {
+                break;
+            }
+            match conn.poll(Duration::from_millis(20)) {
+                Ok(Some(message)) => {
+                    last_heard = Instant::now();
+                    session_state.take(message, on_interval);
+                    if session_state.agent_report.is_some() || session_state.error.is_some() {
+                        break;
+                    }
+                }
+                Ok(None) if last_heard.elapsed() > AGENT_SILENCE => {
+                    session_state.error = Some(format!(
+                        "agent lost: no word from it for {:.1} s",
+                        AGENT_SILENCE.as_secs_f64()
+                    ));
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    session_state.error = Some(format!("agent lost: {e}"));
+                    break;
+                }
+            }
+        }
+        stop_sending.store(true, Ordering::Relaxed);
+        stop_receiving.store(true, Ordering::Relaxed);
+        let join = |h: Option<std::thread::ScopedJoinHandle<'_, RoleOutcome>>| {
+            h.map(|h| h.join().unwrap_or_else(|_| RoleOutcome::failed("a test thread failed")))
+        };
+        let sent = join(sender);
+        let received = join(receiver);
+        client_outcome = merge_outcomes(sent, received);
+        for r in interval_rx.try_iter() {
+            on_interval(&r);
+            session_state.intervals.push(r);
+        }
+    });
+
+    if session_state.error.is_none() && session_state.agent_report.is_none() {
+        session_state.finish(&mut conn, on_interval);
+    }
+    let (client_role, _) = roles(spec.direction);
+    let client = SideReport {
+        role: client_role,
+        host: flowlab_sys::host::hostname(),
+        cpu: cpu_start.and_then(|s| cpu_load(&s)),
+        sender: client_outcome.sender,
+        receiver: client_outcome.receiver,
+        echo: None,
+        tcp_info: client_outcome.tcp_info,
+        error: client_outcome.error.clone(),
+    };
+    let agent = session_state.agent_report.map(|b| *b);
+    let packets = if spec.packet_log {
+        let (sent, received) = match spec.direction {
+            Direction::Oneway => (&client_outcome.log, &session_state.agent_log),
+            Direction::Reverse => (&session_state.agent_log, &client_outcome.log),
+            Direction::Loopback => (&client_outcome.sent_log, &client_outcome.log),
+        };
+        packet_log::merge(sent, received)
+    } else {
+        Vec::new()
+    };
+    let error = session_state
+        .error
+        .or(client_outcome.error)
+        .or_else(|| agent.as_ref().and_then(|a| a.error.clone()));
+    let summary = Summary2::combine(&spec, Some(&client), agent.as_ref(), addr.is_ipv6());
+    Ok(TestRun {
+        result: TestResult {
+            schema_version: SCHEMA_VERSION,
+            flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at_ns,
+            target: options.target.clone(),
+            agent_address: addr.to_string(),
+            spec,
+            summary,
+            client: Some(client),
+            agent,
+            intervals: session_state.intervals,
+            interrupted: session_state.interrupted,
+            error,
+        },
+        packets,
+    })
+}
+
+/// What the client learned from the agent during and after the test.
+#[derive(Default)]
+struct Session {
+    intervals: Vec<IntervalReport>,
+    agent_sender_done: bool,
+    agent_report: Option<Box<SideReport>>,
+    agent_log: Vec<PacketRecord>,
+    interrupted: bool,
+    error: Option<String>,
+}
+
+impl Session {
+    fn take(&mut self, message: Message, on_interval: &mut dyn FnMut(&IntervalReport)) {
+        match message {
+            Message::Interval { report } => {
+                on_interval(&report);
+                self.intervals.push(report);
+            }
+            Message::SenderDone => self.agent_sender_done = true,
+            Message::PacketLog { records } => self.agent_log.extend(records),
+            Message::Report { report } => self.agent_report = Some(report),
+            Message::Error { message } => self.error = Some(format!("agent: {message}")),
+            Message::Heartbeat => {}
+            other => self.error = Some(format!("unexpected '{}' from the agent", other.kind())),
+        }
+    }
+
+    /// Tells the agent to stop and collects its report.
+    fn finish(&mut self, conn: &mut Conn, on_interval: &mut dyn FnMut(&IntervalReport)) {
+        if let Err(e) = conn.send(&Message::Finish) {
+            self.error = Some(format!("agent lost: {e}"));
+            return;
+        }
+        let deadline = Instant::now() + REPORT_TIMEOUT;
+        while self.agent_report.is_none() && self.error.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.error = Some("the agent sent no report".into());
+                break;
+            }
+            match conn.poll(left) {
+                Ok(Some(m)) => self.take(m, on_interval),
+                Ok(None) => {}
+                Err(e) => self.error = Some(format!("agent lost before its report: {e}")),
+            }
+        }
+    }
+}
+
+type RoleHandle<'scope> = Option<std::thread::ScopedJoinHandle<'scope, RoleOutcome>>;
+
+/// Starts the client's sender and/or receiver threads for this direction.
+fn spawn_roles<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    data: &'env Data,
+    spec: &TestSpec,
+    flow: &'env flowlab_engine::FlowParams,
+    stop_sending: &'env AtomicBool,
+    stop_receiving: &'env AtomicBool,
+    intervals: mpsc::Sender<IntervalReport>,
+) -> (RoleHandle<'scope>, RoleHandle<'scope>) {
+    let sends = matches!(spec.direction, Direction::Oneway | Direction::Loopback);
+    let receives = matches!(spec.direction, Direction::Reverse | Direction::Loopback);
+    let round_trip = spec.direction == Direction::Loopback;
+    let sender = sends.then(|| {
+        scope.spawn(move || {
+            let mut out = RoleOutcome::default();
+            let outcome = match data {
+                Data::Udp(sock) => flowlab_engine::udp_send(sock, flow, stop_sending),
+                Data::Tcp(stream) => {
+                    let mut stream = match stream.try_clone() {
+                        Ok(s) => s,
+                        Err(e) => return RoleOutcome::failed(&format!("cannot share the TCP socket: {e}")),
+                    };
+                    let o = flowlab_engine::tcp_send(&mut stream, flow, stop_sending);
+                    out.tcp_info = flowlab_engine::tcp_info_report(&stream);
+                    o
+                }
+            };
+            (out.sender, out.log, out.error) = (Some(outcome.report), outcome.log, outcome.error);
+            out
+        })
+    });
+    let receiver = receives.then(|| {
+        scope.spawn(move || {
+            let mut on_interval = |r: IntervalReport| {
+                let _ = intervals.send(r);
+            };
+            let outcome = match data {
+                Data::Udp(sock) => flowlab_engine::udp_receive(sock, flow, round_trip, stop_receiving, &mut on_interval),
+                Data::Tcp(stream) => match stream.try_clone() {
+                    Ok(mut s) => flowlab_engine::tcp_receive(&mut s, flow, round_trip, stop_receiving, &mut on_interval),
+                    Err(e) => return RoleOutcome::failed(&format!("cannot share the TCP socket: {e}")),
+                },
+            };
+            RoleOutcome {
+                receiver: Some(outcome.report),
+                log: outcome.log,
+                error: outcome.error,
+                ..RoleOutcome::default()
+            }
+        })
+    });
+    (sender, receiver)
+}
+
+/// The client's side is one report even when two threads (loopback) measured it.
+fn merge_outcomes(sent: Option<RoleOutcome>, received: Option<RoleOutcome>) -> RoleOutcome {
+    match (sent, received) {
+        (Some(s), Some(r)) => RoleOutcome {
+            sender: s.sender,
+            receiver: r.receiver,
+            tcp_info: s.tcp_info,
+            sent_log: s.log,
+            log: r.log,
+            error: s.error.or(r.error),
+            echo: None,
+        },
+        (Some(only), None) | (None, Some(only)) => only,
+        (None, None) => RoleOutcome::failed("no test thread ran"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_like_people_type_them() {
+        let ok = |t: &str| split_target(t).unwrap();
+        assert_eq!(ok("example"), ("example".into(), DEFAULT_PORT));
+        assert_eq!(ok("10.0.0.1:5000"), ("10.0.0.1".into(), 5000));
+        assert_eq!(ok("[::1]:5000"), ("::1".into(), 5000));
+        assert_eq!(ok("[::1]"), ("::1".into(), DEFAULT_PORT));
+        assert_eq!(ok("fd00::2"), ("fd00::2".into(), DEFAULT_PORT));
+        for bad in ["", "host:port", "[::1", "[::1]x", "h:99999"] {
+            assert!(split_target(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unknown_host_is_one_clear_line() {
+        let e = resolve("no-such-host.invalid").unwrap_err();
+        assert_eq!(e.to_string(), "cannot resolve host 'no-such-host.invalid'");
+    }
+}

@@ -1,0 +1,43 @@
+//! Control-frame decoder on an untrusted TCP stream.
+//!
+//! Input layout: the first byte picks how the rest is cut into `push` calls (as if bytes
+//! arrived in TCP segments of varying sizes); the remaining bytes are the stream. Every decoded
+//! message must encode and decode back to itself through a fresh decoder.
+#![no_main]
+
+use flowlab_wire::FrameDecoder;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&split, stream)) = data.split_first() else {
+        return;
+    };
+    // Chunk lengths cycle through 1..=16 starting from a point and step chosen by the first
+    // byte: 0x00 feeds one byte at a time, other values mix small and larger pieces.
+    let start = usize::from(split & 0x0f);
+    let step = usize::from(split >> 4);
+    let mut decoder = FrameDecoder::new();
+    let mut rest = stream;
+    let mut i = 0usize;
+    while !rest.is_empty() {
+        let len = ((start + i * step) % 16 + 1).min(rest.len());
+        let (chunk, tail) = rest.split_at(len);
+        rest = tail;
+        i += 1;
+        decoder.push(chunk);
+        loop {
+            match decoder.next_message() {
+                Ok(Some(message)) => {
+                    let encoded = message.encode();
+                    let mut fresh = FrameDecoder::new();
+                    fresh.push(&encoded);
+                    assert_eq!(fresh.next_message(), Ok(Some(message)));
+                    assert_eq!(fresh.next_message(), Ok(None));
+                }
+                Ok(None) => break,
+                // The stream is out of step after an error; a real peer drops the connection.
+                Err(_) => return,
+            }
+        }
+    }
+});

@@ -1,0 +1,12 @@
+//! Command-line unit parsers: must never panic on any string.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let s = String::from_utf8_lossy(data);
+    let _ = flowlab_units::parse_rate(&s);
+    let _ = flowlab_units::parse_bytes(&s);
+    let _ = flowlab_units::parse_duration(&s);
+    let _ = flowlab_units::parse_count(&s);
+});

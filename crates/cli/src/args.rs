@@ -8,7 +8,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, Rate};
 
 #[derive(Parser, Debug)]
-#[command(name = "flowlab", version, about = "A network performance laboratory: paced flows, what the network did to them, and experiments you can repeat.")]
+#[command(
+    name = "flowlab",
+    version,
+    about = "A network performance laboratory: paced flows, what the network did to them, and experiments you can repeat."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -17,10 +21,14 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run an agent that serves tests to clients.
-    #[command(after_help = "Examples:\n  flowlab serve\n  flowlab serve --bind ::1 --port 9470 --max-rate 1G --max-duration 2m\n  flowlab serve --key-file /etc/flowlab.key")]
+    #[command(
+        after_help = "Examples:\n  flowlab serve\n  flowlab serve --bind ::1 --port 9470 --max-rate 1G --max-duration 2m\n  flowlab serve --key-file /etc/flowlab.key"
+    )]
     Serve(ServeArgs),
     /// Run one test against an agent.
-    #[command(after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv")]
+    #[command(
+        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv"
+    )]
     Test(TestArgs),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
@@ -38,8 +46,9 @@ pub struct ServeArgs {
     /// Longest test a client may ask for (10s, 2m, 1h).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub max_duration: Duration,
-    /// Highest rate a client may ask for; 'max' allows unlimited tests.
-    #[arg(long, default_value = "10G", value_parser = parse_rate)]
+    /// Highest rate a client may ask for (1G, 500M); with a limit, unpaced '--rate max' tests
+    /// are refused. Default: no limit.
+    #[arg(long, default_value = "max", value_parser = parse_rate)]
     pub max_rate: Rate,
     /// Most tests running at once.
     #[arg(long, default_value_t = 16)]

@@ -25,7 +25,9 @@ fn direction_name(d: Direction) -> &'static str {
 }
 
 fn offered(spec: &TestSpec) -> String {
-    let rate = spec.rate_bps.map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
+    let rate = spec
+        .rate_bps
+        .map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
     let end = match (spec.duration_ns, spec.count) {
         (Some(d), Some(n)) => format!("{} or {n} packets", format_duration_ns(d as f64)),
         (Some(d), None) => format_duration_ns(d as f64),
@@ -114,7 +116,13 @@ pub fn render(r: &TestResult) -> String {
         Direction::Reverse => ("agent", "client"),
         Direction::Loopback => ("client", "client (echoes)"),
     };
-    let _ = writeln!(out, "\nResult ({} {}, {}):", protocol_name(r.spec.protocol), direction_name(r.spec.direction), r.agent_address);
+    let _ = writeln!(
+        out,
+        "\nResult ({} {}, {}):",
+        protocol_name(r.spec.protocol),
+        direction_name(r.spec.direction),
+        r.agent_address
+    );
     let _ = writeln!(
         out,
         "  sender ({sender_end})    {} packets, {} in {:.3} s: {}, {} packets/s",
@@ -124,7 +132,12 @@ pub fn render(r: &TestResult) -> String {
         format_rate(s.sender_throughput_bps),
         format_count(s.sender_packets_per_sec)
     );
-    let lost = r.agent.iter().chain(r.client.iter()).find_map(|x| x.sender.as_ref()).map(|x| x.lost_by_sender);
+    let lost = r
+        .agent
+        .iter()
+        .chain(r.client.iter())
+        .find_map(|x| x.sender.as_ref())
+        .map(|x| x.lost_by_sender);
     if let Some(l) = lost {
         let _ = writeln!(
             out,
@@ -164,7 +177,11 @@ pub fn render(r: &TestResult) -> String {
         out.push_str(&latency_line("round trip", d));
     }
     if let Some(d) = &s.relative_one_way_delay {
-        let label = if r.spec.direction == Direction::Loopback { "one-way (out)" } else { "one-way delay" };
+        let label = if r.spec.direction == Direction::Loopback {
+            "one-way (out)"
+        } else {
+            "one-way delay"
+        };
         out.push_str(&latency_line(label, d));
         let _ = writeln!(
             out,
@@ -194,9 +211,24 @@ pub fn render(r: &TestResult) -> String {
         };
         let _ = writeln!(out, "  arrival times      {what}");
     }
-    let _ = writeln!(out, "  CPU client ({})  {}", side_name(r.client.as_ref()), cpu_text(s.client_cpu.as_ref()));
-    let _ = writeln!(out, "  CPU agent ({})   {}", side_name(r.agent.as_ref()), cpu_text(s.agent_cpu.as_ref()));
-    if let Some(t) = r.agent.iter().chain(r.client.iter()).find_map(|x| x.tcp_info) {
+    let _ = writeln!(
+        out,
+        "  CPU client ({})  {}",
+        side_name(r.client.as_ref()),
+        cpu_text(s.client_cpu.as_ref())
+    );
+    let _ = writeln!(
+        out,
+        "  CPU agent ({})   {}",
+        side_name(r.agent.as_ref()),
+        cpu_text(s.agent_cpu.as_ref())
+    );
+    if let Some(t) = r
+        .agent
+        .iter()
+        .chain(r.client.iter())
+        .find_map(|x| x.tcp_info)
+    {
         let _ = writeln!(
             out,
             "  TCP (sender)       rtt {} us, cwnd {} segments, retransmits {}, mss {} B",

@@ -17,8 +17,10 @@ pub fn bind(ip: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     let addr = SocketAddr::new(ip, port);
     match TcpListener::bind(addr) {
         Ok(l) => Ok(l),
-        Err(_) if ip == IpAddr::V6(Ipv6Addr::UNSPECIFIED) => TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
-            .with_context(|| format!("cannot listen on port {port}")),
+        Err(_) if ip == IpAddr::V6(Ipv6Addr::UNSPECIFIED) => {
+            TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
+                .with_context(|| format!("cannot listen on port {port}"))
+        }
         Err(e) => Err(e).with_context(|| format!("cannot listen on {addr}")),
     }
 }
@@ -45,7 +47,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "flowlab agent {} listening on {local}{}",
         env!("CARGO_PKG_VERSION"),
-        if config.key.is_some() { " (key required)" } else { "" }
+        if config.key.is_some() {
+            " (key required)"
+        } else {
+            ""
+        }
     );
     let quiet = args.quiet;
     let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {

@@ -16,7 +16,11 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
-    let protocol = if args.tcp { Protocol::Tcp } else { Protocol::Udp };
+    let protocol = if args.tcp {
+        Protocol::Tcp
+    } else {
+        Protocol::Udp
+    };
     let direction = match (args.reverse, args.mode) {
         (true, _) => Direction::Reverse,
         (false, Mode::Oneway) => Direction::Oneway,
@@ -30,7 +34,8 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         Protocol::Udp => 1200,
         Protocol::Tcp => 128 * 1024,
     });
-    let size = u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
+    let size =
+        u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
     let duration = match (args.duration, args.count) {
         (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
@@ -115,10 +120,12 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
 fn save(args: &TestArgs, run: &TestRun) -> anyhow::Result<()> {
     if let Some(path) = &args.output {
         let json = serde_json::to_string_pretty(&run.result)?;
-        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.packet_log {
-        let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         let mut w = std::io::BufWriter::new(file);
         flowlab_results::packet_log::write_csv(&run.packets, &mut w)
             .and_then(|_| w.flush())

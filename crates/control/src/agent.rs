@@ -10,7 +10,9 @@ use flowlab_engine::FlowParams;
 use flowlab_results::{IntervalReport, PacketRecord, SideReport};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_wire::control::HELLO_FLAG_AUTH_REQUIRED;
-use flowlab_wire::{Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION, PROBE_HEADER_LEN};
+use flowlab_wire::{
+    Direction, Hello, Message, Protocol, TestSpec, PROBE_HEADER_LEN, PROTOCOL_VERSION,
+};
 
 use crate::auth;
 use crate::conn::{Conn, ConnError, PACKET_LOG_CHUNK};
@@ -29,7 +31,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_duration: Duration::from_secs(300),
-            max_rate_bps: Some(10_000_000_000),
+            max_rate_bps: None,
             max_tests: 16,
         }
     }
@@ -81,8 +83,12 @@ pub fn serve(
             Ok((stream, peer)) => {
                 let _ = stream.set_nonblocking(false);
                 stats.sessions.fetch_add(1, Ordering::Relaxed);
-                let (config, stats, log, next) =
-                    (config.clone(), stats.clone(), log.clone(), next_session.clone());
+                let (config, stats, log, next) = (
+                    config.clone(),
+                    stats.clone(),
+                    log.clone(),
+                    next_session.clone(),
+                );
                 std::thread::spawn(move || {
                     let session = next.fetch_add(1, Ordering::Relaxed);
                     if let Err(e) = run_session(stream, peer, session, &config, &stats, &*log) {
@@ -109,7 +115,9 @@ impl Drop for Slot<'_> {
 
 fn refuse(conn: &mut Conn, stats: &AgentStats, reason: String) -> Result<(), String> {
     stats.refused.fetch_add(1, Ordering::Relaxed);
-    let _ = conn.send(&Message::Refused { reason: reason.clone() });
+    let _ = conn.send(&Message::Refused {
+        reason: reason.clone(),
+    });
     Err(format!("refused: {reason}"))
 }
 
@@ -133,28 +141,53 @@ fn run_session(
     let hello = conn
         .recv_hello(SETUP_TIMEOUT)
         .map_err(|e| protocol_error(stats, e))?;
-    let flags = if config.key.is_some() { HELLO_FLAG_AUTH_REQUIRED } else { 0 };
-    conn.send_hello(Hello { version: PROTOCOL_VERSION, flags })
-        .map_err(|e| e.to_string())?;
+    let flags = if config.key.is_some() {
+        HELLO_FLAG_AUTH_REQUIRED
+    } else {
+        0
+    };
+    conn.send_hello(Hello {
+        version: PROTOCOL_VERSION,
+        flags,
+    })
+    .map_err(|e| e.to_string())?;
     hello.check_version().map_err(|e| format!("client {e}"))?;
 
     if let Some(key) = &config.key {
         let nonce = auth::new_nonce();
-        conn.send(&Message::AuthChallenge { nonce: nonce.clone() })
-            .map_err(|e| e.to_string())?;
-        match conn.recv(SETUP_TIMEOUT).map_err(|e| protocol_error(stats, e))? {
+        conn.send(&Message::AuthChallenge {
+            nonce: nonce.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+        match conn
+            .recv(SETUP_TIMEOUT)
+            .map_err(|e| protocol_error(stats, e))?
+        {
             Message::AuthResponse { mac } if auth::verify(key, &nonce, &mac) => {
                 conn.send(&Message::AuthOk).map_err(|e| e.to_string())?;
             }
-            _ => return refuse(&mut conn, stats, "authentication failed: wrong or missing key".into()),
+            _ => {
+                return refuse(
+                    &mut conn,
+                    stats,
+                    "authentication failed: wrong or missing key".into(),
+                )
+            }
         }
     }
 
-    let spec = match conn.recv(SETUP_TIMEOUT).map_err(|e| protocol_error(stats, e))? {
+    let spec = match conn
+        .recv(SETUP_TIMEOUT)
+        .map_err(|e| protocol_error(stats, e))?
+    {
         Message::Request { spec } => spec,
         other => {
             stats.malformed_control.fetch_add(1, Ordering::Relaxed);
-            return refuse(&mut conn, stats, format!("expected a test request, got '{}'", other.kind()));
+            return refuse(
+                &mut conn,
+                stats,
+                format!("expected a test request, got '{}'", other.kind()),
+            );
         }
     };
     if let Err(reason) = check_request(&spec, &config.limits) {
@@ -166,27 +199,37 @@ fn run_session(
         return refuse(
             &mut conn,
             stats,
-            format!("agent is running its limit of {} concurrent tests (--max-tests)", config.limits.max_tests),
+            format!(
+                "agent is running its limit of {} concurrent tests (--max-tests)",
+                config.limits.max_tests
+            ),
         );
     }
     let data = DataSocket::open(&spec, local_ip, peer.ip()).map_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
         e
     })?;
-    conn.send(&Message::Accepted { session, data_port: data.port() })
-        .map_err(|e| e.to_string())?;
+    conn.send(&Message::Accepted {
+        session,
+        data_port: data.port(),
+    })
+    .map_err(|e| e.to_string())?;
     log(format!(
         "{peer}: session {session}: {:?} {:?} size {} rate {}",
         spec.protocol,
         spec.direction,
         spec.size,
-        spec.rate_bps.map_or("max".to_string(), |r| format!("{r} bit/s"))
+        spec.rate_bps
+            .map_or("max".to_string(), |r| format!("{r} bit/s"))
     ));
     let data = data.establish(peer.ip()).map_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
         e
     })?;
-    match conn.recv(SETUP_TIMEOUT).map_err(|e| protocol_error(stats, e))? {
+    match conn
+        .recv(SETUP_TIMEOUT)
+        .map_err(|e| protocol_error(stats, e))?
+    {
         Message::Start => {}
         other => return Err(format!("expected start, got '{}'", other.kind())),
     }
@@ -194,7 +237,10 @@ fn run_session(
     let report = run_test(&mut conn, data, &spec, session, config.limits.max_duration);
     log(format!(
         "{peer}: session {session} done{}",
-        report.error.as_ref().map_or(String::new(), |e| format!(": {e}"))
+        report
+            .error
+            .as_ref()
+            .map_or(String::new(), |e| format!(": {e}"))
     ));
     Ok(())
 }
@@ -213,7 +259,10 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
         ));
     }
     if spec.size > max_size {
-        return Err(format!("packet size {} B exceeds {what} of {max_size} B", spec.size));
+        return Err(format!(
+            "packet size {} B exceeds {what} of {max_size} B",
+            spec.size
+        ));
     }
     if spec.duration_ns.is_none() && spec.count.is_none() {
         return Err("the test has no end: give a duration or a count".into());
@@ -238,10 +287,14 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
     }
     match (spec.rate_bps, limits.max_rate_bps) {
         (None, Some(max)) => {
-            return Err(format!("--rate max is not allowed: the agent limits rates to {max} bit/s (--max-rate)"))
+            return Err(format!(
+                "--rate max is not allowed: the agent limits rates to {max} bit/s (--max-rate)"
+            ))
         }
         (Some(rate), Some(max)) if rate > max => {
-            return Err(format!("rate {rate} bit/s exceeds the agent's limit of {max} bit/s (--max-rate)"))
+            return Err(format!(
+                "rate {rate} bit/s exceeds the agent's limit of {max} bit/s (--max-rate)"
+            ))
         }
         _ => {}
     }
@@ -265,7 +318,8 @@ impl DataSocket {
         let local = SocketAddr::new(local_ip, 0);
         match spec.protocol {
             Protocol::Udp => {
-                let sock = UdpSocket::bind(local).map_err(|e| format!("cannot open a UDP data socket: {e}"))?;
+                let sock = UdpSocket::bind(local)
+                    .map_err(|e| format!("cannot open a UDP data socket: {e}"))?;
                 let port = spec.client_udp_port.unwrap_or(0);
                 sock.connect(SocketAddr::new(peer_ip, port))
                     .map_err(|e| format!("cannot connect the UDP data socket: {e}"))?;
@@ -317,7 +371,13 @@ enum Event {
 }
 
 /// Runs the agent's role while serving the control connection, then reports.
-fn run_test(conn: &mut Conn, data: DataSocket, spec: &TestSpec, session: u32, max_duration: Duration) -> SideReport {
+fn run_test(
+    conn: &mut Conn,
+    data: DataSocket,
+    spec: &TestSpec,
+    session: u32,
+    max_duration: Duration,
+) -> SideReport {
     let flow = flow_params(spec, session);
     let (_, role) = roles(spec.direction);
     let stop = AtomicBool::new(false);
@@ -357,7 +417,10 @@ fn run_test(conn: &mut Conn, data: DataSocket, spec: &TestSpec, session: u32, ma
                 break;
             }
             if started.elapsed() > max_duration + OVERRUN_GRACE {
-                report.error = Some(format!("stopped at the duration limit of {:.0} s", max_duration.as_secs_f64()));
+                report.error = Some(format!(
+                    "stopped at the duration limit of {:.0} s",
+                    max_duration.as_secs_f64()
+                ));
                 break;
             }
             if last_beat.elapsed() >= HEARTBEAT {
@@ -374,7 +437,9 @@ fn run_test(conn: &mut Conn, data: DataSocket, spec: &TestSpec, session: u32, ma
             }
         }
         stop.store(true, Ordering::Relaxed);
-        let outcome = worker.join().unwrap_or_else(|_| RoleOutcome::failed("the test thread failed"));
+        let outcome = worker
+            .join()
+            .unwrap_or_else(|_| RoleOutcome::failed("the test thread failed"));
         report.sender = outcome.sender;
         report.receiver = outcome.receiver;
         report.echo = outcome.echo;
@@ -386,9 +451,13 @@ fn run_test(conn: &mut Conn, data: DataSocket, spec: &TestSpec, session: u32, ma
     });
     report.cpu = cpu_start.and_then(|start| cpu_load(&start));
     for chunk in log.chunks(PACKET_LOG_CHUNK) {
-        let _ = conn.send(&Message::PacketLog { records: chunk.to_vec() });
+        let _ = conn.send(&Message::PacketLog {
+            records: chunk.to_vec(),
+        });
     }
-    let _ = conn.send(&Message::Report { report: Box::new(report.clone()) });
+    let _ = conn.send(&Message::Report {
+        report: Box::new(report.clone()),
+    });
     report
 }
 
@@ -476,7 +545,9 @@ fn run_role(
             let (echo, error) = flowlab_engine::tcp_echo(&mut stream, flow, stop);
             (out.echo, out.error) = (Some(echo), error);
         }
-        (DataSocket::TcpListening(_), _) => out.error = Some("TCP data connection never established".into()),
+        (DataSocket::TcpListening(_), _) => {
+            out.error = Some("TCP data connection never established".into())
+        }
     }
     out
 }
@@ -508,13 +579,52 @@ mod tests {
         };
         assert_eq!(check_request(&spec(), &limits), Ok(()));
         let cases = [
-            (TestSpec { size: 10, ..spec() }, "packet size 10 B is below the 32-byte probe header"),
-            (TestSpec { size: 70_000, ..spec() }, "packet size 70000 B exceeds the UDP maximum of 65507 B"),
-            (TestSpec { rate_bps: Some(6_000_000), ..spec() }, "rate 6000000 bit/s exceeds the agent's limit of 5000000 bit/s (--max-rate)"),
-            (TestSpec { rate_bps: None, ..spec() }, "--rate max is not allowed: the agent limits rates to 5000000 bit/s (--max-rate)"),
-            (TestSpec { duration_ns: Some(20_000_000_000), ..spec() }, "duration 20.0 s exceeds the agent's limit of 10.0 s (--max-duration)"),
-            (TestSpec { duration_ns: None, ..spec() }, "the test has no end: give a duration or a count"),
-            (TestSpec { client_udp_port: None, ..spec() }, "a UDP test needs the client's UDP port"),
+            (
+                TestSpec { size: 10, ..spec() },
+                "packet size 10 B is below the 32-byte probe header",
+            ),
+            (
+                TestSpec {
+                    size: 70_000,
+                    ..spec()
+                },
+                "packet size 70000 B exceeds the UDP maximum of 65507 B",
+            ),
+            (
+                TestSpec {
+                    rate_bps: Some(6_000_000),
+                    ..spec()
+                },
+                "rate 6000000 bit/s exceeds the agent's limit of 5000000 bit/s (--max-rate)",
+            ),
+            (
+                TestSpec {
+                    rate_bps: None,
+                    ..spec()
+                },
+                "--rate max is not allowed: the agent limits rates to 5000000 bit/s (--max-rate)",
+            ),
+            (
+                TestSpec {
+                    duration_ns: Some(20_000_000_000),
+                    ..spec()
+                },
+                "duration 20.0 s exceeds the agent's limit of 10.0 s (--max-duration)",
+            ),
+            (
+                TestSpec {
+                    duration_ns: None,
+                    ..spec()
+                },
+                "the test has no end: give a duration or a count",
+            ),
+            (
+                TestSpec {
+                    client_udp_port: None,
+                    ..spec()
+                },
+                "a UDP test needs the client's UDP port",
+            ),
         ];
         for (spec, reason) in cases {
             assert_eq!(check_request(&spec, &limits), Err(reason.to_string()));

@@ -23,7 +23,11 @@ pub enum ClientError {
     #[error("cannot connect to {addr}: {reason}")]
     Connect { addr: SocketAddr, reason: String },
     #[error("agent at {addr} speaks protocol version {peer}, this client speaks {ours}: run the same flowlab version on both ends")]
-    Version { addr: SocketAddr, peer: u16, ours: u16 },
+    Version {
+        addr: SocketAddr,
+        peer: u16,
+        ours: u16,
+    },
     #[error("{addr} is not a flowlab agent (bad handshake)")]
     NotAnAgent { addr: SocketAddr },
     #[error("the agent at {addr} requires a pre-shared key: pass --key-file")]
@@ -104,41 +108,66 @@ fn negotiate(
     options: &TestOptions,
     addr: SocketAddr,
 ) -> Result<(Conn, TestSpec, u32, u16, Option<UdpSocket>), ClientError> {
-    let stream = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
-        addr,
-        reason: match e.kind() {
-            std::io::ErrorKind::ConnectionRefused => "connection refused (is `flowlab serve` running there?)".into(),
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                format!("no answer within {} s", SETUP_TIMEOUT.as_secs())
-            }
-            _ => e.to_string(),
-        },
-    })?;
+    let stream =
+        TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
+            addr,
+            reason: match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    "connection refused (is `flowlab serve` running there?)".into()
+                }
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                    format!("no answer within {} s", SETUP_TIMEOUT.as_secs())
+                }
+                _ => e.to_string(),
+            },
+        })?;
     let mut conn = Conn::new(stream);
-    conn.send_hello(ClientHello::current()).map_err(setup_error)?;
+    conn.send_hello(ClientHello::current())
+        .map_err(setup_error)?;
     let hello = match conn.recv_hello(SETUP_TIMEOUT) {
         Ok(h) => h,
-        Err(ConnError::Protocol(ControlError::BadMagic)) => return Err(ClientError::NotAnAgent { addr }),
+        Err(ConnError::Protocol(ControlError::BadMagic)) => {
+            return Err(ClientError::NotAnAgent { addr })
+        }
         Err(e) => return Err(setup_error(e)),
     };
     if let Err(ControlError::VersionMismatch { peer, ours }) = hello.check_version() {
         return Err(ClientError::Version { addr, peer, ours });
     }
     if hello.auth_required() {
-        let key = options.key.as_ref().ok_or(ClientError::KeyRequired { addr })?;
+        let key = options
+            .key
+            .as_ref()
+            .ok_or(ClientError::KeyRequired { addr })?;
         let nonce = match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
             Message::AuthChallenge { nonce } => nonce,
-            other => return Err(ClientError::Setup(format!("expected an auth challenge, got '{}'", other.kind()))),
+            other => {
+                return Err(ClientError::Setup(format!(
+                    "expected an auth challenge, got '{}'",
+                    other.kind()
+                )))
+            }
         };
-        conn.send(&Message::AuthResponse { mac: auth::respond(key, &nonce) })
-            .map_err(setup_error)?;
+        conn.send(&Message::AuthResponse {
+            mac: auth::respond(key, &nonce),
+        })
+        .map_err(setup_error)?;
         match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
             Message::AuthOk => {}
             Message::Refused { reason } => return Err(ClientError::Refused(reason)),
-            other => return Err(ClientError::Setup(format!("unexpected '{}' after authentication", other.kind()))),
+            other => {
+                return Err(ClientError::Setup(format!(
+                    "unexpected '{}' after authentication",
+                    other.kind()
+                )))
+            }
         }
     }
-    let local_ip = conn.stream().local_addr().map_err(|e| ClientError::Setup(e.to_string()))?.ip();
+    let local_ip = conn
+        .stream()
+        .local_addr()
+        .map_err(|e| ClientError::Setup(e.to_string()))?
+        .ip();
     let mut spec = options.spec.clone();
     let udp = match spec.protocol {
         Protocol::Udp => {
@@ -149,12 +178,16 @@ fn negotiate(
         }
         Protocol::Tcp => None,
     };
-    conn.send(&Message::Request { spec: spec.clone() }).map_err(setup_error)?;
+    conn.send(&Message::Request { spec: spec.clone() })
+        .map_err(setup_error)?;
     match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
         Message::Accepted { session, data_port } => Ok((conn, spec, session, data_port, udp)),
         Message::Refused { reason } => Err(ClientError::Refused(reason)),
         Message::Error { message } => Err(ClientError::Setup(format!("agent: {message}"))),
-        other => Err(ClientError::Setup(format!("unexpected '{}' in reply to the request", other.kind()))),
+        other => Err(ClientError::Setup(format!(
+            "unexpected '{}' in reply to the request",
+            other.kind()
+        ))),
     }
 }
 
@@ -168,19 +201,27 @@ fn connect_data(udp: Option<UdpSocket>, agent_ip: IpAddr, port: u16) -> Result<D
     let agent = SocketAddr::new(agent_ip, port);
     match udp {
         Some(sock) => {
-            sock.connect(agent)
-                .map_err(|e| ClientError::Setup(format!("cannot connect the UDP data socket: {e}")))?;
+            sock.connect(agent).map_err(|e| {
+                ClientError::Setup(format!("cannot connect the UDP data socket: {e}"))
+            })?;
             Ok(Data::Udp(sock))
         }
         None => TcpStream::connect_timeout(&agent, SETUP_TIMEOUT)
             .map(Data::Tcp)
-            .map_err(|e| ClientError::Setup(format!("cannot open the TCP data connection to {agent}: {e}"))),
+            .map_err(|e| {
+                ClientError::Setup(format!(
+                    "cannot open the TCP data connection to {agent}: {e}"
+                ))
+            }),
     }
 }
 
 /// Runs one test. Errors before the start are returned; later ones are kept in the result
 /// together with everything measured up to them.
-pub fn run_test(options: &TestOptions, on_interval: &mut dyn FnMut(&IntervalReport)) -> Result<TestRun, ClientError> {
+pub fn run_test(
+    options: &TestOptions,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<TestRun, ClientError> {
     let addr = resolve(&options.target)?;
     let (mut conn, spec, session, data_port, udp) = negotiate(options, addr)?;
     let data = connect_data(udp, addr.ip(), data_port)?;
@@ -196,7 +237,15 @@ pub fn run_test(options: &TestOptions, on_interval: &mut dyn FnMut(&IntervalRepo
     let mut client_outcome = RoleOutcome::default();
 
     std::thread::scope(|scope| {
-        let (sender, receiver) = spawn_roles(scope, &data, &spec, &flow, &stop_sending, &stop_receiving, interval_tx);
+        let (sender, receiver) = spawn_roles(
+            scope,
+            &data,
+            &spec,
+            &flow,
+            &stop_sending,
+            &stop_receiving,
+            interval_tx,
+        );
         let mut drain_from: Option<Instant> = None;
         let mut last_heard = Instant::now();
         loop {
@@ -240,7 +289,10 @@ pub fn run_test(options: &TestOptions, on_interval: &mut dyn FnMut(&IntervalRepo
         stop_sending.store(true, Ordering::Relaxed);
         stop_receiving.store(true, Ordering::Relaxed);
         let join = |h: Option<std::thread::ScopedJoinHandle<'_, RoleOutcome>>| {
-            h.map(|h| h.join().unwrap_or_else(|_| RoleOutcome::failed("a test thread failed")))
+            h.map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| RoleOutcome::failed("a test thread failed"))
+            })
         };
         let sent = join(sender);
         let received = join(receiver);
@@ -372,7 +424,11 @@ fn spawn_roles<'scope, 'env>(
                 Data::Tcp(stream) => {
                     let mut stream = match stream.try_clone() {
                         Ok(s) => s,
-                        Err(e) => return RoleOutcome::failed(&format!("cannot share the TCP socket: {e}")),
+                        Err(e) => {
+                            return RoleOutcome::failed(&format!(
+                                "cannot share the TCP socket: {e}"
+                            ))
+                        }
                     };
                     let o = flowlab_engine::tcp_send(&mut stream, flow, stop_sending);
                     out.tcp_info = flowlab_engine::tcp_info_report(&stream);
@@ -389,10 +445,24 @@ fn spawn_roles<'scope, 'env>(
                 let _ = intervals.send(r);
             };
             let outcome = match data {
-                Data::Udp(sock) => flowlab_engine::udp_receive(sock, flow, round_trip, stop_receiving, &mut on_interval),
+                Data::Udp(sock) => flowlab_engine::udp_receive(
+                    sock,
+                    flow,
+                    round_trip,
+                    stop_receiving,
+                    &mut on_interval,
+                ),
                 Data::Tcp(stream) => match stream.try_clone() {
-                    Ok(mut s) => flowlab_engine::tcp_receive(&mut s, flow, round_trip, stop_receiving, &mut on_interval),
-                    Err(e) => return RoleOutcome::failed(&format!("cannot share the TCP socket: {e}")),
+                    Ok(mut s) => flowlab_engine::tcp_receive(
+                        &mut s,
+                        flow,
+                        round_trip,
+                        stop_receiving,
+                        &mut on_interval,
+                    ),
+                    Err(e) => {
+                        return RoleOutcome::failed(&format!("cannot share the TCP socket: {e}"))
+                    }
                 },
             };
             RoleOutcome {

@@ -73,7 +73,8 @@ impl Conn {
             if left.is_zero() {
                 return Ok(None);
             }
-            self.stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            self.stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
             match self.stream.read(&mut self.buf) {
                 Ok(0) => return Err(ConnError::Closed),
                 Ok(n) => self.decoder.push(&self.buf[..n]),

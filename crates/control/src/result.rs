@@ -102,7 +102,12 @@ fn header_overhead(spec: &TestSpec, ipv6: bool, mss: Option<u32>) -> (f64, Strin
 
 impl Summary2 {
     /// Combines the two sides. `ipv6` tells the header overhead.
-    pub fn combine(spec: &TestSpec, client: Option<&SideReport>, agent: Option<&SideReport>, ipv6: bool) -> Summary2 {
+    pub fn combine(
+        spec: &TestSpec,
+        client: Option<&SideReport>,
+        agent: Option<&SideReport>,
+        ipv6: bool,
+    ) -> Summary2 {
         let (sending, receiving, sender_name) = match spec.direction {
             Direction::Oneway => (client, agent, "client"),
             Direction::Reverse => (agent, client, "agent"),
@@ -120,8 +125,10 @@ impl Summary2 {
             s.packets_sent = sent.packets_sent;
             s.bytes_sent = sent.bytes_sent;
             s.lost_by_sender = sent.lost_by_sender.total();
-            s.sender_throughput_bps = rate_over_span(sent.bytes_sent * 8, sent.packets_sent, sent.duration_ns);
-            s.sender_packets_per_sec = rate_over_span(sent.packets_sent, sent.packets_sent, sent.duration_ns);
+            s.sender_throughput_bps =
+                rate_over_span(sent.bytes_sent * 8, sent.packets_sent, sent.duration_ns);
+            s.sender_packets_per_sec =
+                rate_over_span(sent.packets_sent, sent.packets_sent, sent.duration_ns);
             s.schedule_error = sent.schedule_error;
             s.duration_s = sent.duration_ns as f64 / 1e9;
         }
@@ -141,7 +148,8 @@ impl Summary2 {
             let (overhead, names) = header_overhead(spec, ipv6, mss);
             s.receiver_goodput_bps = rate_over_span(r.bytes_received * 8, unique, r.duration_ns);
             s.receiver_packets_per_sec = rate_over_span(unique, unique, r.duration_ns);
-            s.receiver_wire_throughput_bps = s.receiver_goodput_bps + s.receiver_packets_per_sec * overhead * 8.0;
+            s.receiver_wire_throughput_bps =
+                s.receiver_goodput_bps + s.receiver_packets_per_sec * overhead * 8.0;
             s.wire_headers = names;
             s.relative_one_way_delay = r.relative_delay;
             s.round_trip = r.round_trip;

@@ -18,7 +18,10 @@ use crate::{
 };
 
 fn is_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// TCP_INFO of a connection, for reports.
@@ -40,7 +43,12 @@ fn write_whole(stream: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Res
     let mut done = 0;
     while done < buf.len() {
         match stream.write(&buf[done..]) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "connection closed",
+                ))
+            }
             Ok(n) => done += n,
             Err(e) if is_timeout(&e) => {
                 if stopped(stop) {
@@ -199,7 +207,11 @@ pub fn tcp_receive(
 }
 
 /// Echoes every message back with its arrival time stamped in, until `stop` or the peer closes.
-pub fn tcp_echo(stream: &mut TcpStream, flow: &FlowParams, stop: &AtomicBool) -> (EchoReport, Option<String>) {
+pub fn tcp_echo(
+    stream: &mut TcpStream,
+    flow: &FlowParams,
+    stop: &AtomicBool,
+) -> (EchoReport, Option<String>) {
     let _ = stream.set_read_timeout(Some(POLL_PERIOD));
     let _ = stream.set_write_timeout(Some(POLL_PERIOD));
     let _ = stream.set_nodelay(true);
@@ -252,7 +264,11 @@ mod tests {
         let mut stream = Vec::new();
         for seq in 0..3u64 {
             let mut m = vec![0u8; 100];
-            ProbeRepr { seq, ..Default::default() }.emit(&mut m);
+            ProbeRepr {
+                seq,
+                ..Default::default()
+            }
+            .emit(&mut m);
             stream.extend(m);
         }
         let mut seqs = Vec::new();

@@ -232,7 +232,10 @@ pub fn udp_echo(sock: &UdpSocket, session: u32, stop: &AtomicBool) -> (EchoRepor
             match udp::send_batch(sock, &slices[done..]) {
                 Ok(k) => {
                     report.packets_echoed += k as u64;
-                    report.bytes_echoed += slices[done..done + k].iter().map(|s| s.len() as u64).sum::<u64>();
+                    report.bytes_echoed += slices[done..done + k]
+                        .iter()
+                        .map(|s| s.len() as u64)
+                        .sum::<u64>();
                     done += k;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

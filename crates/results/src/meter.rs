@@ -3,9 +3,7 @@
 
 use flowlab_stats::{rate_per_sec, Arrival, InterArrival, LatencyStats, Rfc3550Jitter, SeqTracker};
 
-use crate::{
-    Batching, IntervalReport, LostBySender, PacketRecord, ReceiverReport, SenderReport,
-};
+use crate::{Batching, IntervalReport, LostBySender, PacketRecord, ReceiverReport, SenderReport};
 
 /// Cap on per-packet records kept in memory (about 400 MB); past it recording stops.
 pub const MAX_PACKET_RECORDS: usize = 10_000_000;
@@ -159,7 +157,10 @@ impl ReceiverMeter {
 
     /// An interval's one-way delays relative to the whole test's minimum so far, so that
     /// intervals are comparable with each other.
-    fn relative_interval_delay(&self, interval: &LatencyStats) -> Option<flowlab_stats::LatencySummary> {
+    fn relative_interval_delay(
+        &self,
+        interval: &LatencyStats,
+    ) -> Option<flowlab_stats::LatencySummary> {
         let overall_min = self.delay.summary()?.min_ns;
         let s = interval.summary()?;
         Some(flowlab_stats::LatencySummary {
@@ -251,7 +252,14 @@ impl SenderMeter {
 
     /// A packet the kernel accepted. `deadline_ns` is its slot on the pacing clock and
     /// `sent_mono_ns` when it left on that clock; `sent_ns` is its probe timestamp.
-    pub fn on_sent(&mut self, seq: u64, size: u32, sent_ns: u64, deadline_ns: Option<u64>, sent_mono_ns: u64) {
+    pub fn on_sent(
+        &mut self,
+        seq: u64,
+        size: u32,
+        sent_ns: u64,
+        deadline_ns: Option<u64>,
+        sent_mono_ns: u64,
+    ) {
         self.packets += 1;
         self.bytes += u64::from(size);
         self.first_send.get_or_insert(sent_mono_ns);

@@ -66,8 +66,16 @@ mod tests {
 
     #[test]
     fn merges_and_marks_losses() {
-        let sent = [rec(0, Some(10), None), rec(1, Some(20), None), rec(2, Some(30), None)];
-        let received = [rec(2, Some(30), Some(35)), rec(0, Some(10), Some(15)), rec(3, Some(40), Some(45))];
+        let sent = [
+            rec(0, Some(10), None),
+            rec(1, Some(20), None),
+            rec(2, Some(30), None),
+        ];
+        let received = [
+            rec(2, Some(30), Some(35)),
+            rec(0, Some(10), Some(15)),
+            rec(3, Some(40), Some(45)),
+        ];
         let merged = merge(&sent, &received);
         assert_eq!(merged.len(), 4);
         let mut csv = Vec::new();

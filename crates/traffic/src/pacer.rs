@@ -88,12 +88,19 @@ impl Pacer {
     pub fn poll(&mut self, now_ns: u64) -> Action {
         let limit = self.slot_limit().unwrap_or(u64::MAX);
         let Some(schedule) = self.config.schedule else {
-            let past_end = self.config.end.until_ns.is_some_and(|until| now_ns >= until);
+            let past_end = self
+                .config
+                .end
+                .until_ns
+                .is_some_and(|until| now_ns >= until);
             if past_end || self.next >= limit {
                 return Action::Done;
             }
             let count = self.config.max_batch.min(limit - self.next);
-            return Action::Send { first: self.next, count };
+            return Action::Send {
+                first: self.next,
+                count,
+            };
         };
         // Skip slots that are hopelessly late.
         let horizon = now_ns.saturating_sub(self.config.max_lateness_ns);
@@ -114,7 +121,10 @@ impl Pacer {
             .due_by(now_ns.saturating_add(self.config.train_window_ns))
             .min(limit);
         let count = (due - self.next).min(self.config.max_batch);
-        Action::Send { first: self.next, count }
+        Action::Send {
+            first: self.next,
+            count,
+        }
     }
 
     /// Marks `count` slots as done (sent, or lost by the sender).
@@ -146,7 +156,12 @@ mod tests {
         assert_eq!(p.poll(0), Action::Wait { until_ns: 1_000 });
         assert_eq!(p.poll(1_000), Action::Send { first: 0, count: 1 });
         p.advance(1);
-        assert_eq!(p.poll(1_500), Action::Wait { until_ns: 1_001_000 });
+        assert_eq!(
+            p.poll(1_500),
+            Action::Wait {
+                until_ns: 1_001_000
+            }
+        );
         assert_eq!(p.poll(1_001_000), Action::Send { first: 1, count: 1 });
         p.advance(1);
         assert_eq!(p.poll(2_001_000), Action::Send { first: 2, count: 1 });
@@ -178,7 +193,13 @@ mod tests {
         p.advance(4);
         // 20 ms later: slots 4..=23 due; those due before now-5ms (slots 4..=18) are skipped.
         let now = 23_501_000;
-        assert_eq!(p.poll(now), Action::Send { first: 19, count: 5 });
+        assert_eq!(
+            p.poll(now),
+            Action::Send {
+                first: 19,
+                count: 5
+            }
+        );
         assert_eq!(p.missed_slots(), 15);
     }
 
@@ -215,9 +236,21 @@ mod tests {
             max_batch: 64,
             max_lateness_ns: 0,
         });
-        assert_eq!(p.poll(0), Action::Send { first: 0, count: 64 });
+        assert_eq!(
+            p.poll(0),
+            Action::Send {
+                first: 0,
+                count: 64
+            }
+        );
         p.advance(64);
-        assert_eq!(p.poll(1), Action::Send { first: 64, count: 36 });
+        assert_eq!(
+            p.poll(1),
+            Action::Send {
+                first: 64,
+                count: 36
+            }
+        );
         p.advance(36);
         assert_eq!(p.poll(2), Action::Done);
         let mut p = Pacer::new(PacerConfig {

@@ -46,7 +46,8 @@ impl PacedSchedule {
 
     /// When packet `k` (from 0) is due; rounded down to the nanosecond, saturating.
     pub fn deadline(&self, k: u64) -> u64 {
-        let offset = u128::from(k) * u128::from(self.packet_bits) * NS_PER_SEC / u128::from(self.rate_bps);
+        let offset =
+            u128::from(k) * u128::from(self.packet_bits) * NS_PER_SEC / u128::from(self.rate_bps);
         u64::try_from(u128::from(self.start_ns) + offset).unwrap_or(u64::MAX)
     }
 

@@ -29,7 +29,9 @@ pub const HELLO_FLAG_AUTH_REQUIRED: u16 = 0x0001;
 pub enum ControlError {
     #[error("peer is not a flowlab endpoint (bad hello magic)")]
     BadMagic,
-    #[error("protocol version mismatch: peer speaks version {peer}, this side speaks version {ours}")]
+    #[error(
+        "protocol version mismatch: peer speaks version {peer}, this side speaks version {ours}"
+    )]
     VersionMismatch { peer: u16, ours: u16 },
     #[error("control frame of {0} bytes exceeds the {MAX_FRAME_LEN}-byte limit")]
     FrameTooLong(usize),
@@ -140,29 +142,48 @@ pub struct TestSpec {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Message {
     /// Agent to client: prove you hold the key by returning HMAC-SHA256(key, nonce).
-    AuthChallenge { nonce: String },
-    AuthResponse { mac: String },
+    AuthChallenge {
+        nonce: String,
+    },
+    AuthResponse {
+        mac: String,
+    },
     AuthOk,
-    Request { spec: TestSpec },
-    Accepted { session: u32, data_port: u16 },
+    Request {
+        spec: TestSpec,
+    },
+    Accepted {
+        session: u32,
+        data_port: u16,
+    },
     /// Agent refuses a request (limits, bad parameters, failed authentication).
-    Refused { reason: String },
+    Refused {
+        reason: String,
+    },
     /// Client to agent: sockets are ready, begin.
     Start,
     /// Agent to client while a test runs, so a dead agent is noticed quickly.
     Heartbeat,
     /// Live interval measured by the agent's side.
-    Interval { report: IntervalReport },
+    Interval {
+        report: IntervalReport,
+    },
     /// Agent to client: the agent's sender has sent its last packet.
     SenderDone,
     /// Client to agent: stop (end of test, or the user interrupted) and report.
     Finish,
     /// Per-packet records of the agent's side, in chunks, before its report.
-    PacketLog { records: Vec<PacketRecord> },
+    PacketLog {
+        records: Vec<PacketRecord>,
+    },
     /// The agent's report for its side of the test; ends the session.
-    Report { report: Box<SideReport> },
+    Report {
+        report: Box<SideReport>,
+    },
     /// A fatal error; the sender closes the connection after it.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 impl Message {
@@ -229,7 +250,12 @@ impl FrameDecoder {
         if self.buffer.len() < 4 {
             return Ok(None);
         }
-        let len_bytes = [self.buffer[0], self.buffer[1], self.buffer[2], self.buffer[3]];
+        let len_bytes = [
+            self.buffer[0],
+            self.buffer[1],
+            self.buffer[2],
+            self.buffer[3],
+        ];
         let len = u32::from_be_bytes(len_bytes) as usize;
         if len > MAX_FRAME_LEN {
             return Err(ControlError::FrameTooLong(len));
@@ -331,7 +357,10 @@ mod tests {
     fn decoder_rejects_garbage() {
         let mut d = FrameDecoder::new();
         d.push(&[0xff, 0xff, 0xff, 0xff]);
-        assert!(matches!(d.next_message(), Err(ControlError::FrameTooLong(_))));
+        assert!(matches!(
+            d.next_message(),
+            Err(ControlError::FrameTooLong(_))
+        ));
         let mut d = FrameDecoder::new();
         d.push(b"\x00\x00\x00\x03\x01{}");
         assert!(matches!(d.next_message(), Err(ControlError::Malformed(_))));

@@ -187,7 +187,10 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        assert_eq!(ProbeRepr::parse(&PROBE_BYTES[..31]), Err(ProbeError::Truncated(31)));
+        assert_eq!(
+            ProbeRepr::parse(&PROBE_BYTES[..31]),
+            Err(ProbeError::Truncated(31))
+        );
         let mut b = PROBE_BYTES;
         b[0] = 0;
         assert_eq!(ProbeRepr::parse(&b), Err(ProbeError::BadMagic(0x004c)));

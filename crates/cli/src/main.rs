@@ -8,10 +8,24 @@ mod test_cmd;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // One line, like every other error: clap's first line, without its own prefix.
+            let text = e.to_string();
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut line = lines.next().unwrap_or_default().trim_start_matches("error: ").to_string();
+            if line.ends_with(':') {
+                line = format!("{line} {}", lines.next().unwrap_or_default());
+            }
+            eprintln!("flowlab: error: {line} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         args::Command::Serve(a) => serve::run(a),
         args::Command::Test(a) => test_cmd::run(a),

@@ -1,0 +1,250 @@
+//! The `flowlab` command on loopback: bad input, faults, protocol errors. No root needed.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn bad_flags_are_one_clear_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["test", "127.0.0.1", "--rate", "2Q"], "invalid rate '2Q'"),
+        (&["test", "127.0.0.1", "--size", "0"], "below the 32-byte probe header"),
+        (&["test", "127.0.0.1", "--size", "70000"], "exceeds the UDP maximum of 65507 B"),
+        (&["test", "127.0.0.1", "--duration", "soon"], "invalid duration 'soon'"),
+        (&["test", "no-such-host.invalid"], "cannot resolve host 'no-such-host.invalid'"),
+        (&["test", "127.0.0.1:notaport"], "invalid port 'notaport'"),
+        (&["test", "127.0.0.1", "--key-file", "/nonexistent/key"], "cannot read key file /nonexistent/key"),
+    ];
+    for (args, needle) in cases {
+        let o = flowlab(args);
+        assert_one_line_error(&o, needle);
+    }
+}
+
+#[test]
+fn connection_refused_is_one_line() {
+    // A port that was just free: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let o = flowlab(&["test", &format!("127.0.0.1:{port}"), "-d", "1s"]);
+    assert_one_line_error(&o, "connection refused");
+}
+
+#[test]
+fn port_in_use_is_one_line() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let o = flowlab(&["serve", "--bind", "127.0.0.1", "--port", &port]);
+    assert_one_line_error(&o, "cannot listen on 127.0.0.1");
+}
+
+#[test]
+fn agent_of_another_protocol_version_is_named() {
+    // A fake agent that answers the hello with version 99.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut hello = [0u8; 16];
+        s.read_exact(&mut hello).unwrap();
+        let mut reply = *b"FLOWLAB\0\x00\x63\x00\x00\0\0\0\0";
+        reply[9] = 99;
+        s.write_all(&reply).unwrap();
+    });
+    let o = flowlab(&["test", &addr.to_string(), "-d", "1s"]);
+    assert_one_line_error(&o, "speaks protocol version 99, this client speaks 1");
+    fake.join().unwrap();
+}
+
+#[test]
+fn agent_tells_an_old_client_its_version_and_keeps_serving() {
+    let agent = loopback_agent(&[]);
+    let mut s = TcpStream::connect(&agent.addr).unwrap();
+    s.write_all(b"FLOWLAB\0\x00\x07\x00\x00\0\0\0\0").unwrap();
+    let mut hello = [0u8; 16];
+    s.read_exact(&mut hello).unwrap();
+    assert_eq!(&hello[..8], b"FLOWLAB\0");
+    assert_eq!(u16::from_be_bytes([hello[8], hello[9]]), 1);
+    // Then it hangs up on the old client.
+    let mut rest = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(s.read_to_end(&mut rest).unwrap(), 0);
+    let o = flowlab(&["test", &agent.addr, "-n", "20", "--rate", "1M", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn garbage_on_the_control_port_and_stray_datagrams_do_not_disturb_other_clients() {
+    let agent = loopback_agent(&[]);
+    // Clients that send random bytes, or nothing, or a valid hello then a broken frame.
+    let mut junk = Vec::new();
+    for seed in 0..5u32 {
+        let mut s = TcpStream::connect(&agent.addr).unwrap();
+        let bytes: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 13) as u8).collect();
+        let _ = s.write_all(&bytes);
+        junk.push(s);
+    }
+    let mut s = TcpStream::connect(&agent.addr).unwrap();
+    s.write_all(b"FLOWLAB\0\x00\x01\x00\x00\0\0\0\0").unwrap();
+    let _ = s.write_all(b"\x00\x00\x00\x05\x01{{{{");
+    junk.push(s);
+    // Random datagrams at the agent's ports, while a real test runs.
+    let port: u16 = agent.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let stray = std::thread::spawn(move || {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let end = Instant::now() + Duration::from_millis(800);
+        let mut i = 0u16;
+        while Instant::now() < end {
+            for p in [port, port.wrapping_add(i % 50)] {
+                let _ = sock.send_to(&[0xde, 0xad, 0xbe, 0xef, i as u8], ("127.0.0.1", p));
+            }
+            i = i.wrapping_add(1);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let o = flowlab(&["test", &agent.addr, "-d", "1s", "--rate", "2M", "--size", "500", "--json"]);
+    stray.join().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0);
+    drop(junk);
+    // The agent is still alive and serving.
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn limits_are_refused_with_the_reason() {
+    let agent = loopback_agent(&["--max-rate", "1M", "--max-duration", "5s"]);
+    let o = flowlab(&["test", &agent.addr, "--rate", "2M", "-d", "1s"]);
+    assert_one_line_error(&o, "rate 2000000 bit/s exceeds the agent's limit of 1000000 bit/s (--max-rate)");
+    let o = flowlab(&["test", &agent.addr, "--rate", "100k", "-d", "10s"]);
+    assert_one_line_error(&o, "duration 10.0 s exceeds the agent's limit of 5.0 s (--max-duration)");
+    let o = flowlab(&["test", &agent.addr, "--tcp", "-d", "1s"]);
+    assert_one_line_error(&o, "--rate max is not allowed");
+}
+
+#[test]
+fn key_is_required_and_checked() {
+    let dir = std::env::temp_dir().join(format!("flowlab-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("key");
+    let wrong = dir.join("wrong");
+    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    std::fs::write(&wrong, "something else\n").unwrap();
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    let o = flowlab(&["test", &agent.addr, "-n", "10"]);
+    assert_one_line_error(&o, "requires a pre-shared key");
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--key-file", wrong.to_str().unwrap()]);
+    assert_one_line_error(&o, "authentication failed");
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--key-file", key.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(f64_at(&json(&o), "/summary/packets_received"), 10.0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn agent_killed_mid_test_is_reported_within_3s_and_results_are_kept() {
+    let mut agent = loopback_agent(&[]);
+    let out = std::env::temp_dir().join(format!("flowlab-killed-{}.json", std::process::id()));
+    let client = Command::new(FLOWLAB)
+        .args(["test", &agent.addr, "-d", "20s", "--rate", "1M", "--json", "-o", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    agent.child.kill().unwrap();
+    let killed_at = Instant::now();
+    let o = client.wait_with_output().unwrap();
+    let took = killed_at.elapsed();
+    assert!(took < Duration::from_secs(3), "client took {took:?} to notice");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("agent lost"), "{}", stderr(&o));
+    let v = json(&o);
+    assert!(f64_at(&v, "/summary/packets_sent") > 50.0, "measured packets were lost: {v:#}");
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(saved, v);
+    let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_partial_results_as_valid_json() {
+    let agent = loopback_agent(&[]);
+    let client = Command::new(FLOWLAB)
+        .args(["test", &agent.addr, "-d", "20s", "--rate", "1M", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = client.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let o = client.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["interrupted"], serde_json::Value::Bool(true));
+    assert!(f64_at(&v, "/summary/packets_received") > 50.0);
+    // The agent reported its side before the client ended.
+    assert!(v["agent"].is_object(), "{v:#}");
+}
+
+#[test]
+fn json_stream_is_one_object_per_line() {
+    let agent = loopback_agent(&[]);
+    let o = flowlab(&["test", &agent.addr, "-d", "1s", "-i", "250ms", "--json-stream"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert!(lines.len() >= 4, "{lines:?}");
+    assert!(lines[..lines.len() - 1].iter().all(|l| l["type"] == "interval"));
+    assert_eq!(lines.last().unwrap()["type"], "result");
+}
+
+#[test]
+fn packet_log_has_a_row_per_packet() {
+    let agent = loopback_agent(&[]);
+    let path = std::env::temp_dir().join(format!("flowlab-packets-{}.csv", std::process::id()));
+    let o = flowlab(&["test", &agent.addr, "-n", "100", "--rate", "1M", "--size", "200", "--mode", "loopback", "--packet-log", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(&path).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "seq,size,sent_ns,received_ns,echoed_ns,lost");
+    assert_eq!(rows.len(), 101);
+    for (i, row) in rows[1..].iter().enumerate() {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(f[0], i.to_string());
+        assert_eq!(f[1], "200");
+        let sent: u64 = f[2].parse().unwrap();
+        let received: u64 = f[3].parse().unwrap();
+        let echoed: u64 = f[4].parse().unwrap();
+        assert!(sent <= echoed && echoed <= received, "{row}");
+        assert_eq!(f[5], "0");
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn every_mode_and_protocol_runs_on_ipv6_loopback_too() {
+    let mut cmd = Command::new(FLOWLAB);
+    cmd.args(["serve", "--bind", "::1", "--port", "0"]);
+    let agent = start_agent(cmd);
+    for proto in ["--udp", "--tcp"] {
+        for mode in [&["--mode", "oneway"][..], &["--mode", "loopback"], &["--reverse"]] {
+            let mut args = vec!["test", agent.addr.as_str(), proto, "-n", "50", "--rate", "2M", "--size", "1000", "--json"];
+            args.extend_from_slice(mode);
+            let o = flowlab(&args);
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            let v = json(&o);
+            assert_eq!(f64_at(&v, "/summary/packets_received"), 50.0, "{args:?}");
+            assert!(v["agent_address"].as_str().unwrap().starts_with("[::1]"));
+        }
+    }
+}

@@ -18,7 +18,11 @@ fn main() -> ExitCode {
             // One line, like every other error: clap's first line, without its own prefix.
             let text = e.to_string();
             let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-            let mut line = lines.next().unwrap_or_default().trim_start_matches("error: ").to_string();
+            let mut line = lines
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_string();
             if line.ends_with(':') {
                 line = format!("{line} {}", lines.next().unwrap_or_default());
             }

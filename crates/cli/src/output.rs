@@ -173,6 +173,12 @@ pub fn render(r: &TestResult) -> String {
         s.duplicates,
         s.lost_at_receiver_socket.map_or("0 (kernel reported none)".into(), |d| d.to_string())
     );
+    if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
+        let _ = writeln!(
+            out,
+            "  not yet delivered  {n} messages were still in TCP buffers when the test stopped"
+        );
+    }
     if let Some(d) = &s.round_trip {
         out.push_str(&latency_line("round trip", d));
     }

@@ -13,12 +13,27 @@ use common::*;
 fn bad_flags_are_one_clear_line() {
     let cases: &[(&[&str], &str)] = &[
         (&["test", "127.0.0.1", "--rate", "2Q"], "invalid rate '2Q'"),
-        (&["test", "127.0.0.1", "--size", "0"], "below the 32-byte probe header"),
-        (&["test", "127.0.0.1", "--size", "70000"], "exceeds the UDP maximum of 65507 B"),
-        (&["test", "127.0.0.1", "--duration", "soon"], "invalid duration 'soon'"),
-        (&["test", "no-such-host.invalid"], "cannot resolve host 'no-such-host.invalid'"),
+        (
+            &["test", "127.0.0.1", "--size", "0"],
+            "below the 32-byte probe header",
+        ),
+        (
+            &["test", "127.0.0.1", "--size", "70000"],
+            "exceeds the UDP maximum of 65507 B",
+        ),
+        (
+            &["test", "127.0.0.1", "--duration", "soon"],
+            "invalid duration 'soon'",
+        ),
+        (
+            &["test", "no-such-host.invalid"],
+            "cannot resolve host 'no-such-host.invalid'",
+        ),
         (&["test", "127.0.0.1:notaport"], "invalid port 'notaport'"),
-        (&["test", "127.0.0.1", "--key-file", "/nonexistent/key"], "cannot read key file /nonexistent/key"),
+        (
+            &["test", "127.0.0.1", "--key-file", "/nonexistent/key"],
+            "cannot read key file /nonexistent/key",
+        ),
     ];
     for (args, needle) in cases {
         let o = flowlab(args);
@@ -29,7 +44,11 @@ fn bad_flags_are_one_clear_line() {
 #[test]
 fn connection_refused_is_one_line() {
     // A port that was just free: nothing listens there.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let o = flowlab(&["test", &format!("127.0.0.1:{port}"), "-d", "1s"]);
     assert_one_line_error(&o, "connection refused");
 }
@@ -84,7 +103,9 @@ fn garbage_on_the_control_port_and_stray_datagrams_do_not_disturb_other_clients(
     let mut junk = Vec::new();
     for seed in 0..5u32 {
         let mut s = TcpStream::connect(&agent.addr).unwrap();
-        let bytes: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 13) as u8).collect();
+        let bytes: Vec<u8> = (0..200u32)
+            .map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 13) as u8)
+            .collect();
         let _ = s.write_all(&bytes);
         junk.push(s);
     }
@@ -106,7 +127,17 @@ fn garbage_on_the_control_port_and_stray_datagrams_do_not_disturb_other_clients(
             std::thread::sleep(Duration::from_millis(1));
         }
     });
-    let o = flowlab(&["test", &agent.addr, "-d", "1s", "--rate", "2M", "--size", "500", "--json"]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "-d",
+        "1s",
+        "--rate",
+        "2M",
+        "--size",
+        "500",
+        "--json",
+    ]);
     stray.join().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let v = json(&o);
@@ -121,9 +152,15 @@ fn garbage_on_the_control_port_and_stray_datagrams_do_not_disturb_other_clients(
 fn limits_are_refused_with_the_reason() {
     let agent = loopback_agent(&["--max-rate", "1M", "--max-duration", "5s"]);
     let o = flowlab(&["test", &agent.addr, "--rate", "2M", "-d", "1s"]);
-    assert_one_line_error(&o, "rate 2000000 bit/s exceeds the agent's limit of 1000000 bit/s (--max-rate)");
+    assert_one_line_error(
+        &o,
+        "rate 2000000 bit/s exceeds the agent's limit of 1000000 bit/s (--max-rate)",
+    );
     let o = flowlab(&["test", &agent.addr, "--rate", "100k", "-d", "10s"]);
-    assert_one_line_error(&o, "duration 10.0 s exceeds the agent's limit of 5.0 s (--max-duration)");
+    assert_one_line_error(
+        &o,
+        "duration 10.0 s exceeds the agent's limit of 5.0 s (--max-duration)",
+    );
     let o = flowlab(&["test", &agent.addr, "--tcp", "-d", "1s"]);
     assert_one_line_error(&o, "--rate max is not allowed");
 }
@@ -139,9 +176,24 @@ fn key_is_required_and_checked() {
     let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
     let o = flowlab(&["test", &agent.addr, "-n", "10"]);
     assert_one_line_error(&o, "requires a pre-shared key");
-    let o = flowlab(&["test", &agent.addr, "-n", "10", "--key-file", wrong.to_str().unwrap()]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "-n",
+        "10",
+        "--key-file",
+        wrong.to_str().unwrap(),
+    ]);
     assert_one_line_error(&o, "authentication failed");
-    let o = flowlab(&["test", &agent.addr, "-n", "10", "--key-file", key.to_str().unwrap(), "--json"]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "-n",
+        "10",
+        "--key-file",
+        key.to_str().unwrap(),
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(f64_at(&json(&o), "/summary/packets_received"), 10.0);
     let _ = std::fs::remove_dir_all(dir);
@@ -152,7 +204,17 @@ fn agent_killed_mid_test_is_reported_within_3s_and_results_are_kept() {
     let mut agent = loopback_agent(&[]);
     let out = std::env::temp_dir().join(format!("flowlab-killed-{}.json", std::process::id()));
     let client = Command::new(FLOWLAB)
-        .args(["test", &agent.addr, "-d", "20s", "--rate", "1M", "--json", "-o", out.to_str().unwrap()])
+        .args([
+            "test",
+            &agent.addr,
+            "-d",
+            "20s",
+            "--rate",
+            "1M",
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -162,11 +224,17 @@ fn agent_killed_mid_test_is_reported_within_3s_and_results_are_kept() {
     let killed_at = Instant::now();
     let o = client.wait_with_output().unwrap();
     let took = killed_at.elapsed();
-    assert!(took < Duration::from_secs(3), "client took {took:?} to notice");
+    assert!(
+        took < Duration::from_secs(3),
+        "client took {took:?} to notice"
+    );
     assert!(!o.status.success());
     assert!(stderr(&o).contains("agent lost"), "{}", stderr(&o));
     let v = json(&o);
-    assert!(f64_at(&v, "/summary/packets_sent") > 50.0, "measured packets were lost: {v:#}");
+    assert!(
+        f64_at(&v, "/summary/packets_sent") > 50.0,
+        "measured packets were lost: {v:#}"
+    );
     let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(saved, v);
     let _ = std::fs::remove_file(out);
@@ -183,7 +251,11 @@ fn ctrl_c_stops_cleanly_with_partial_results_as_valid_json() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let pid = client.id().to_string();
-    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
     let o = client.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let v = json(&o);
@@ -196,7 +268,15 @@ fn ctrl_c_stops_cleanly_with_partial_results_as_valid_json() {
 #[test]
 fn json_stream_is_one_object_per_line() {
     let agent = loopback_agent(&[]);
-    let o = flowlab(&["test", &agent.addr, "-d", "1s", "-i", "250ms", "--json-stream"]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "-d",
+        "1s",
+        "-i",
+        "250ms",
+        "--json-stream",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let lines: Vec<serde_json::Value> = String::from_utf8(o.stdout)
         .unwrap()
@@ -204,7 +284,9 @@ fn json_stream_is_one_object_per_line() {
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
     assert!(lines.len() >= 4, "{lines:?}");
-    assert!(lines[..lines.len() - 1].iter().all(|l| l["type"] == "interval"));
+    assert!(lines[..lines.len() - 1]
+        .iter()
+        .all(|l| l["type"] == "interval"));
     assert_eq!(lines.last().unwrap()["type"], "result");
 }
 
@@ -212,7 +294,20 @@ fn json_stream_is_one_object_per_line() {
 fn packet_log_has_a_row_per_packet() {
     let agent = loopback_agent(&[]);
     let path = std::env::temp_dir().join(format!("flowlab-packets-{}.csv", std::process::id()));
-    let o = flowlab(&["test", &agent.addr, "-n", "100", "--rate", "1M", "--size", "200", "--mode", "loopback", "--packet-log", path.to_str().unwrap()]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "-n",
+        "100",
+        "--rate",
+        "1M",
+        "--size",
+        "200",
+        "--mode",
+        "loopback",
+        "--packet-log",
+        path.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(&path).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
@@ -237,8 +332,23 @@ fn every_mode_and_protocol_runs_on_ipv6_loopback_too() {
     cmd.args(["serve", "--bind", "::1", "--port", "0"]);
     let agent = start_agent(cmd);
     for proto in ["--udp", "--tcp"] {
-        for mode in [&["--mode", "oneway"][..], &["--mode", "loopback"], &["--reverse"]] {
-            let mut args = vec!["test", agent.addr.as_str(), proto, "-n", "50", "--rate", "2M", "--size", "1000", "--json"];
+        for mode in [
+            &["--mode", "oneway"][..],
+            &["--mode", "loopback"],
+            &["--reverse"],
+        ] {
+            let mut args = vec![
+                "test",
+                agent.addr.as_str(),
+                proto,
+                "-n",
+                "50",
+                "--rate",
+                "2M",
+                "--size",
+                "1000",
+                "--json",
+            ];
             args.extend_from_slice(mode);
             let o = flowlab(&args);
             assert!(o.status.success(), "{args:?}: {}", stderr(&o));

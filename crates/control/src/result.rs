@@ -53,6 +53,9 @@ pub struct Summary2 {
     pub duplicates: u64,
     /// Of the lost packets, those dropped at the receiving socket's buffer (SO_RXQ_OVFL).
     pub lost_at_receiver_socket: Option<u64>,
+    /// TCP only: messages written by the sender but still in socket buffers or in flight when
+    /// the test stopped (TCP loses nothing; these simply were not delivered in time).
+    pub tcp_unreceived_at_end: Option<u64>,
     pub sender_throughput_bps: f64,
     pub sender_packets_per_sec: f64,
     /// Payload (goodput) and on-the-wire throughput at the receiver; see `wire_headers`.
@@ -136,10 +139,16 @@ impl Summary2 {
             let unique = r.packets.unique;
             s.packets_received = unique;
             s.bytes_received = r.bytes_received;
-            s.packets_lost = if sent.is_some() {
-                s.packets_sent.saturating_sub(unique)
-            } else {
-                r.packets.lost
+            let unreceived = s.packets_sent.saturating_sub(unique);
+            s.packets_lost = match (spec.protocol, sent) {
+                // TCP delivers everything it accepted: what the receiver lacks at the end was
+                // still in buffers when the test stopped, not lost.
+                (Protocol::Tcp, _) => {
+                    s.tcp_unreceived_at_end = Some(unreceived);
+                    r.packets.lost
+                }
+                (Protocol::Udp, Some(_)) => unreceived,
+                (Protocol::Udp, None) => r.packets.lost,
             };
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;

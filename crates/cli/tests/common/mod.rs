@@ -33,9 +33,16 @@ pub fn start_agent(mut cmd: Command) -> Agent {
     let deadline = Instant::now() + Duration::from_secs(10);
     let addr = loop {
         assert!(Instant::now() < deadline, "agent did not start");
-        let line = lines.next().expect("agent exited before listening").expect("read");
+        let line = lines
+            .next()
+            .expect("agent exited before listening")
+            .expect("read");
         if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap_or_default().to_string();
+            break rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string();
         }
     };
     // Keep draining the agent's log so it never blocks on a full pipe.
@@ -46,12 +53,16 @@ pub fn start_agent(mut cmd: Command) -> Agent {
 /// An agent on loopback with an ephemeral port.
 pub fn loopback_agent(extra: &[&str]) -> Agent {
     let mut cmd = Command::new(FLOWLAB);
-    cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]).args(extra);
+    cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"])
+        .args(extra);
     start_agent(cmd)
 }
 
 pub fn flowlab(args: &[&str]) -> Output {
-    Command::new(FLOWLAB).args(args).output().expect("run flowlab")
+    Command::new(FLOWLAB)
+        .args(args)
+        .output()
+        .expect("run flowlab")
 }
 
 pub fn stderr(o: &Output) -> String {

@@ -205,9 +205,8 @@ fn run_session(
             ),
         );
     }
-    let data = DataSocket::open(&spec, local_ip, peer.ip()).map_err(|e| {
+    let data = DataSocket::open(&spec, local_ip, peer.ip()).inspect_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
-        e
     })?;
     conn.send(&Message::Accepted {
         session,
@@ -222,9 +221,8 @@ fn run_session(
         spec.rate_bps
             .map_or("max".to_string(), |r| format!("{r} bit/s"))
     ));
-    let data = data.establish(peer.ip()).map_err(|e| {
+    let data = data.establish(peer.ip()).inspect_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
-        e
     })?;
     match conn
         .recv(SETUP_TIMEOUT)
@@ -366,7 +364,7 @@ impl DataSocket {
 
 /// What a role thread sends to the session thread.
 enum Event {
-    Interval(IntervalReport),
+    Interval(Box<IntervalReport>),
     SenderDone,
 }
 
@@ -398,7 +396,7 @@ fn run_test(
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             let mut on_interval = |r: IntervalReport| {
-                let _ = events.send(Event::Interval(r));
+                let _ = events.send(Event::Interval(Box::new(r)));
             };
             run_role(data, spec, &flow, &stop, &mut on_interval, &events)
         });
@@ -406,7 +404,7 @@ fn run_test(
         loop {
             while let Ok(event) = inbox.try_recv() {
                 let message = match event {
-                    Event::Interval(report) => Message::Interval { report },
+                    Event::Interval(report) => Message::Interval { report: *report },
                     Event::SenderDone => Message::SenderDone,
                 };
                 if conn.send(&message).is_err() {

@@ -1,0 +1,674 @@
+//! The result document against its published schema, docs/results.schema.json.
+//!
+//! Builds TestResult values directly (every direction, with and without the agent's report,
+//! with an error, interrupted), runs real short tests against an agent in this process on
+//! 127.0.0.1, and validates the JSON of each against the schema. The validator below covers
+//! exactly the subset of JSON Schema the file uses, and refuses any other keyword, so the
+//! schema cannot silently rely on something nobody checks.
+
+use std::collections::{BTreeSet, HashSet};
+use std::net::{Ipv4Addr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowlab_control::{
+    run_test, AgentConfig, AgentStats, Summary2, TestOptions, TestResult, SCHEMA_VERSION,
+};
+use flowlab_results::{
+    Batching, CpuLoad, EchoReport, IntervalReport, LostBySender, ReceiverReport, Role,
+    SenderReport, SideReport, TcpInfoReport,
+};
+use flowlab_stats::{LatencySummary, SeqCounts, Summary};
+use flowlab_wire::{Direction, Protocol, TestSpec};
+use serde_json::{json, Value};
+
+const SCHEMA_TEXT: &str = include_str!("../../../docs/results.schema.json");
+
+fn schema() -> Value {
+    serde_json::from_str(SCHEMA_TEXT).expect("docs/results.schema.json is valid JSON")
+}
+
+// ---------------------------------------------------------------------------------------------
+// A validator for the subset of JSON Schema 2020-12 that docs/results.schema.json uses.
+
+/// Keywords that only annotate.
+const ANNOTATIONS: &[&str] = &["$schema", "$id", "$defs", "$comment", "title", "description"];
+
+struct Validator<'a> {
+    root: &'a Value,
+    /// `$defs` entries that validated a non-null instance: coverage of the schema.
+    used: HashSet<String>,
+}
+
+impl<'a> Validator<'a> {
+    fn new(root: &'a Value) -> Self {
+        Validator {
+            root,
+            used: HashSet::new(),
+        }
+    }
+
+    /// Errors of `instance` against the `$defs` entry `name` (or the root for `None`).
+    fn check(&mut self, name: Option<&str>, instance: &Value) -> Vec<String> {
+        let schema = match name {
+            Some(n) => json!({ "$ref": format!("#/$defs/{n}") }),
+            None => json!({ "$ref": "#" }),
+        };
+        let mut errors = Vec::new();
+        self.validate(&schema, instance, "$", &mut errors);
+        errors
+    }
+
+    fn resolve(&self, reference: &str) -> &'a Value {
+        let pointer = reference
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("only local references are supported: {reference}"));
+        self.root
+            .pointer(pointer)
+            .unwrap_or_else(|| panic!("dangling reference {reference}"))
+    }
+
+    fn validate(&mut self, schema: &Value, instance: &Value, path: &str, errors: &mut Vec<String>) {
+        let schema = match schema {
+            Value::Bool(true) => return,
+            Value::Bool(false) => {
+                errors.push(format!("{path}: not allowed"));
+                return;
+            }
+            Value::Object(map) => map,
+            other => panic!("a schema must be an object or a boolean, not {other}"),
+        };
+        for (keyword, value) in schema {
+            match keyword.as_str() {
+                "$ref" => {
+                    let reference = value.as_str().expect("$ref is a string");
+                    let target = self.resolve(reference);
+                    let before = errors.len();
+                    self.validate(target, instance, path, errors);
+                    if errors.len() == before && !instance.is_null() {
+                        if let Some(name) = reference.strip_prefix("#/$defs/") {
+                            self.used.insert(name.to_string());
+                        }
+                    }
+                }
+                "type" => {
+                    let allowed: Vec<&str> = match value {
+                        Value::String(t) => vec![t.as_str()],
+                        Value::Array(ts) => ts.iter().map(|t| t.as_str().expect("type")).collect(),
+                        other => panic!("bad type keyword {other}"),
+                    };
+                    if !allowed.iter().any(|t| has_type(instance, t)) {
+                        errors.push(format!("{path}: {instance} is not of type {allowed:?}"));
+                    }
+                }
+                "enum" => {
+                    let options = value.as_array().expect("enum is an array");
+                    if !options.contains(instance) {
+                        errors.push(format!("{path}: {instance} is not one of {value}"));
+                    }
+                }
+                "const" => {
+                    if instance != value {
+                        errors.push(format!("{path}: {instance} is not {value}"));
+                    }
+                }
+                "minimum" | "maximum" => {
+                    let bound = value.as_f64().expect("numeric bound");
+                    if let Some(x) = instance.as_f64() {
+                        let ok = if keyword == "minimum" {
+                            x >= bound
+                        } else {
+                            x <= bound
+                        };
+                        if !ok {
+                            errors.push(format!("{path}: {x} is beyond the {keyword} {bound}"));
+                        }
+                    }
+                }
+                "properties" => {
+                    if let Value::Object(object) = instance {
+                        for (key, sub) in value.as_object().expect("properties is an object") {
+                            if let Some(v) = object.get(key) {
+                                self.validate(sub, v, &format!("{path}.{key}"), errors);
+                            }
+                        }
+                    }
+                }
+                "required" => {
+                    if let Value::Object(object) = instance {
+                        for key in value.as_array().expect("required is an array") {
+                            let key = key.as_str().expect("required names are strings");
+                            if !object.contains_key(key) {
+                                errors.push(format!("{path}: missing required field '{key}'"));
+                            }
+                        }
+                    }
+                }
+                "additionalProperties" => {
+                    if let Value::Object(object) = instance {
+                        let known = schema.get("properties").and_then(Value::as_object);
+                        for (key, v) in object {
+                            if known.is_some_and(|k| k.contains_key(key)) {
+                                continue;
+                            }
+                            let before = errors.len();
+                            self.validate(value, v, &format!("{path}.{key}"), errors);
+                            if errors.len() > before && *value == Value::Bool(false) {
+                                errors.truncate(before);
+                                errors.push(format!("{path}: unknown field '{key}'"));
+                            }
+                        }
+                    }
+                }
+                "items" => {
+                    if let Value::Array(items) = instance {
+                        for (i, item) in items.iter().enumerate() {
+                            self.validate(value, item, &format!("{path}[{i}]"), errors);
+                        }
+                    }
+                }
+                "anyOf" => {
+                    let branches = value.as_array().expect("anyOf is an array");
+                    let mut all = Vec::new();
+                    let matched = branches.iter().any(|branch| {
+                        let mut e = Vec::new();
+                        self.validate(branch, instance, path, &mut e);
+                        let ok = e.is_empty();
+                        all.extend(e);
+                        ok
+                    });
+                    if !matched {
+                        errors.push(format!("{path}: matches no anyOf branch: {all:?}"));
+                    }
+                }
+                k if ANNOTATIONS.contains(&k) => {}
+                other => panic!("the test validator does not support the keyword '{other}'"),
+            }
+        }
+    }
+}
+
+fn has_type(v: &Value, t: &str) -> bool {
+    match t {
+        "null" => v.is_null(),
+        "boolean" => v.is_boolean(),
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "number" => v.is_number(),
+        "integer" => v.is_u64() || v.is_i64() || v.as_f64().is_some_and(|x| x.fract() == 0.0),
+        other => panic!("unknown type '{other}'"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks shared by every document.
+
+/// Serialises `result` and checks it against the schema and the format's guarantees.
+fn check_document(validator: &mut Validator, result: &TestResult) -> Value {
+    let text = serde_json::to_string(result).expect("a result document always serialises");
+    for bad in ["NaN", "Infinity", "inf"] {
+        assert!(!text.contains(bad), "{bad} in {text}");
+    }
+    let value: Value = serde_json::from_str(&text).expect("the document is valid JSON");
+    // serde_json's map keeps one entry per key: a duplicate key would make it shorter.
+    assert_eq!(
+        serde_json::to_string(&value).unwrap().len(),
+        text.len(),
+        "duplicate keys in {text}"
+    );
+    assert_eq!(value["schema_version"], json!(SCHEMA_VERSION));
+    let errors = validator.check(None, &value);
+    assert!(
+        errors.is_empty(),
+        "schema errors: {errors:#?}\nin {text}"
+    );
+    // The document reads back into the same value.
+    let back: TestResult = serde_json::from_value(value.clone()).expect("reads back");
+    assert_eq!(&back, result);
+    value
+}
+
+// ---------------------------------------------------------------------------------------------
+// Realistic values built by hand, no network.
+
+fn latency(count: u64, min: f64, max: f64) -> LatencySummary {
+    LatencySummary {
+        count,
+        min_ns: min,
+        mean_ns: (min + max) / 2.0,
+        max_ns: max,
+        variance_ns2: 2.5e7,
+        stddev_ns: 5e3,
+        p50_ns: (min + max) / 2.0,
+        p90_ns: min + 0.9 * (max - min),
+        p99_ns: min + 0.99 * (max - min),
+        p999_ns: max,
+        peak_to_peak_ns: max - min,
+    }
+}
+
+fn cpu(user: f64) -> CpuLoad {
+    CpuLoad {
+        process_user_pct: user,
+        process_system_pct: 3.5,
+        host_pct: 21.0,
+        cores: 2,
+    }
+}
+
+fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
+    TestSpec {
+        protocol,
+        direction,
+        rate_bps: Some(1_000_000),
+        size: 1200,
+        duration_ns: Some(1_000_000_000),
+        count: None,
+        interval_ns: Some(500_000_000),
+        client_udp_port: (protocol == Protocol::Udp).then_some(40_000),
+        packet_log: false,
+    }
+}
+
+fn tcp_info() -> TcpInfoReport {
+    TcpInfoReport {
+        rtt_us: 241,
+        rttvar_us: 151,
+        snd_cwnd: 14,
+        total_retrans: 2,
+        pacing_rate_bps: 22_614_450_048,
+        delivery_rate_bps: 10_026_105_256,
+        snd_mss: 1448,
+    }
+}
+
+fn sender(sent: u64, paced: bool) -> SenderReport {
+    SenderReport {
+        packets_sent: sent,
+        bytes_sent: sent * 1200,
+        lost_by_sender: LostBySender {
+            send_buffer_full: 1,
+            missed_slots: 2,
+            send_errors: 0,
+        },
+        duration_ns: 998_440_067,
+        schedule_error: paced.then(|| latency(sent, 3_186.0, 1_698_235.0)),
+        batching: Batching {
+            syscalls: sent,
+            mean_batch: 1.0,
+            max_batch: 1,
+            gso: false,
+        },
+    }
+}
+
+fn receiver(unique: u64, sent: u64, round_trip: bool, protocol: Protocol) -> ReceiverReport {
+    ReceiverReport {
+        packets: SeqCounts {
+            received: unique + 1,
+            unique,
+            lost: sent - unique,
+            reordered: 3,
+            duplicates: 1,
+        },
+        bytes_received: unique * 1200,
+        malformed: 0,
+        socket_buffer_drops: (protocol == Protocol::Udp).then_some(sent - unique),
+        duration_ns: 998_449_271,
+        relative_delay: Some(latency(unique, 0.0, 71_327.0)),
+        round_trip: round_trip.then(|| latency(unique, 83_214.0, 3_534_031.0)),
+        jitter_ns: 4_099.18,
+        inter_arrival: Some(Summary {
+            count: unique - 1,
+            mean: 9_600_473.76,
+            variance: 6.03e10,
+            stddev: 245_582.78,
+            min: 7_876_869.0,
+            max: 11_309_868.0,
+        }),
+        arrival_clock: if protocol == Protocol::Udp {
+            "kernel"
+        } else {
+            "user"
+        }
+        .to_string(),
+    }
+}
+
+fn interval(index: u64, with_delay: bool, tcp: bool) -> IntervalReport {
+    IntervalReport {
+        index,
+        start_ns: index * 500_000_000,
+        end_ns: (index + 1) * 500_000_000,
+        packets: 53,
+        bytes: 63_600,
+        lost: 1,
+        throughput_bps: 1_017_600.0,
+        packets_per_sec: 106.0,
+        delay: with_delay.then(|| latency(53, 0.0, 71_206.0)),
+        jitter_ns: 5_456.19,
+        tcp_info: tcp.then(tcp_info),
+    }
+}
+
+/// A finished test of this kind, as the client would assemble it.
+fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResult {
+    let spec = spec(protocol, direction);
+    let tcp = protocol == Protocol::Tcp;
+    let (sent, unique) = (105, 101);
+    let side = |role: Role, user: f64| SideReport {
+        role,
+        host: "vm".into(),
+        cpu: Some(cpu(user)),
+        sender: None,
+        receiver: None,
+        echo: None,
+        tcp_info: None,
+        error: None,
+    };
+    let (mut client, mut agent) = match direction {
+        Direction::Oneway => (side(Role::Sender, 1.4), side(Role::Receiver, 0.5)),
+        Direction::Reverse => (side(Role::Receiver, 0.9), side(Role::Sender, 0.7)),
+        Direction::Loopback => (side(Role::Sender, 78.3), side(Role::Echo, 0.2)),
+    };
+    match direction {
+        Direction::Oneway => {
+            client.sender = Some(sender(sent, true));
+            client.tcp_info = tcp.then(tcp_info);
+            agent.receiver = Some(receiver(unique, sent, false, protocol));
+        }
+        Direction::Reverse => {
+            agent.sender = Some(sender(sent, false));
+            agent.tcp_info = tcp.then(tcp_info);
+            client.receiver = Some(receiver(unique, sent, false, protocol));
+        }
+        Direction::Loopback => {
+            client.sender = Some(sender(sent, true));
+            client.tcp_info = tcp.then(tcp_info);
+            client.receiver = Some(receiver(unique, sent, true, protocol));
+            agent.echo = Some(EchoReport {
+                packets_echoed: unique,
+                bytes_echoed: unique * 1200,
+                malformed: 2,
+                socket_buffer_drops: None,
+            });
+        }
+    }
+    let agent = with_agent.then_some(agent);
+    let summary = Summary2::combine(&spec, Some(&client), agent.as_ref(), false);
+    TestResult {
+        schema_version: SCHEMA_VERSION,
+        flowlab_version: "0.1.0".into(),
+        started_at_ns: 1_795_331_874_469_519_654,
+        target: "127.0.0.1:9600".into(),
+        agent_address: "127.0.0.1:9600".into(),
+        spec,
+        summary,
+        client: Some(client),
+        agent,
+        intervals: vec![interval(0, true, tcp), interval(1, false, tcp)],
+        interrupted: false,
+        error: (!with_agent).then(|| "agent lost: no word from it for 2.5 s".to_string()),
+    }
+}
+
+#[test]
+fn built_documents_match_the_schema() {
+    let schema = schema();
+    let mut validator = Validator::new(&schema);
+    for protocol in [Protocol::Udp, Protocol::Tcp] {
+        for direction in [Direction::Oneway, Direction::Reverse, Direction::Loopback] {
+            for with_agent in [true, false] {
+                let result = built(protocol, direction, with_agent);
+                let value = check_document(&mut validator, &result);
+                assert_eq!(value["agent"].is_null(), !with_agent);
+            }
+        }
+    }
+    // Interrupted, with an error of the client's own side, at max rate, a count and no
+    // intervals: every optional field of the spec takes its other form.
+    let mut result = built(Protocol::Udp, Direction::Oneway, true);
+    result.interrupted = true;
+    result.spec.rate_bps = None;
+    result.spec.duration_ns = None;
+    result.spec.count = Some(20);
+    result.spec.interval_ns = None;
+    result.spec.packet_log = true;
+    result.intervals.clear();
+    let client = result.client.as_mut().unwrap();
+    client.error = Some("UDP send failed: Network is unreachable (os error 101)".into());
+    client.cpu = None;
+    result.error = client.error.clone();
+    check_document(&mut validator, &result);
+    // Nothing arrived: no receiver figures at all.
+    let mut result = built(Protocol::Udp, Direction::Reverse, false);
+    result.client.as_mut().unwrap().receiver = None;
+    result.summary = Summary2::combine(&result.spec, result.client.as_ref(), None, true);
+    check_document(&mut validator, &result);
+    // The default summary (nothing measured) is a valid summary too.
+    let mut result = built(Protocol::Tcp, Direction::Oneway, false);
+    result.summary = Summary2::default();
+    result.client = None;
+    check_document(&mut validator, &result);
+
+    // Every type of the document was exercised by a non-null value.
+    let defined: BTreeSet<&str> = schema["$defs"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|name| !["StreamLine", "DemoDocument", "TestResult"].contains(name))
+        .collect();
+    let unused: Vec<&&str> = defined
+        .iter()
+        .filter(|name| !validator.used.contains(**name))
+        .collect();
+    assert!(unused.is_empty(), "never exercised: {unused:?}");
+}
+
+#[test]
+fn schema_is_closed_complete_and_versioned() {
+    let schema = schema();
+    assert_eq!(
+        schema["properties"]["schema_version"]["const"],
+        json!(SCHEMA_VERSION),
+        "bump the schema's schema_version with flowlab_control::SCHEMA_VERSION"
+    );
+    // serde writes every field of a struct, null or not: every closed object requires all.
+    let mut objects = vec![("(root)".to_string(), &schema)];
+    for (name, def) in schema["$defs"].as_object().unwrap() {
+        objects.push((name.clone(), def));
+    }
+    for (name, def) in objects {
+        if def["type"] != json!("object") {
+            continue;
+        }
+        assert_eq!(def["additionalProperties"], json!(false), "{name} is open");
+        let properties: BTreeSet<&str> = def["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let required: BTreeSet<&str> = def["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        assert_eq!(properties, required, "{name}: required differs from properties");
+    }
+}
+
+#[test]
+fn bad_documents_are_rejected() {
+    let schema = schema();
+    let mut validator = Validator::new(&schema);
+    let good = serde_json::to_value(built(Protocol::Udp, Direction::Loopback, true)).unwrap();
+    assert!(validator.check(None, &good).is_empty());
+
+    let rejected = |v: &mut Validator, doc: &Value, why: &str| {
+        let errors = v.check(None, doc);
+        assert!(!errors.is_empty(), "accepted a document with {why}");
+    };
+    let mut doc = good.clone();
+    doc["summary"]["packets_per_fortnight"] = json!(3);
+    rejected(&mut validator, &doc, "an unknown field in the summary");
+    let mut doc = good.clone();
+    doc["agent"]["echo"]["surprise"] = json!(true);
+    rejected(&mut validator, &doc, "an unknown field deep inside");
+    let mut doc = good.clone();
+    doc["summary"]["loss_pct"] = json!("0.5%");
+    rejected(&mut validator, &doc, "a string for a number");
+    let mut doc = good.clone();
+    doc["summary"]["packets_sent"] = json!(-1);
+    rejected(&mut validator, &doc, "a negative count");
+    let mut doc = good.clone();
+    doc["summary"]["packets_sent"] = json!(10.5);
+    rejected(&mut validator, &doc, "a fractional count");
+    let mut doc = good.clone();
+    doc["spec"]["direction"] = json!("sideways");
+    rejected(&mut validator, &doc, "an unknown direction");
+    let mut doc = good.clone();
+    doc["summary"].as_object_mut().unwrap().remove("jitter_ns");
+    rejected(&mut validator, &doc, "a missing field");
+    let mut doc = good.clone();
+    doc["intervals"][0]["delay"] = json!({ "count": 1 });
+    rejected(&mut validator, &doc, "an incomplete nested object");
+    let mut doc = good.clone();
+    doc["schema_version"] = json!(SCHEMA_VERSION + 1);
+    rejected(&mut validator, &doc, "another schema version");
+
+    // A NaN would not reach a reader as NaN: serde_json writes it as null, which the schema
+    // refuses where a number is required.
+    let mut result = built(Protocol::Udp, Direction::Oneway, true);
+    result.summary.loss_pct = f64::NAN;
+    result.summary.receiver_goodput_bps = f64::INFINITY;
+    let doc: Value = serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
+    assert!(doc["summary"]["loss_pct"].is_null());
+    rejected(&mut validator, &doc, "a NaN");
+}
+
+#[test]
+fn stream_lines_and_demo_document_match_the_schema() {
+    let schema = schema();
+    let mut validator = Validator::new(&schema);
+    let result = built(Protocol::Tcp, Direction::Reverse, true);
+    // The framing of `flowlab test --json-stream` (crates/cli/src/output.rs).
+    let line = |kind: &str, data: Value| {
+        let text = json!({ "type": kind, "schema_version": SCHEMA_VERSION, "data": data });
+        serde_json::from_str::<Value>(&text.to_string()).unwrap()
+    };
+    for r in &result.intervals {
+        let errors = validator.check(
+            Some("StreamLine"),
+            &line("interval", serde_json::to_value(r).unwrap()),
+        );
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+    let last = line("result", serde_json::to_value(&result).unwrap());
+    assert!(validator.check(Some("StreamLine"), &last).is_empty());
+    let wrong = line("interval", serde_json::to_value(&result).unwrap());
+    assert!(!validator.check(Some("StreamLine"), &wrong).is_empty());
+
+    let demo = json!({
+        "schema_version": SCHEMA_VERSION,
+        "demo": "WS2NetTest Test 1 and Test 3 on loopback",
+        "tests": [{ "test": "test1", "result": result }],
+    });
+    let errors = validator.check(Some("DemoDocument"), &demo);
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real tests against an agent in this process, on 127.0.0.1.
+
+/// Runs `specs` one after another against a fresh agent and returns their results.
+fn run_against_local_agent(specs: &[TestSpec]) -> Vec<TestResult> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1");
+    let agent = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let agent_thread = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let quiet: Arc<dyn Fn(String) + Send + Sync> = Arc::new(|_| {});
+            flowlab_control::serve(
+                listener,
+                AgentConfig::default(),
+                Arc::new(AgentStats::default()),
+                &stop,
+                quiet,
+            )
+        })
+    };
+    let results = specs
+        .iter()
+        .map(|spec| {
+            let options = TestOptions {
+                target: agent.to_string(),
+                spec: spec.clone(),
+                key: None,
+                drain: Duration::from_millis(150),
+            };
+            let mut streamed = 0;
+            let run = run_test(&options, &mut |_| streamed += 1).expect("test runs");
+            assert_eq!(streamed, run.result.intervals.len());
+            run.result
+        })
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    agent_thread.join().unwrap().unwrap();
+    results
+}
+
+/// 20 packets of 200 B at 1.6 Mbit/s: 1000 packets/s, 20 ms of traffic.
+fn short(protocol: Protocol, direction: Direction) -> TestSpec {
+    TestSpec {
+        protocol,
+        direction,
+        rate_bps: Some(1_600_000),
+        size: 200,
+        duration_ns: Some(2_000_000_000),
+        count: Some(20),
+        interval_ns: Some(10_000_000),
+        client_udp_port: None,
+        packet_log: true,
+    }
+}
+
+fn check_real(protocol: Protocol) {
+    let schema = schema();
+    let mut validator = Validator::new(&schema);
+    let directions = [Direction::Oneway, Direction::Reverse, Direction::Loopback];
+    let specs: Vec<TestSpec> = directions.iter().map(|&d| short(protocol, d)).collect();
+    for (result, direction) in run_against_local_agent(&specs).iter().zip(directions) {
+        let value = check_document(&mut validator, result);
+        assert_eq!(result.error, None, "{value:#}");
+        assert!(!result.interrupted);
+        assert_eq!(result.spec.direction, direction);
+        assert_eq!(result.summary.packets_sent, 20, "{value:#}");
+        assert!(result.agent.is_some());
+        assert_eq!(
+            result.summary.round_trip.is_some(),
+            direction == Direction::Loopback
+        );
+        let expected = if direction == Direction::Reverse {
+            "agent"
+        } else {
+            "client"
+        };
+        assert_eq!(result.summary.sender, expected);
+    }
+}
+
+#[test]
+fn real_udp_tests_match_the_schema() {
+    check_real(Protocol::Udp);
+}
+
+#[test]
+fn real_tcp_tests_match_the_schema() {
+    check_real(Protocol::Tcp);
+}

@@ -53,6 +53,9 @@ pub struct ServeArgs {
     /// Most tests running at once.
     #[arg(long, default_value_t = 16)]
     pub max_tests: usize,
+    /// Most parallel flows in one test.
+    #[arg(long, default_value_t = 1024)]
+    pub max_flows: usize,
     /// Require clients to prove they hold this pre-shared key.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
@@ -98,6 +101,12 @@ pub struct TestArgs {
     /// Agent sends, client receives.
     #[arg(long, short = 'R', conflicts_with = "mode")]
     pub reverse: bool,
+    /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow.
+    #[arg(long, short = 'P', default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65535))]
+    pub flows: u32,
+    /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Print live figures every interval (1s, 500ms).
     #[arg(long, short, value_parser = parse_duration)]
     pub interval: Option<Duration>,

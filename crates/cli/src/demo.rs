@@ -38,7 +38,9 @@ fn spec(
         duration_ns: duration.map(|d| d.as_nanos() as u64),
         count,
         interval_ns: None,
-        client_udp_port: None,
+        flows: 1,
+        client_udp_ports: Vec::new(),
+        busy_poll: false,
         packet_log: false,
     }
 }

@@ -38,6 +38,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 Rate::BitsPerSec(r) => Some(r),
             },
             max_tests: args.max_tests,
+            max_flows: args.max_flows,
         },
         key,
     };

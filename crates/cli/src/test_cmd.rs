@@ -60,7 +60,9 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         duration_ns: duration.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64),
         count: args.count,
         interval_ns: args.interval.map(|i| i.as_nanos() as u64),
-        client_udp_port: None,
+        flows: args.flows,
+        client_udp_ports: Vec::new(),
+        busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
     };
     check_spec(&spec).map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;

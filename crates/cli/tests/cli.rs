@@ -311,19 +311,68 @@ fn packet_log_has_a_row_per_packet() {
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(&path).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows[0], "seq,size,sent_ns,received_ns,echoed_ns,lost");
+    assert_eq!(rows[0], "flow,seq,size,sent_ns,received_ns,echoed_ns,lost");
     assert_eq!(rows.len(), 101);
     for (i, row) in rows[1..].iter().enumerate() {
         let f: Vec<&str> = row.split(',').collect();
-        assert_eq!(f[0], i.to_string());
-        assert_eq!(f[1], "200");
-        let sent: u64 = f[2].parse().unwrap();
-        let received: u64 = f[3].parse().unwrap();
-        let echoed: u64 = f[4].parse().unwrap();
+        assert_eq!(f[0], "0");
+        assert_eq!(f[1], i.to_string());
+        assert_eq!(f[2], "200");
+        let sent: u64 = f[3].parse().unwrap();
+        let received: u64 = f[4].parse().unwrap();
+        let echoed: u64 = f[5].parse().unwrap();
         assert!(sent <= echoed && echoed <= received, "{row}");
-        assert_eq!(f[5], "0");
+        assert_eq!(f[6], "0");
     }
     let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn parallel_flows_each_keep_their_own_accounting() {
+    let agent = loopback_agent(&[]);
+    for args in [
+        &["--udp", "--mode", "oneway"][..],
+        &["--udp", "--reverse"],
+        &["--udp", "--mode", "loopback"],
+        &["--tcp", "--mode", "oneway"],
+        &["--tcp", "--reverse"],
+        &["--tcp", "--mode", "loopback"],
+    ] {
+        let mut all = vec![
+            "test",
+            agent.addr.as_str(),
+            "--flows",
+            "8",
+            "--rate",
+            "400k",
+            "--size",
+            "500",
+            "-n",
+            "40",
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        let o = flowlab(&all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v = json(&o);
+        assert_eq!(f64_at(&v, "/summary/packets_sent"), 320.0, "{args:?}");
+        assert_eq!(f64_at(&v, "/summary/packets_received"), 320.0, "{args:?}");
+        assert_eq!(f64_at(&v, "/summary/duplicates"), 0.0, "{args:?}");
+        // Per-flow tables at the receiving end: 8 flows of 40 packets each.
+        let receiving = if args.contains(&"--reverse") || args.contains(&"loopback") {
+            "client"
+        } else {
+            "agent"
+        };
+        let flows = v[receiving]["receiver"]["flows"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{args:?}: {v:#}"));
+        assert_eq!(flows.len(), 8);
+        assert!(
+            flows.iter().all(|f| f["packets"]["unique"] == 40),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

@@ -25,6 +25,8 @@ pub struct Limits {
     /// `None`: no limit on the rate, `--rate max` allowed.
     pub max_rate_bps: Option<u64>,
     pub max_tests: usize,
+    /// Most flows in one test.
+    pub max_flows: usize,
 }
 
 impl Default for Limits {
@@ -33,6 +35,7 @@ impl Default for Limits {
             max_duration: Duration::from_secs(300),
             max_rate_bps: None,
             max_tests: 16,
+            max_flows: 1024,
         }
     }
 }
@@ -205,12 +208,12 @@ fn run_session(
             ),
         );
     }
-    let data = DataSocket::open(&spec, local_ip, peer.ip()).inspect_err(|e| {
+    let data = DataSockets::open(&spec, local_ip, peer.ip()).inspect_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
     })?;
     conn.send(&Message::Accepted {
         session,
-        data_port: data.port(),
+        data_ports: data.ports(),
     })
     .map_err(|e| e.to_string())?;
     log(format!(
@@ -265,6 +268,9 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
     if spec.duration_ns.is_none() && spec.count.is_none() {
         return Err("the test has no end: give a duration or a count".into());
     }
+    if spec.flows == 0 {
+        return Err("a test needs at least one flow".into());
+    }
     if spec.rate_bps == Some(0) {
         return Err("rate must be above 0 bit/s".into());
     }
@@ -296,69 +302,89 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
         }
         _ => {}
     }
-    if spec.protocol == Protocol::Udp && spec.client_udp_port.is_none_or(|p| p == 0) {
-        return Err("a UDP test needs the client's UDP port".into());
+    if spec.flows as usize > limits.max_flows {
+        return Err(format!(
+            "{} flows exceed the agent's limit of {} (--max-flows)",
+            spec.flows, limits.max_flows
+        ));
+    }
+    let ports_given = spec.client_udp_ports.len() == spec.flows as usize
+        && spec.client_udp_ports.iter().all(|&p| p != 0);
+    if spec.protocol == Protocol::Udp && !ports_given {
+        return Err("a UDP test needs the client's UDP port for each flow".into());
     }
     Ok(())
 }
 
-/// The agent's data socket before and after the client's side is known.
-enum DataSocket {
-    Udp(UdpSocket),
-    TcpListening(TcpListener),
-    Tcp(TcpStream),
+/// The agent's data sockets, one per flow, before and after the client's side is known.
+enum DataSockets {
+    Udp(Vec<UdpSocket>),
+    TcpListening(TcpListener, usize),
+    Tcp(Vec<TcpStream>),
 }
 
-impl DataSocket {
-    /// UDP: bound and connected to the client's address only, so the kernel drops datagrams
-    /// from anyone else and the agent can send nowhere else.
-    fn open(spec: &TestSpec, local_ip: IpAddr, peer_ip: IpAddr) -> Result<DataSocket, String> {
+impl DataSockets {
+    /// UDP: each bound and connected to the client's address only, so the kernel drops
+    /// datagrams from anyone else and the agent can send nowhere else.
+    fn open(spec: &TestSpec, local_ip: IpAddr, peer_ip: IpAddr) -> Result<DataSockets, String> {
         let local = SocketAddr::new(local_ip, 0);
         match spec.protocol {
-            Protocol::Udp => {
-                let sock = UdpSocket::bind(local)
-                    .map_err(|e| format!("cannot open a UDP data socket: {e}"))?;
-                let port = spec.client_udp_port.unwrap_or(0);
-                sock.connect(SocketAddr::new(peer_ip, port))
-                    .map_err(|e| format!("cannot connect the UDP data socket: {e}"))?;
-                Ok(DataSocket::Udp(sock))
-            }
+            Protocol::Udp => spec
+                .client_udp_ports
+                .iter()
+                .map(|&port| {
+                    let sock = UdpSocket::bind(local)
+                        .map_err(|e| format!("cannot open a UDP data socket: {e}"))?;
+                    sock.connect(SocketAddr::new(peer_ip, port))
+                        .map_err(|e| format!("cannot connect a UDP data socket: {e}"))?;
+                    Ok(sock)
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map(DataSockets::Udp),
             Protocol::Tcp => TcpListener::bind(local)
-                .map(DataSocket::TcpListening)
+                .map(|l| DataSockets::TcpListening(l, spec.flows as usize))
                 .map_err(|e| format!("cannot open a TCP data socket: {e}")),
         }
     }
 
-    fn port(&self) -> u16 {
-        let addr = match self {
-            DataSocket::Udp(s) => s.local_addr(),
-            DataSocket::TcpListening(l) => l.local_addr(),
-            DataSocket::Tcp(s) => s.local_addr(),
-        };
-        addr.map(|a| a.port()).unwrap_or(0)
+    /// The ports the client sends to: one per UDP flow; TCP flows all connect to one port.
+    fn ports(&self) -> Vec<u16> {
+        let port = |a: std::io::Result<SocketAddr>| a.map(|a| a.port()).unwrap_or(0);
+        match self {
+            DataSockets::Udp(socks) => socks.iter().map(|s| port(s.local_addr())).collect(),
+            DataSockets::TcpListening(l, _) => vec![port(l.local_addr())],
+            DataSockets::Tcp(streams) => streams.iter().map(|s| port(s.local_addr())).collect(),
+        }
     }
 
-    /// TCP: accepts the data connection, from the client's address only.
-    fn establish(self, peer_ip: IpAddr) -> Result<DataSocket, String> {
-        let DataSocket::TcpListening(listener) = self else {
+    /// TCP: accepts the data connections, from the client's address only.
+    fn establish(self, peer_ip: IpAddr) -> Result<DataSockets, String> {
+        let DataSockets::TcpListening(listener, flows) = self else {
             return Ok(self);
         };
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let deadline = Instant::now() + SETUP_TIMEOUT;
-        while Instant::now() < deadline {
+        let mut streams = Vec::with_capacity(flows);
+        while streams.len() < flows {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the client opened {} of {flows} TCP data connections",
+                    streams.len()
+                ));
+            }
             match listener.accept() {
                 Ok((stream, from)) if from.ip() == peer_ip => {
                     stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-                    return Ok(DataSocket::Tcp(stream));
+                    streams.push(stream);
                 }
                 Ok(_) => {} // someone else: dropped
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(5));
+                    std::thread::sleep(Duration::from_millis(2));
                 }
                 Err(e) => return Err(format!("data connection failed: {e}")),
             }
         }
-        Err("the client did not open the TCP data connection".into())
+        Ok(DataSockets::Tcp(streams))
     }
 }
 
@@ -371,7 +397,7 @@ enum Event {
 /// Runs the agent's role while serving the control connection, then reports.
 fn run_test(
     conn: &mut Conn,
-    data: DataSocket,
+    data: DataSockets,
     spec: &TestSpec,
     session: u32,
     max_duration: Duration,
@@ -480,6 +506,7 @@ pub fn flow_params(spec: &TestSpec, session: u32) -> FlowParams {
         count: spec.count,
         interval: spec.interval_ns.map(Duration::from_nanos),
         packet_log: spec.packet_log,
+        busy_poll: spec.busy_poll,
     }
 }
 
@@ -507,7 +534,7 @@ impl RoleOutcome {
 }
 
 fn run_role(
-    data: DataSocket,
+    data: DataSockets,
     spec: &TestSpec,
     flow: &FlowParams,
     stop: &AtomicBool,
@@ -516,34 +543,34 @@ fn run_role(
 ) -> RoleOutcome {
     let mut out = RoleOutcome::default();
     match (data, spec.direction) {
-        (DataSocket::Udp(sock), Direction::Oneway) => {
-            let r = flowlab_engine::udp_receive(&sock, flow, false, stop, on_interval);
+        (DataSockets::Udp(socks), Direction::Oneway) => {
+            let r = flowlab_engine::udp_receive(&socks, flow, false, stop, on_interval);
             (out.receiver, out.log, out.error) = (Some(r.report), r.log, r.error);
         }
-        (DataSocket::Udp(sock), Direction::Reverse) => {
-            let s = flowlab_engine::udp_send(&sock, flow, stop);
+        (DataSockets::Udp(socks), Direction::Reverse) => {
+            let s = flowlab_engine::udp_send(&socks, flow, stop);
             let _ = events.send(Event::SenderDone);
             (out.sender, out.log, out.error) = (Some(s.report), s.log, s.error);
         }
-        (DataSocket::Udp(sock), Direction::Loopback) => {
-            let (echo, error) = flowlab_engine::udp_echo(&sock, flow.session, stop);
+        (DataSockets::Udp(socks), Direction::Loopback) => {
+            let (echo, error) = flowlab_engine::udp_echo(&socks, flow, stop);
             (out.echo, out.error) = (Some(echo), error);
         }
-        (DataSocket::Tcp(mut stream), Direction::Oneway) => {
-            let r = flowlab_engine::tcp_receive(&mut stream, flow, false, stop, on_interval);
+        (DataSockets::Tcp(streams), Direction::Oneway) => {
+            let r = flowlab_engine::tcp_receive(&streams, flow, false, stop, on_interval);
             (out.receiver, out.log, out.error) = (Some(r.report), r.log, r.error);
         }
-        (DataSocket::Tcp(mut stream), Direction::Reverse) => {
-            let s = flowlab_engine::tcp_send(&mut stream, flow, stop);
-            out.tcp_info = flowlab_engine::tcp_info_report(&stream);
+        (DataSockets::Tcp(streams), Direction::Reverse) => {
+            let s = flowlab_engine::tcp_send(&streams, flow, stop);
+            out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
             let _ = events.send(Event::SenderDone);
             (out.sender, out.log, out.error) = (Some(s.report), s.log, s.error);
         }
-        (DataSocket::Tcp(mut stream), Direction::Loopback) => {
-            let (echo, error) = flowlab_engine::tcp_echo(&mut stream, flow, stop);
+        (DataSockets::Tcp(streams), Direction::Loopback) => {
+            let (echo, error) = flowlab_engine::tcp_echo(&streams, flow, stop);
             (out.echo, out.error) = (Some(echo), error);
         }
-        (DataSocket::TcpListening(_), _) => {
+        (DataSockets::TcpListening(..), _) => {
             out.error = Some("TCP data connection never established".into())
         }
     }
@@ -563,7 +590,9 @@ mod tests {
             duration_ns: Some(1_000_000_000),
             count: None,
             interval_ns: None,
-            client_udp_port: Some(5000),
+            flows: 1,
+            client_udp_ports: vec![5000],
+            busy_poll: false,
             packet_log: false,
         }
     }
@@ -574,6 +603,7 @@ mod tests {
             max_duration: Duration::from_secs(10),
             max_rate_bps: Some(5_000_000),
             max_tests: 1,
+            max_flows: 4,
         };
         assert_eq!(check_request(&spec(), &limits), Ok(()));
         let cases = [
@@ -618,10 +648,18 @@ mod tests {
             ),
             (
                 TestSpec {
-                    client_udp_port: None,
+                    flows: 5,
+                    client_udp_ports: vec![1, 2, 3, 4, 5],
                     ..spec()
                 },
-                "a UDP test needs the client's UDP port",
+                "5 flows exceed the agent's limit of 4 (--max-flows)",
+            ),
+            (
+                TestSpec {
+                    client_udp_ports: vec![],
+                    ..spec()
+                },
+                "a UDP test needs the client's UDP port for each flow",
             ),
         ];
         for (spec, reason) in cases {

@@ -103,11 +103,17 @@ fn setup_error(e: ConnError) -> ClientError {
     ClientError::Setup(e.to_string())
 }
 
+/// What the agent accepted.
+struct Accepted {
+    conn: Conn,
+    spec: TestSpec,
+    session: u32,
+    data_ports: Vec<u16>,
+    udp: Vec<UdpSocket>,
+}
+
 /// Connects, shakes hands, authenticates and gets the test accepted.
-fn negotiate(
-    options: &TestOptions,
-    addr: SocketAddr,
-) -> Result<(Conn, TestSpec, u32, u16, Option<UdpSocket>), ClientError> {
+fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, ClientError> {
     let stream =
         TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
             addr,
@@ -170,18 +176,31 @@ fn negotiate(
         .ip();
     let mut spec = options.spec.clone();
     let udp = match spec.protocol {
-        Protocol::Udp => {
-            let sock = UdpSocket::bind(SocketAddr::new(local_ip, 0))
-                .map_err(|e| ClientError::Setup(format!("cannot open a UDP data socket: {e}")))?;
-            spec.client_udp_port = sock.local_addr().ok().map(|a| a.port());
-            Some(sock)
-        }
-        Protocol::Tcp => None,
+        Protocol::Udp => (0..spec.flows)
+            .map(|_| {
+                UdpSocket::bind(SocketAddr::new(local_ip, 0))
+                    .map_err(|e| ClientError::Setup(format!("cannot open a UDP data socket: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Protocol::Tcp => Vec::new(),
     };
+    spec.client_udp_ports = udp
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()).unwrap_or(0))
+        .collect();
     conn.send(&Message::Request { spec: spec.clone() })
         .map_err(setup_error)?;
     match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
-        Message::Accepted { session, data_port } => Ok((conn, spec, session, data_port, udp)),
+        Message::Accepted {
+            session,
+            data_ports,
+        } => Ok(Accepted {
+            conn,
+            spec,
+            session,
+            data_ports,
+            udp,
+        }),
         Message::Refused { reason } => Err(ClientError::Refused(reason)),
         Message::Error { message } => Err(ClientError::Setup(format!("agent: {message}"))),
         other => Err(ClientError::Setup(format!(
@@ -191,28 +210,47 @@ fn negotiate(
     }
 }
 
-/// The client's data connection.
+/// The client's data sockets, one per flow.
 enum Data {
-    Udp(UdpSocket),
-    Tcp(TcpStream),
+    Udp(Vec<UdpSocket>),
+    Tcp(Vec<TcpStream>),
 }
 
-fn connect_data(udp: Option<UdpSocket>, agent_ip: IpAddr, port: u16) -> Result<Data, ClientError> {
-    let agent = SocketAddr::new(agent_ip, port);
-    match udp {
-        Some(sock) => {
-            sock.connect(agent).map_err(|e| {
-                ClientError::Setup(format!("cannot connect the UDP data socket: {e}"))
-            })?;
-            Ok(Data::Udp(sock))
+fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, ClientError> {
+    let spec = &accepted.spec;
+    let ports = &accepted.data_ports;
+    let bad_reply = || {
+        ClientError::Setup(format!(
+            "the agent offered {} data ports for {} flows",
+            ports.len(),
+            spec.flows
+        ))
+    };
+    match spec.protocol {
+        Protocol::Udp => {
+            if ports.len() != accepted.udp.len() {
+                return Err(bad_reply());
+            }
+            for (sock, &port) in accepted.udp.iter().zip(ports) {
+                sock.connect(SocketAddr::new(agent_ip, port)).map_err(|e| {
+                    ClientError::Setup(format!("cannot connect a UDP data socket: {e}"))
+                })?;
+            }
+            Ok(Data::Udp(std::mem::take(&mut accepted.udp)))
         }
-        None => TcpStream::connect_timeout(&agent, SETUP_TIMEOUT)
-            .map(Data::Tcp)
-            .map_err(|e| {
-                ClientError::Setup(format!(
-                    "cannot open the TCP data connection to {agent}: {e}"
-                ))
-            }),
+        Protocol::Tcp => {
+            let agent = SocketAddr::new(agent_ip, *ports.first().ok_or_else(bad_reply)?);
+            (0..spec.flows)
+                .map(|_| {
+                    TcpStream::connect_timeout(&agent, SETUP_TIMEOUT).map_err(|e| {
+                        ClientError::Setup(format!(
+                            "cannot open a TCP data connection to {agent}: {e}"
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Data::Tcp)
+        }
     }
 }
 
@@ -223,8 +261,14 @@ pub fn run_test(
     on_interval: &mut dyn FnMut(&IntervalReport),
 ) -> Result<TestRun, ClientError> {
     let addr = resolve(&options.target)?;
-    let (mut conn, spec, session, data_port, udp) = negotiate(options, addr)?;
-    let data = connect_data(udp, addr.ip(), data_port)?;
+    let mut accepted = negotiate(options, addr)?;
+    let data = connect_data(&mut accepted, addr.ip())?;
+    let Accepted {
+        mut conn,
+        spec,
+        session,
+        ..
+    } = accepted;
     let started_at_ns = flowlab_sys::clock::realtime_ns();
     let cpu_start = CpuSnapshot::take().ok();
     conn.send(&Message::Start).map_err(setup_error)?;
@@ -420,18 +464,10 @@ fn spawn_roles<'scope, 'env>(
         scope.spawn(move || {
             let mut out = RoleOutcome::default();
             let outcome = match data {
-                Data::Udp(sock) => flowlab_engine::udp_send(sock, flow, stop_sending),
-                Data::Tcp(stream) => {
-                    let mut stream = match stream.try_clone() {
-                        Ok(s) => s,
-                        Err(e) => {
-                            return RoleOutcome::failed(&format!(
-                                "cannot share the TCP socket: {e}"
-                            ))
-                        }
-                    };
-                    let o = flowlab_engine::tcp_send(&mut stream, flow, stop_sending);
-                    out.tcp_info = flowlab_engine::tcp_info_report(&stream);
+                Data::Udp(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
+                Data::Tcp(streams) => {
+                    let o = flowlab_engine::tcp_send(streams, flow, stop_sending);
+                    out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
                     o
                 }
             };
@@ -445,25 +481,20 @@ fn spawn_roles<'scope, 'env>(
                 let _ = intervals.send(r);
             };
             let outcome = match data {
-                Data::Udp(sock) => flowlab_engine::udp_receive(
-                    sock,
+                Data::Udp(socks) => flowlab_engine::udp_receive(
+                    socks,
                     flow,
                     round_trip,
                     stop_receiving,
                     &mut on_interval,
                 ),
-                Data::Tcp(stream) => match stream.try_clone() {
-                    Ok(mut s) => flowlab_engine::tcp_receive(
-                        &mut s,
-                        flow,
-                        round_trip,
-                        stop_receiving,
-                        &mut on_interval,
-                    ),
-                    Err(e) => {
-                        return RoleOutcome::failed(&format!("cannot share the TCP socket: {e}"))
-                    }
-                },
+                Data::Tcp(streams) => flowlab_engine::tcp_receive(
+                    streams,
+                    flow,
+                    round_trip,
+                    stop_receiving,
+                    &mut on_interval,
+                ),
             };
             RoleOutcome {
                 receiver: Some(outcome.report),

@@ -4,6 +4,7 @@
 //! the meters) with the real clocks and sockets of `flowlab-sys`. A role runs until its flow
 //! ends or its stop flag is raised, then returns what it measured; it never panics on input.
 
+mod readiness;
 mod tcp;
 mod udp;
 
@@ -27,6 +28,8 @@ pub const SPIN_NS: u64 = 60_000;
 pub const MAX_BATCH: u64 = 64;
 /// A packet this late behind its slot is skipped and counted as a missed slot.
 pub const MAX_LATENESS_NS: u64 = 10_000_000;
+/// SO_BUSY_POLL budget, microseconds, for `--busy-poll`.
+pub const BUSY_POLL_US: u32 = 50;
 
 /// The flow one role carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,11 +43,25 @@ pub struct FlowParams {
     pub count: Option<u64>,
     pub interval: Option<Duration>,
     pub packet_log: bool,
+    /// Busy-poll receiving sockets: lower latency for one spinning core.
+    pub busy_poll: bool,
 }
 
 impl FlowParams {
-    /// A pacer for this flow starting now on the monotonic clock.
-    fn pacer(&self, start_mono_ns: u64) -> Pacer {
+    /// Time between packets, when paced.
+    pub fn interval_ns(&self) -> Option<u64> {
+        let rate = self.rate_bps.filter(|&r| r > 0)?;
+        Some((u128::from(self.size) * 8 * 1_000_000_000 / u128::from(rate)) as u64)
+    }
+
+    /// Packets per second, when paced.
+    pub fn packets_per_sec(&self) -> Option<f64> {
+        self.rate_bps
+            .map(|r| r as f64 / (f64::from(self.size.max(1)) * 8.0))
+    }
+
+    /// A pacer for this flow starting at `start_mono_ns` on the monotonic clock.
+    fn pacer(&self, start_mono_ns: u64, max_batch: u64) -> Pacer {
         let schedule = self
             .rate_bps
             .and_then(|rate| PacedSchedule::new(start_mono_ns, rate, self.size).ok());
@@ -57,7 +74,7 @@ impl FlowParams {
                 count: self.count,
             },
             train_window_ns: TRAIN_WINDOW_NS,
-            max_batch: MAX_BATCH,
+            max_batch,
             max_lateness_ns: MAX_LATENESS_NS,
         })
     }

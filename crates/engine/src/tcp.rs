@@ -12,9 +12,10 @@ use flowlab_sys::{clock, tcp};
 use flowlab_traffic::Action;
 use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
 
+use crate::readiness::Readiness;
 use crate::{
     fill_payload, stopped, wait_until, FlowParams, IntervalClock, IntervalSink, ReceiverOutcome,
-    SenderOutcome, POLL_PERIOD,
+    SenderOutcome, MAX_BATCH, POLL_PERIOD,
 };
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -39,7 +40,7 @@ pub fn tcp_info_report(stream: &TcpStream) -> Option<TcpInfoReport> {
 
 /// Writes all of `buf`, retrying through write timeouts until `stop`. Returns false if the
 /// stop came first or the connection failed.
-fn write_whole(stream: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<bool> {
+fn write_whole(stream: &mut &TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<bool> {
     let mut done = 0;
     while done < buf.len() {
         match stream.write(&buf[done..]) {
@@ -61,16 +62,57 @@ fn write_whole(stream: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Res
     Ok(true)
 }
 
-/// Sends the flow as paced messages (or back to back at max rate).
-pub fn tcp_send(stream: &mut TcpStream, flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let mut meter = SenderMeter::new(flow.rate_bps.is_some(), flow.packet_log);
+/// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
+/// not hold up the other flows.
+pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
+    let meters: Vec<(SenderMeter, Option<String>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = streams
+            .iter()
+            .map(|stream| scope.spawn(move || send_one(stream, flow, stop)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    (
+                        SenderMeter::new(1, flow.rate_bps.is_some(), false),
+                        Some("a sender thread failed".into()),
+                    )
+                })
+            })
+            .collect()
+    });
+    let mut iter = meters.into_iter();
+    let (mut meter, mut error) = iter.next().unwrap_or_else(|| {
+        (
+            SenderMeter::new(0, false, false),
+            Some("no connection".into()),
+        )
+    });
+    for (m, e) in iter {
+        meter.absorb(m);
+        error = error.or(e);
+    }
+    SenderOutcome {
+        report: meter.report(),
+        log: meter.take_log(),
+        error,
+    }
+}
+
+fn send_one(
+    mut stream: &TcpStream,
+    flow: &FlowParams,
+    stop: &AtomicBool,
+) -> (SenderMeter, Option<String>) {
+    let mut meter = SenderMeter::new(1, flow.rate_bps.is_some(), flow.packet_log);
     let _ = stream.set_write_timeout(Some(POLL_PERIOD));
     let _ = stream.set_nodelay(flow.rate_bps.is_some());
     let mut message = vec![0u8; flow.size as usize];
     fill_payload(&mut message);
     let start_mono = clock::monotonic_ns();
     let realtime_offset = clock::realtime_minus_monotonic_ns();
-    let mut pacer = flow.pacer(start_mono);
+    let mut pacer = flow.pacer(start_mono, MAX_BATCH);
     let mut seq = 0u64;
     let mut error = None;
     'flow: while !stopped(stop) {
@@ -94,9 +136,9 @@ pub fn tcp_send(stream: &mut TcpStream, flow: &FlowParams, stop: &AtomicBool) ->
                 echoed_ns: 0,
             }
             .emit(&mut message);
-            match write_whole(stream, &message, stop) {
+            match write_whole(&mut stream, &message, stop) {
                 Ok(true) => {
-                    meter.on_sent(seq, flow.size, sent_ns, pacer.deadline(slot), now_mono);
+                    meter.on_sent(0, seq, flow.size, sent_ns, pacer.deadline(slot), now_mono);
                     seq += 1;
                 }
                 Ok(false) => break 'flow,
@@ -108,13 +150,9 @@ pub fn tcp_send(stream: &mut TcpStream, flow: &FlowParams, stop: &AtomicBool) ->
         }
         pacer.advance(count);
     }
-    meter.set_missed_slots(pacer.missed_slots());
+    meter.set_missed_slots(0, pacer.missed_slots());
     let _ = stream.flush();
-    SenderOutcome {
-        report: meter.report(),
-        log: meter.take_log(),
-        error,
-    }
+    (meter, error)
 }
 
 /// Splits a byte stream into `size`-byte messages and hands each complete one to `on_message`
@@ -153,47 +191,69 @@ impl MessageSplitter {
     }
 }
 
-/// Receives the message stream until `stop` or the peer closes.
+/// Receives every flow's message stream (one connection each) until `stop` or every peer
+/// has closed.
 pub fn tcp_receive(
-    stream: &mut TcpStream,
+    streams: &[TcpStream],
     flow: &FlowParams,
     round_trip: bool,
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> ReceiverOutcome {
-    let _ = stream.set_read_timeout(Some(POLL_PERIOD));
-    let mut meter = ReceiverMeter::new(round_trip, flow.packet_log);
-    let mut splitter = MessageSplitter::new(flow.size as usize);
+    let mut meter = ReceiverMeter::new(streams.len(), round_trip, flow.packet_log);
+    let mut splitters: Vec<MessageSplitter> = streams
+        .iter()
+        .map(|_| MessageSplitter::new(flow.size as usize))
+        .collect();
+    let mut open = vec![true; streams.len()];
     let mut buf = vec![0u8; 256 * 1024];
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
     let mut error = None;
-    while !stopped(stop) {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let arrival_ns = clock::realtime_ns();
-                splitter.push(&buf[..n], |header| match ProbeRepr::parse(header) {
-                    Ok(p) if p.session == flow.session => meter.on_packet(Arrived {
-                        seq: p.seq,
-                        size: flow.size,
-                        sent_ns: p.sent_ns,
-                        echoed_ns: p.is_echo().then_some(p.echoed_ns),
-                        arrival_ns,
-                        kernel_stamp: false,
-                    }),
-                    _ => meter.on_malformed(),
+    match Readiness::new(streams, flow.busy_poll) {
+        Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
+        Ok(mut ready) => {
+            while !stopped(stop) && open.iter().any(|&o| o) {
+                let result = ready.each_ready(|i| {
+                    if !open[i] {
+                        return Ok(0);
+                    }
+                    let n = match (&streams[i]).read(&mut buf) {
+                        Ok(0) => {
+                            open[i] = false;
+                            return Ok(0);
+                        }
+                        Ok(n) => n,
+                        Err(e) if is_timeout(&e) => return Ok(0),
+                        Err(e) => return Err(e),
+                    };
+                    let arrival_ns = clock::realtime_ns();
+                    let meter = &mut meter;
+                    splitters[i].push(&buf[..n], |header| match ProbeRepr::parse(header) {
+                        Ok(p) if p.session == flow.session => meter.on_packet(
+                            i,
+                            Arrived {
+                                seq: p.seq,
+                                size: flow.size,
+                                sent_ns: p.sent_ns,
+                                echoed_ns: p.is_echo().then_some(p.echoed_ns),
+                                arrival_ns,
+                                kernel_stamp: false,
+                            },
+                        ),
+                        _ => meter.on_malformed(),
+                    });
+                    Ok(1)
                 });
+                if let Err(e) = result {
+                    error = Some(format!("TCP receive failed: {e}"));
+                    break;
+                }
+                while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+                    let mut report = meter.take_interval(index, start, end);
+                    report.tcp_info = streams.first().and_then(tcp_info_report);
+                    on_interval(report);
+                }
             }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => {
-                error = Some(format!("TCP receive failed: {e}"));
-                break;
-            }
-        }
-        while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
-            let mut report = meter.take_interval(index, start, end);
-            report.tcp_info = tcp_info_report(stream);
-            on_interval(report);
         }
     }
     if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
@@ -206,49 +266,72 @@ pub fn tcp_receive(
     }
 }
 
-/// Echoes every message back with its arrival time stamped in, until `stop` or the peer closes.
+/// A message being echoed: bytes read so far.
+struct PendingEcho {
+    message: Vec<u8>,
+    filled: usize,
+}
+
+/// Echoes every message back on its connection with its arrival time stamped in, until
+/// `stop` or every peer has closed.
 pub fn tcp_echo(
-    stream: &mut TcpStream,
+    streams: &[TcpStream],
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> (EchoReport, Option<String>) {
-    let _ = stream.set_read_timeout(Some(POLL_PERIOD));
-    let _ = stream.set_write_timeout(Some(POLL_PERIOD));
-    let _ = stream.set_nodelay(true);
     let mut report = EchoReport::default();
-    let mut message = vec![0u8; flow.size as usize];
-    let mut filled = 0;
+    let mut pending: Vec<PendingEcho> = streams
+        .iter()
+        .map(|s| {
+            let _ = s.set_nodelay(true);
+            let _ = s.set_write_timeout(Some(POLL_PERIOD));
+            PendingEcho {
+                message: vec![0u8; flow.size as usize],
+                filled: 0,
+            }
+        })
+        .collect();
+    let mut open = vec![true; streams.len()];
     let mut error = None;
-    while !stopped(stop) {
-        match stream.read(&mut message[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if is_timeout(&e) => continue,
-            Err(e) => {
-                error = Some(format!("TCP receive failed: {e}"));
-                break;
-            }
-        }
-        if filled < message.len() {
-            continue;
-        }
-        filled = 0;
-        match ProbeHeader::new_checked(&mut message[..]) {
-            Ok(mut h) if h.session() == flow.session => h.set_echo(clock::realtime_ns()),
-            _ => {
-                report.malformed += 1;
-                continue;
-            }
-        }
-        match write_whole(stream, &message, stop) {
-            Ok(true) => {
-                report.packets_echoed += 1;
-                report.bytes_echoed += message.len() as u64;
-            }
-            Ok(false) => break,
-            Err(e) => {
-                error = Some(format!("TCP echo failed: {e}"));
-                break;
+    match Readiness::new(streams, flow.busy_poll) {
+        Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
+        Ok(mut ready) => {
+            while !stopped(stop) && open.iter().any(|&o| o) {
+                let result = ready.each_ready(|i| {
+                    let p = &mut pending[i];
+                    let mut stream = &streams[i];
+                    match stream.read(&mut p.message[p.filled..]) {
+                        Ok(0) => {
+                            open[i] = false;
+                            return Ok(0);
+                        }
+                        Ok(n) => p.filled += n,
+                        Err(e) if is_timeout(&e) => return Ok(0),
+                        Err(e) => return Err(e),
+                    }
+                    if p.filled < p.message.len() {
+                        return Ok(1);
+                    }
+                    p.filled = 0;
+                    match ProbeHeader::new_checked(&mut p.message[..]) {
+                        Ok(mut h) if h.session() == flow.session => {
+                            h.set_echo(clock::realtime_ns())
+                        }
+                        _ => {
+                            report.malformed += 1;
+                            return Ok(1);
+                        }
+                    }
+                    if write_whole(&mut stream, &p.message, stop)? {
+                        report.packets_echoed += 1;
+                        report.bytes_echoed += p.message.len() as u64;
+                    }
+                    Ok(1)
+                });
+                if let Err(e) = result {
+                    error = Some(format!("TCP echo failed: {e}"));
+                    break;
+                }
             }
         }
     }

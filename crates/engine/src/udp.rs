@@ -1,6 +1,9 @@
-//! UDP roles: paced sender (sendmmsg trains), receiver (recvmmsg with kernel timestamps and
-//! socket-drop counters) and echoer (loopback tests).
+//! UDP roles for one or many flows, each flow on its own connected socket: a paced sender
+//! (one thread, a timer heap over the flows, trains sent with UDP GSO or sendmmsg), a receiver
+//! (recvmmsg with kernel timestamps, socket-drop counters and GRO) and an echoer.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
@@ -11,106 +14,178 @@ use flowlab_sys::{clock, udp};
 use flowlab_traffic::Action;
 use flowlab_wire::{ProbeHeader, ProbeRepr};
 
+use crate::readiness::Readiness;
 use crate::{
     fill_payload, stopped, wait_until, FlowParams, IntervalClock, IntervalSink, ReceiverOutcome,
-    SenderOutcome, MAX_BATCH, POLL_PERIOD,
+    SenderOutcome, MAX_BATCH,
 };
 
-/// Largest datagram a receiver accepts; anything larger is cut and counted as malformed.
-const MAX_DATAGRAM: usize = 65_535;
+/// Largest datagram (or GRO-coalesced train) a receiver accepts.
+const MAX_RECEIVE: usize = 65_535;
+/// Largest UDP payload of one GSO send (IPv4 limit).
+const MAX_GSO_BYTES: usize = 65_507;
+/// Above this packet rate a receiver asks the kernel to coalesce (GRO): per-packet timestamps
+/// matter less than keeping up.
+const GRO_FROM_PACKETS_PER_SEC: f64 = 50_000.0;
 
-fn is_buffer_full(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::WouldBlock || err.raw_os_error() == Some(libc_enobufs())
+/// Contiguous packets of one train: GSO sends them as one buffer, sendmmsg as slices.
+struct Train {
+    size: usize,
+    bytes: Vec<u8>,
 }
 
-/// ENOBUFS, the kernel's "device queue full" (Linux value; this engine runs on Linux only).
-const fn libc_enobufs() -> i32 {
-    105
-}
-
-/// Sends the flow on a connected UDP socket. Paced flows never block in the kernel: a full
-/// send buffer is a packet lost by the sender, as the user asked for that rate. At max rate
-/// the socket blocks so the sender goes exactly as fast as the path takes packets.
-pub fn udp_send(sock: &UdpSocket, flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let paced = flow.rate_bps.is_some();
-    let mut meter = SenderMeter::new(paced, flow.packet_log);
-    let mut error = None;
-    if let Err(e) = sock.set_nonblocking(paced) {
-        error = Some(format!("cannot configure the data socket: {e}"));
+impl Train {
+    fn new(size: usize, max_packets: usize) -> Self {
+        let mut bytes = vec![0u8; size * max_packets];
+        for packet in bytes.chunks_mut(size) {
+            fill_payload(packet);
+        }
+        Train { size, bytes }
     }
+
+    fn stamp(&mut self, count: usize, session: u32, first_seq: u64, sent_ns: u64) {
+        for (i, packet) in self.bytes.chunks_mut(self.size).take(count).enumerate() {
+            ProbeRepr {
+                flags: 0,
+                session,
+                seq: first_seq + i as u64,
+                sent_ns,
+                echoed_ns: 0,
+            }
+            .emit(packet);
+        }
+    }
+
+    /// Hands the first `count` packets to the kernel; returns how many it took. `wait`:
+    /// block for buffer space (max rate) or not (paced: a full buffer is a loss).
+    fn send(&self, sock: &UdpSocket, count: usize, gso: bool, wait: bool) -> io::Result<usize> {
+        if gso && count > 1 {
+            let buf = &self.bytes[..self.size * count];
+            let segment = self.size as u16;
+            let sent = if wait {
+                udp::send_gso(sock, buf, segment)
+            } else {
+                udp::send_gso_nowait(sock, buf, segment)
+            };
+            sent.map(|_| count)
+        } else {
+            let slices: Vec<&[u8]> = self.bytes.chunks(self.size).take(count).collect();
+            if wait {
+                udp::send_batch(sock, &slices)
+            } else {
+                udp::send_batch_nowait(sock, &slices)
+            }
+        }
+    }
+}
+
+/// Sends every flow (one socket each) from this thread. Paced flows never wait in the
+/// kernel: a full send buffer is a packet lost by the sender, as the user asked for that rate.
+/// At max rate sends wait for buffer space, so the sender goes as fast as the path takes
+/// packets. The sockets' blocking mode is left alone (a loopback receiver shares them).
+pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
+    let paced = flow.rate_bps.is_some();
+    let mut meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
+    let mut error = None;
     let size = flow.size as usize;
-    let mut buffers: Vec<Vec<u8>> = (0..MAX_BATCH)
-        .map(|_| {
-            let mut b = vec![0u8; size];
-            fill_payload(&mut b);
-            b
-        })
-        .collect();
-    let start_mono = clock::monotonic_ns();
+    // A GSO train is one IP datagram of segments; each segment must also fit the path MTU,
+    // which only the first send tells (EINVAL): then the sender falls back to sendmmsg.
+    let mut gso = size * 2 <= MAX_GSO_BYTES && socks.first().is_some_and(udp::gso_supported);
+    let max_train = if gso {
+        (MAX_GSO_BYTES / size).min(MAX_BATCH as usize)
+    } else {
+        MAX_BATCH as usize
+    };
+    let mut train = Train::new(size, max_train);
+    let start = clock::monotonic_ns();
     let realtime_offset = clock::realtime_minus_monotonic_ns();
-    let mut pacer = flow.pacer(start_mono);
-    let mut seq = 0u64;
-    while error.is_none() && !stopped(stop) {
-        let (first, count) = match pacer.poll(clock::monotonic_ns()) {
-            Action::Done => break,
+    // Flows start spread over one packet interval, so they do not all leave in lockstep.
+    let stagger = flow
+        .interval_ns()
+        .map_or(0, |i| i / socks.len().max(1) as u64);
+    let mut pacers: Vec<_> = (0..socks.len())
+        .map(|i| flow.pacer(start + stagger * i as u64, max_train as u64))
+        .collect();
+    let mut seqs = vec![0u64; socks.len()];
+    let mut due: BinaryHeap<Reverse<(u64, usize)>> = (0..socks.len())
+        .map(|i| Reverse((start + stagger * i as u64, i)))
+        .collect();
+    while let Some(&Reverse((next, i))) = due.peek() {
+        if error.is_some() || stopped(stop) {
+            break;
+        }
+        let now = clock::monotonic_ns();
+        if next > now {
+            wait_until(next);
+            continue;
+        }
+        due.pop();
+        let (first, count) = match pacers[i].poll(now) {
+            Action::Done => continue,
             Action::Wait { until_ns } => {
-                wait_until(until_ns);
+                due.push(Reverse((until_ns, i)));
                 continue;
             }
             Action::Send { first, count } => (first, count as usize),
         };
         let now_mono = clock::monotonic_ns();
         let sent_ns = now_mono.saturating_add_signed(realtime_offset);
-        for (i, buf) in buffers.iter_mut().take(count).enumerate() {
-            let header = ProbeRepr {
-                flags: 0,
-                session: flow.session,
-                seq: seq + i as u64,
-                sent_ns,
-                echoed_ns: 0,
-            };
-            header.emit(buf);
+        train.stamp(count, flow.session, seqs[i], sent_ns);
+        let mut sent = train.send(&socks[i], count, gso, !paced);
+        if gso
+            && sent
+                .as_ref()
+                .is_err_and(|e| e.kind() == io::ErrorKind::InvalidInput)
+        {
+            gso = false;
+            sent = train.send(&socks[i], count, gso, !paced);
         }
-        let slices: Vec<&[u8]> = buffers.iter().take(count).map(Vec::as_slice).collect();
-        let mut done = 0usize;
-        while done < count {
-            match udp::send_batch(sock, &slices[done..]) {
-                Ok(n) => {
-                    meter.on_batch(n as u64);
-                    for k in done..done + n {
-                        let slot = first + k as u64;
-                        meter.on_sent(seq, flow.size, sent_ns, pacer.deadline(slot), now_mono);
-                        seq += 1;
-                    }
-                    done += n;
-                    if paced {
-                        // What the kernel refused now stays refused: resending later would
-                        // break the schedule.
-                        meter.on_send_buffer_full((count - done) as u64);
-                        break;
-                    }
-                }
-                Err(e) if is_buffer_full(&e) => {
-                    meter.on_send_buffer_full((count - done) as u64);
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    // An ICMP port unreachable from an earlier packet: the peer's socket is
-                    // gone. Count it and go on; the control connection decides the end.
-                    meter.on_send_error((count - done) as u64);
-                    break;
-                }
-                Err(e) => {
-                    meter.on_send_error((count - done) as u64);
-                    error = Some(format!("send failed: {e}"));
-                    break;
-                }
+        let taken = match sent {
+            Ok(n) => n,
+            Err(e) if udp::is_send_buffer_full(&e) => 0,
+            // An ICMP port unreachable for an earlier packet: the peer socket is gone. The
+            // control connection decides the end; these packets are send errors.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                meter.on_send_error(i, count as u64);
+                pacers[i].advance(count as u64);
+                due.push(Reverse((now, i)));
+                continue;
             }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(e) => {
+                meter.on_send_error(i, count as u64);
+                error = Some(format!("send failed: {e}"));
+                break;
+            }
+        };
+        if taken > 0 {
+            meter.on_batch(taken as u64);
         }
-        pacer.advance(count as u64);
+        for k in 0..taken {
+            let slot = first + k as u64;
+            meter.on_sent(
+                i,
+                seqs[i],
+                flow.size,
+                sent_ns,
+                pacers[i].deadline(slot),
+                now_mono,
+            );
+            seqs[i] += 1;
+        }
+        if paced {
+            // What the kernel refused stays refused: resending later would break the schedule.
+            meter.on_send_buffer_full(i, (count - taken) as u64);
+            pacers[i].advance(count as u64);
+        } else {
+            pacers[i].advance(taken as u64);
+        }
+        due.push(Reverse((now, i)));
     }
-    meter.set_missed_slots(pacer.missed_slots());
+    for (i, pacer) in pacers.iter().enumerate() {
+        meter.set_missed_slots(i, pacer.missed_slots());
+    }
+    meter.set_gso(gso && meter.packets_sent() > 0);
     SenderOutcome {
         report: meter.report(),
         log: meter.take_log(),
@@ -118,131 +193,184 @@ pub fn udp_send(sock: &UdpSocket, flow: &FlowParams, stop: &AtomicBool) -> Sende
     }
 }
 
-/// Prepares a UDP socket for receiving: kernel timestamps, drop counters, a short read
-/// timeout so the loop can see its stop flag. Failures are not fatal: the measurement then
-/// falls back to user-space time or unknown drops, and the report says so.
-fn prepare_receiver(sock: &UdpSocket) {
-    let _ = udp::enable_rx_timestamps(sock);
-    let _ = udp::enable_rxq_ovfl(sock);
-    let _ = sock.set_nonblocking(false);
-    let _ = sock.set_read_timeout(Some(POLL_PERIOD));
+/// Whether a receiver of this flow should let the kernel coalesce datagrams.
+fn wants_gro(flow: &FlowParams) -> bool {
+    flow.packets_per_sec()
+        .is_none_or(|pps| pps >= GRO_FROM_PACKETS_PER_SEC)
 }
 
-/// Receives the flow until `stop`. With `round_trip`, packets are echoes coming back to the
-/// client of a loopback test.
+/// Prepares receiving sockets: kernel timestamps, drop counters, GRO when asked, busy polling
+/// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
+fn prepare_receivers(socks: &[UdpSocket], flow: &FlowParams, gro: bool) -> bool {
+    let mut gro_on = gro;
+    for sock in socks {
+        let _ = udp::enable_rx_timestamps(sock);
+        let _ = udp::enable_rxq_ovfl(sock);
+        if gro {
+            gro_on &= udp::enable_gro(sock).is_ok();
+        }
+        if flow.busy_poll {
+            let _ = flowlab_sys::socket::set_busy_poll(sock, crate::BUSY_POLL_US);
+        }
+    }
+    gro_on
+}
+
+/// Receives every flow (one socket each) until `stop`. With `round_trip`, packets are echoes
+/// coming back to the client of a loopback test.
 pub fn udp_receive(
-    sock: &UdpSocket,
+    socks: &[UdpSocket],
     flow: &FlowParams,
     round_trip: bool,
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> ReceiverOutcome {
-    prepare_receiver(sock);
-    let mut meter = ReceiverMeter::new(round_trip, flow.packet_log);
-    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_DATAGRAM);
+    let gro = prepare_receivers(socks, flow, wants_gro(flow));
+    let mut meter = ReceiverMeter::new(socks.len(), round_trip, flow.packet_log);
+    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
     let mut error = None;
-    while !stopped(stop) {
-        match udp::recv_batch(sock, &mut batch) {
-            Ok(n) => {
-                for i in 0..n {
-                    record_datagram(&mut meter, flow.session, batch.payload(i), batch.meta(i));
+    match Readiness::new(socks, flow.busy_poll) {
+        Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
+        Ok(mut ready) => {
+            while !stopped(stop) {
+                let result = ready.each_ready(|i| {
+                    let n = udp::recv_batch(&socks[i], &mut batch)?;
+                    for k in 0..n {
+                        record_datagram(
+                            &mut meter,
+                            i,
+                            flow.session,
+                            batch.payload(k),
+                            batch.meta(k),
+                        );
+                    }
+                    Ok(n)
+                });
+                if let Err(e) = result {
+                    error = Some(format!("receive failed: {e}"));
+                    break;
+                }
+                while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+                    on_interval(meter.take_interval(index, start, end));
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-            Err(e) => {
-                error = Some(format!("receive failed: {e}"));
-                break;
-            }
-        }
-        while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
-            on_interval(meter.take_interval(index, start, end));
         }
     }
     if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
         on_interval(meter.take_interval(index, start, end));
     }
+    let mut report = meter.report(None);
+    report.gro = gro;
     ReceiverOutcome {
-        report: meter.report(None),
+        report,
         log: meter.take_log(),
         error,
     }
 }
 
-fn record_datagram(meter: &mut ReceiverMeter, session: u32, payload: &[u8], meta: udp::RecvMeta) {
+/// Splits a received buffer into its datagrams: one, or several when GRO coalesced a train.
+fn datagrams<'a>(payload: &'a [u8], meta: &udp::RecvMeta) -> impl Iterator<Item = &'a [u8]> {
+    let segment = meta.gro_segment.map_or(payload.len(), usize::from).max(1);
+    payload.chunks(segment)
+}
+
+fn record_datagram(
+    meter: &mut ReceiverMeter,
+    flow_index: usize,
+    session: u32,
+    payload: &[u8],
+    meta: udp::RecvMeta,
+) {
     if let Some(drops) = meta.rxq_drops {
-        meter.set_socket_drops(u64::from(drops));
+        meter.set_socket_drops(flow_index, u64::from(drops));
     }
-    let probe = match ProbeRepr::parse(payload) {
-        Ok(p) if p.session == session && !meta.truncated => p,
-        _ => return meter.on_malformed(),
-    };
+    if meta.truncated {
+        return meter.on_malformed();
+    }
     let (arrival_ns, kernel_stamp) = match meta.kernel_rx_ns {
         Some(ns) => (ns, true),
         None => (clock::realtime_ns(), false),
     };
-    meter.on_packet(Arrived {
-        seq: probe.seq,
-        size: meta.len as u32,
-        sent_ns: probe.sent_ns,
-        echoed_ns: probe.is_echo().then_some(probe.echoed_ns),
-        arrival_ns,
-        kernel_stamp,
-    });
+    for datagram in datagrams(payload, &meta) {
+        match ProbeRepr::parse(datagram) {
+            Ok(p) if p.session == session => meter.on_packet(
+                flow_index,
+                Arrived {
+                    seq: p.seq,
+                    size: datagram.len() as u32,
+                    sent_ns: p.sent_ns,
+                    echoed_ns: p.is_echo().then_some(p.echoed_ns),
+                    arrival_ns,
+                    kernel_stamp,
+                },
+            ),
+            _ => meter.on_malformed(),
+        }
+    }
 }
 
-/// Echoes every probe of this session back to the (connected) peer, stamped with its arrival
-/// time, until `stop`.
-pub fn udp_echo(sock: &UdpSocket, session: u32, stop: &AtomicBool) -> (EchoReport, Option<String>) {
-    prepare_receiver(sock);
+/// Echoes every probe of this session back on the socket it came in on (each connected to
+/// the client), stamped with its arrival time, until `stop`.
+pub fn udp_echo(
+    socks: &[UdpSocket],
+    flow: &FlowParams,
+    stop: &AtomicBool,
+) -> (EchoReport, Option<String>) {
+    prepare_receivers(socks, flow, false);
     let mut report = EchoReport::default();
-    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_DATAGRAM);
+    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH as usize);
+    let mut drops = vec![0u64; socks.len()];
     let mut error = None;
-    while !stopped(stop) {
-        let n = match udp::recv_batch(sock, &mut batch) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
-            Err(e) => {
-                error = Some(format!("receive failed: {e}"));
-                break;
-            }
-        };
-        out.clear();
-        for i in 0..n {
-            let meta = batch.meta(i);
-            if let Some(drops) = meta.rxq_drops {
-                report.socket_buffer_drops = Some(u64::from(drops));
-            }
-            let mut packet = batch.payload(i).to_vec();
-            let Ok(mut header) = ProbeHeader::new_checked(&mut packet[..]) else {
-                report.malformed += 1;
-                continue;
-            };
-            if header.session() != session || meta.truncated {
-                report.malformed += 1;
-                continue;
-            }
-            header.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
-            out.push(packet);
-        }
-        let slices: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
-        let mut done = 0;
-        while done < slices.len() {
-            match udp::send_batch(sock, &slices[done..]) {
-                Ok(k) => {
-                    report.packets_echoed += k as u64;
-                    report.bytes_echoed += slices[done..done + k]
-                        .iter()
-                        .map(|s| s.len() as u64)
-                        .sum::<u64>();
-                    done += k;
+    match Readiness::new(socks, flow.busy_poll) {
+        Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
+        Ok(mut ready) => {
+            while !stopped(stop) {
+                let result = ready.each_ready(|i| {
+                    let n = udp::recv_batch(&socks[i], &mut batch)?;
+                    out.clear();
+                    for k in 0..n {
+                        let meta = batch.meta(k);
+                        if let Some(d) = meta.rxq_drops {
+                            drops[i] = u64::from(d);
+                        }
+                        let mut packet = batch.payload(k).to_vec();
+                        match ProbeHeader::new_checked(&mut packet[..]) {
+                            Ok(mut h) if h.session() == flow.session && !meta.truncated => {
+                                h.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
+                                out.push(packet);
+                            }
+                            _ => report.malformed += 1,
+                        }
+                    }
+                    let slices: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
+                    let mut done = 0;
+                    while done < slices.len() {
+                        match udp::send_batch(&socks[i], &slices[done..]) {
+                            Ok(k) => {
+                                report.packets_echoed += k as u64;
+                                report.bytes_echoed += slices[done..done + k]
+                                    .iter()
+                                    .map(|s| s.len() as u64)
+                                    .sum::<u64>();
+                                done += k;
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            // The echo path is lossy like any other: a refused echo is lost.
+                            Err(_) => break,
+                        }
+                    }
+                    Ok(n)
+                });
+                if let Err(e) = result {
+                    error = Some(format!("receive failed: {e}"));
+                    break;
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // The echo path is lossy like any other: a refused echo is a lost echo.
-                Err(_) => break,
             }
         }
     }
+    let total_drops: u64 = drops.iter().sum();
+    report.socket_buffer_drops = (total_drops > 0).then_some(total_drops);
     (report, error)
 }

@@ -69,6 +69,30 @@ pub struct SenderReport {
     /// Actual minus scheduled send time of each packet ("pacing fidelity"); absent at max rate.
     pub schedule_error: Option<LatencySummary>,
     pub batching: Batching,
+    /// Per-flow figures when the test carried more than one flow.
+    pub flows: Vec<FlowSenderSummary>,
+}
+
+/// One flow's share of a multi-flow sender.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FlowSenderSummary {
+    pub flow: u32,
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub lost_by_sender: LostBySender,
+    pub duration_ns: u64,
+}
+
+/// One flow's share of a multi-flow receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FlowReceiverSummary {
+    pub flow: u32,
+    pub packets: SeqCounts,
+    pub bytes_received: u64,
+    pub duration_ns: u64,
+    pub jitter_ns: f64,
+    /// Mean one-way delay of this flow above the smallest delay of any flow.
+    pub mean_relative_delay_ns: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +114,11 @@ pub struct ReceiverReport {
     pub inter_arrival: Option<Summary>,
     /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the application.
     pub arrival_clock: String,
+    /// The kernel coalesced datagrams (UDP GRO) on the way up: arrival times are then per
+    /// coalesced train.
+    pub gro: bool,
+    /// Per-flow figures when the test carried more than one flow.
+    pub flows: Vec<FlowReceiverSummary>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,6 +177,8 @@ pub struct IntervalReport {
 /// One packet's fate, for `--packet-log`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PacketRecord {
+    /// Flow index within the test (0 for single-flow tests).
+    pub flow: u32,
     pub seq: u64,
     pub size: u32,
     pub sent_ns: Option<u64>,

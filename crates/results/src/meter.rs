@@ -1,33 +1,22 @@
 //! Meters: sans-IO accumulators that turn per-packet events into reports. The real engine, the
 //! emulator and the simulator all feed them, each with its own clock.
+//!
+//! A meter covers one or more flows of a test: sequence numbers, jitter and inter-arrival
+//! times are per flow (they only mean something within one flow); delay distributions and
+//! schedule errors are shared, which keeps a 1000-flow meter small.
 
-use flowlab_stats::{rate_per_sec, Arrival, InterArrival, LatencyStats, Rfc3550Jitter, SeqTracker};
+use flowlab_stats::{
+    rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, Rfc3550Jitter, SeqCounts,
+    SeqTracker, Welford,
+};
 
-use crate::{Batching, IntervalReport, LostBySender, PacketRecord, ReceiverReport, SenderReport};
+use crate::{
+    Batching, FlowReceiverSummary, FlowSenderSummary, IntervalReport, LostBySender, PacketRecord,
+    ReceiverReport, SenderReport,
+};
 
 /// Cap on per-packet records kept in memory (about 400 MB); past it recording stops.
 pub const MAX_PACKET_RECORDS: usize = 10_000_000;
-
-/// What a receiver measures. Times are nanoseconds of one clock, comparable to the senders'
-/// `sent_ns` stamps (CLOCK_REALTIME in the real engine).
-#[derive(Debug)]
-pub struct ReceiverMeter {
-    seq: SeqTracker,
-    bytes: u64,
-    malformed: u64,
-    socket_drops: Option<u64>,
-    delay: LatencyStats,
-    /// Loopback only: arrival back at the client minus send time.
-    round_trip: Option<LatencyStats>,
-    jitter: Rfc3550Jitter,
-    inter_arrival: InterArrival,
-    first_arrival: Option<u64>,
-    last_arrival: u64,
-    kernel_stamps: u64,
-    user_stamps: u64,
-    interval: IntervalCounters,
-    log: Option<Vec<PacketRecord>>,
-}
 
 /// One received probe, as a meter needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +32,18 @@ pub struct Arrived {
 }
 
 #[derive(Debug, Default)]
+struct FlowRx {
+    seq: SeqTracker,
+    bytes: u64,
+    jitter: Rfc3550Jitter,
+    inter_arrival: InterArrival,
+    transit: Welford,
+    first_arrival: Option<u64>,
+    last_arrival: u64,
+    socket_drops: Option<u64>,
+}
+
+#[derive(Debug, Default)]
 struct IntervalCounters {
     packets: u64,
     bytes: u64,
@@ -50,20 +51,30 @@ struct IntervalCounters {
     delay: LatencyStats,
 }
 
+/// What a receiver measures. Times are nanoseconds of one clock, comparable to the senders'
+/// `sent_ns` stamps (CLOCK_REALTIME in the real engine).
+#[derive(Debug)]
+pub struct ReceiverMeter {
+    flows: Vec<FlowRx>,
+    malformed: u64,
+    /// One-way transit (to the agent, for echoes) of every flow.
+    delay: LatencyStats,
+    /// Loopback only: arrival of the echo back here minus send time.
+    round_trip: Option<LatencyStats>,
+    kernel_stamps: u64,
+    user_stamps: u64,
+    interval: IntervalCounters,
+    log: Option<Vec<PacketRecord>>,
+}
+
 impl ReceiverMeter {
     /// `round_trip`: echoes come back to this meter (loopback test at the client).
-    pub fn new(round_trip: bool, packet_log: bool) -> Self {
+    pub fn new(flows: usize, round_trip: bool, packet_log: bool) -> Self {
         ReceiverMeter {
-            seq: SeqTracker::new(),
-            bytes: 0,
+            flows: (0..flows.max(1)).map(|_| FlowRx::default()).collect(),
             malformed: 0,
-            socket_drops: None,
             delay: LatencyStats::new(),
             round_trip: round_trip.then(LatencyStats::new),
-            jitter: Rfc3550Jitter::new(),
-            inter_arrival: InterArrival::new(),
-            first_arrival: None,
-            last_arrival: 0,
             kernel_stamps: 0,
             user_stamps: 0,
             interval: IntervalCounters::default(),
@@ -71,30 +82,28 @@ impl ReceiverMeter {
         }
     }
 
-    pub fn on_packet(&mut self, p: Arrived) {
-        match self.seq.on_packet(p.seq) {
+    pub fn on_packet(&mut self, flow: usize, p: Arrived) {
+        let Some(f) = self.flows.get_mut(flow) else {
+            return self.on_malformed();
+        };
+        match f.seq.on_packet(p.seq) {
             Arrival::Duplicate => return,
             Arrival::Gap { missing } => self.interval.lost += missing,
             Arrival::Late => self.interval.lost = self.interval.lost.saturating_sub(1),
             Arrival::InOrder | Arrival::TooOld => {}
         }
-        self.bytes += u64::from(p.size);
-        self.interval.packets += 1;
-        self.interval.bytes += u64::from(p.size);
-        if p.kernel_stamp {
-            self.kernel_stamps += 1;
-        } else {
-            self.user_stamps += 1;
-        }
-        self.first_arrival.get_or_insert(p.arrival_ns);
-        self.last_arrival = self.last_arrival.max(p.arrival_ns);
-        self.inter_arrival.push(p.arrival_ns);
+        f.bytes += u64::from(p.size);
+        f.first_arrival.get_or_insert(p.arrival_ns);
+        f.last_arrival = f.last_arrival.max(p.arrival_ns);
+        f.inter_arrival.push(p.arrival_ns);
         // One-way: to the agent when echoed, else to here. Clocks may differ: only relative
         // values of this difference are reported.
-        let one_way_end = p.echoed_ns.unwrap_or(p.arrival_ns);
-        let transit = one_way_end as i64 - p.sent_ns as i64;
+        let transit = p.echoed_ns.unwrap_or(p.arrival_ns) as i64 - p.sent_ns as i64;
+        f.jitter.push(transit);
+        f.transit.push(transit as f64);
         self.delay.push(transit);
-        self.jitter.push(transit);
+        self.interval.packets += 1;
+        self.interval.bytes += u64::from(p.size);
         match &mut self.round_trip {
             Some(rtt) => {
                 let value = p.arrival_ns as i64 - p.sent_ns as i64;
@@ -103,9 +112,15 @@ impl ReceiverMeter {
             }
             None => self.interval.delay.push(transit),
         }
+        if p.kernel_stamp {
+            self.kernel_stamps += 1;
+        } else {
+            self.user_stamps += 1;
+        }
         if let Some(log) = &mut self.log {
             if log.len() < MAX_PACKET_RECORDS {
                 log.push(PacketRecord {
+                    flow: flow as u32,
                     seq: p.seq,
                     size: p.size,
                     sent_ns: Some(p.sent_ns),
@@ -121,13 +136,34 @@ impl ReceiverMeter {
         self.malformed += 1;
     }
 
-    /// Cumulative socket-buffer drops reported by the kernel.
-    pub fn set_socket_drops(&mut self, drops: u64) {
-        self.socket_drops = Some(drops);
+    /// Cumulative drops at a flow's receiving socket, as the kernel reports them.
+    pub fn set_socket_drops(&mut self, flow: usize, drops: u64) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.socket_drops = Some(drops);
+        }
     }
 
     pub fn packets_received(&self) -> u64 {
-        self.seq.counts().unique
+        self.flows.iter().map(|f| f.seq.counts().unique).sum()
+    }
+
+    /// Appends another meter's flows (a worker thread's share) and merges its distributions.
+    pub fn absorb(&mut self, other: ReceiverMeter) {
+        self.flows.extend(other.flows);
+        self.malformed += other.malformed;
+        self.delay.merge(&other.delay);
+        if let (Some(mine), Some(theirs)) = (&mut self.round_trip, &other.round_trip) {
+            mine.merge(theirs);
+        }
+        self.kernel_stamps += other.kernel_stamps;
+        self.user_stamps += other.user_stamps;
+        self.interval.packets += other.interval.packets;
+        self.interval.bytes += other.interval.bytes;
+        self.interval.lost += other.interval.lost;
+        self.interval.delay.merge(&other.interval.delay);
+        if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
+            mine.extend(theirs);
+        }
     }
 
     /// Closes the current interval `[start_ns, end_ns)` (relative to the test start) and
@@ -138,7 +174,9 @@ impl ReceiverMeter {
         let delay = if self.round_trip.is_some() {
             counters.delay.summary()
         } else {
-            self.relative_interval_delay(&counters.delay)
+            // Relative to the whole test's minimum so far, so intervals compare.
+            let overall_min = self.delay.summary().map_or(0.0, |s| s.min_ns);
+            counters.delay.summary().map(|s| s.shifted(-overall_min))
         };
         IntervalReport {
             index,
@@ -150,32 +188,26 @@ impl ReceiverMeter {
             throughput_bps: rate_per_sec(counters.bytes * 8, span),
             packets_per_sec: rate_per_sec(counters.packets, span),
             delay,
-            jitter_ns: self.jitter.value_ns(),
+            jitter_ns: self.mean_jitter(),
             tcp_info: None,
         }
     }
 
-    /// An interval's one-way delays relative to the whole test's minimum so far, so that
-    /// intervals are comparable with each other.
-    fn relative_interval_delay(
-        &self,
-        interval: &LatencyStats,
-    ) -> Option<flowlab_stats::LatencySummary> {
-        let overall_min = self.delay.summary()?.min_ns;
-        let s = interval.summary()?;
-        Some(flowlab_stats::LatencySummary {
-            min_ns: s.min_ns - overall_min,
-            mean_ns: s.mean_ns - overall_min,
-            max_ns: s.max_ns - overall_min,
-            p50_ns: s.p50_ns - overall_min,
-            p90_ns: s.p90_ns - overall_min,
-            p99_ns: s.p99_ns - overall_min,
-            p999_ns: s.p999_ns - overall_min,
-            ..s
-        })
+    fn mean_jitter(&self) -> f64 {
+        let active: Vec<f64> = self
+            .flows
+            .iter()
+            .filter(|f| f.first_arrival.is_some())
+            .map(|f| f.jitter.value_ns())
+            .collect();
+        if active.is_empty() {
+            0.0
+        } else {
+            active.iter().sum::<f64>() / active.len() as f64
+        }
     }
 
-    pub fn round_trip(&self) -> Option<flowlab_stats::LatencySummary> {
+    pub fn round_trip(&self) -> Option<LatencySummary> {
         self.round_trip.as_ref().and_then(LatencyStats::summary)
     }
 
@@ -184,11 +216,51 @@ impl ReceiverMeter {
         self.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// The report; `sent` is the sender's packet count when known, so tail losses count.
-    pub fn report(&self, sent: Option<u64>) -> ReceiverReport {
-        let packets = match sent {
-            Some(sent) => self.seq.counts_with_sent(sent),
-            None => self.seq.counts(),
+    /// The report; `sent` is the sender's per-flow packet counts when known, so tail losses
+    /// count.
+    pub fn report(&self, sent: Option<&[u64]>) -> ReceiverReport {
+        let counts: Vec<SeqCounts> = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match sent.and_then(|s| s.get(i)) {
+                Some(&n) => f.seq.counts_with_sent(n),
+                None => f.seq.counts(),
+            })
+            .collect();
+        let packets = counts.iter().fold(SeqCounts::default(), |a, c| SeqCounts {
+            received: a.received + c.received,
+            unique: a.unique + c.unique,
+            lost: a.lost + c.lost,
+            reordered: a.reordered + c.reordered,
+            duplicates: a.duplicates + c.duplicates,
+        });
+        let first = self.flows.iter().filter_map(|f| f.first_arrival).min();
+        let last = self.flows.iter().map(|f| f.last_arrival).max().unwrap_or(0);
+        let mut inter_arrival = Welford::new();
+        for f in &self.flows {
+            inter_arrival.merge(f.inter_arrival.gaps());
+        }
+        let drops: Vec<u64> = self.flows.iter().filter_map(|f| f.socket_drops).collect();
+        let overall_min = self.delay.summary().map_or(0.0, |s| s.min_ns);
+        let per_flow = if self.flows.len() > 1 {
+            self.flows
+                .iter()
+                .zip(&counts)
+                .enumerate()
+                .map(|(i, (f, c))| FlowReceiverSummary {
+                    flow: i as u32,
+                    packets: *c,
+                    bytes_received: f.bytes,
+                    duration_ns: f
+                        .first_arrival
+                        .map_or(0, |a| f.last_arrival.saturating_sub(a)),
+                    jitter_ns: f.jitter.value_ns(),
+                    mean_relative_delay_ns: f.transit.mean().map_or(0.0, |m| m - overall_min),
+                })
+                .collect()
+        } else {
+            Vec::new()
         };
         let arrival_clock = match (self.kernel_stamps, self.user_stamps) {
             (0, 0) => "none",
@@ -198,30 +270,35 @@ impl ReceiverMeter {
         };
         ReceiverReport {
             packets,
-            bytes_received: self.bytes,
+            bytes_received: self.flows.iter().map(|f| f.bytes).sum(),
             malformed: self.malformed,
-            socket_buffer_drops: self.socket_drops,
-            duration_ns: self
-                .first_arrival
-                .map_or(0, |first| self.last_arrival.saturating_sub(first)),
+            socket_buffer_drops: (!drops.is_empty()).then(|| drops.iter().sum()),
+            duration_ns: first.map_or(0, |first| last.saturating_sub(first)),
             relative_delay: self.delay.relative_summary(),
             round_trip: self.round_trip(),
-            jitter_ns: self.jitter.value_ns(),
-            inter_arrival: self.inter_arrival.summary(),
+            jitter_ns: self.mean_jitter(),
+            inter_arrival: inter_arrival.summary(),
             arrival_clock: arrival_clock.to_string(),
+            gro: false,
+            flows: per_flow,
         }
     }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct FlowTx {
+    packets: u64,
+    bytes: u64,
+    lost: LostBySender,
+    first_send: Option<u64>,
+    last_send: u64,
 }
 
 /// What a sender measures.
 #[derive(Debug)]
 pub struct SenderMeter {
-    packets: u64,
-    bytes: u64,
-    lost: LostBySender,
+    flows: Vec<FlowTx>,
     schedule_error: Option<LatencyStats>,
-    first_send: Option<u64>,
-    last_send: u64,
     syscalls: u64,
     max_batch: u64,
     gso: bool,
@@ -229,14 +306,10 @@ pub struct SenderMeter {
 }
 
 impl SenderMeter {
-    pub fn new(paced: bool, packet_log: bool) -> Self {
+    pub fn new(flows: usize, paced: bool, packet_log: bool) -> Self {
         SenderMeter {
-            packets: 0,
-            bytes: 0,
-            lost: LostBySender::default(),
+            flows: vec![FlowTx::default(); flows.max(1)],
             schedule_error: paced.then(LatencyStats::new),
-            first_send: None,
-            last_send: 0,
             syscalls: 0,
             max_batch: 0,
             gso: false,
@@ -244,7 +317,7 @@ impl SenderMeter {
         }
     }
 
-    /// One batch handed to the kernel at `now_ns` (same clock as `deadline_ns`).
+    /// One system call that handed `packets` to the kernel.
     pub fn on_batch(&mut self, packets: u64) {
         self.syscalls += 1;
         self.max_batch = self.max_batch.max(packets);
@@ -254,22 +327,27 @@ impl SenderMeter {
     /// `sent_mono_ns` when it left on that clock; `sent_ns` is its probe timestamp.
     pub fn on_sent(
         &mut self,
+        flow: usize,
         seq: u64,
         size: u32,
         sent_ns: u64,
         deadline_ns: Option<u64>,
         sent_mono_ns: u64,
     ) {
-        self.packets += 1;
-        self.bytes += u64::from(size);
-        self.first_send.get_or_insert(sent_mono_ns);
-        self.last_send = sent_mono_ns;
+        let Some(f) = self.flows.get_mut(flow) else {
+            return;
+        };
+        f.packets += 1;
+        f.bytes += u64::from(size);
+        f.first_send.get_or_insert(sent_mono_ns);
+        f.last_send = sent_mono_ns;
         if let (Some(errors), Some(deadline)) = (&mut self.schedule_error, deadline_ns) {
             errors.push(sent_mono_ns as i64 - deadline as i64);
         }
         if let Some(log) = &mut self.log {
             if log.len() < MAX_PACKET_RECORDS {
                 log.push(PacketRecord {
+                    flow: flow as u32,
                     seq,
                     size,
                     sent_ns: Some(sent_ns),
@@ -280,16 +358,22 @@ impl SenderMeter {
         }
     }
 
-    pub fn on_send_buffer_full(&mut self, packets: u64) {
-        self.lost.send_buffer_full += packets;
+    pub fn on_send_buffer_full(&mut self, flow: usize, packets: u64) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.lost.send_buffer_full += packets;
+        }
     }
 
-    pub fn on_send_error(&mut self, packets: u64) {
-        self.lost.send_errors += packets;
+    pub fn on_send_error(&mut self, flow: usize, packets: u64) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.lost.send_errors += packets;
+        }
     }
 
-    pub fn set_missed_slots(&mut self, missed: u64) {
-        self.lost.missed_slots = missed;
+    pub fn set_missed_slots(&mut self, flow: usize, missed: u64) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.lost.missed_slots = missed;
+        }
     }
 
     pub fn set_gso(&mut self, gso: bool) {
@@ -297,7 +381,26 @@ impl SenderMeter {
     }
 
     pub fn packets_sent(&self) -> u64 {
-        self.packets
+        self.flows.iter().map(|f| f.packets).sum()
+    }
+
+    /// Packets sent per flow, for the receiver's loss accounting.
+    pub fn packets_per_flow(&self) -> Vec<u64> {
+        self.flows.iter().map(|f| f.packets).collect()
+    }
+
+    /// Appends another meter's flows (a worker thread's share) and merges its distributions.
+    pub fn absorb(&mut self, other: SenderMeter) {
+        self.flows.extend(other.flows);
+        if let (Some(mine), Some(theirs)) = (&mut self.schedule_error, &other.schedule_error) {
+            mine.merge(theirs);
+        }
+        self.syscalls += other.syscalls;
+        self.max_batch = self.max_batch.max(other.max_batch);
+        self.gso |= other.gso;
+        if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
+            mine.extend(theirs);
+        }
     }
 
     pub fn take_log(&mut self) -> Vec<PacketRecord> {
@@ -305,24 +408,49 @@ impl SenderMeter {
     }
 
     pub fn report(&self) -> SenderReport {
+        let packets = self.packets_sent();
+        let lost = self
+            .flows
+            .iter()
+            .fold(LostBySender::default(), |a, f| LostBySender {
+                send_buffer_full: a.send_buffer_full + f.lost.send_buffer_full,
+                missed_slots: a.missed_slots + f.lost.missed_slots,
+                send_errors: a.send_errors + f.lost.send_errors,
+            });
+        let first = self.flows.iter().filter_map(|f| f.first_send).min();
+        let last = self.flows.iter().map(|f| f.last_send).max().unwrap_or(0);
+        let flows = if self.flows.len() > 1 {
+            self.flows
+                .iter()
+                .enumerate()
+                .map(|(i, f)| FlowSenderSummary {
+                    flow: i as u32,
+                    packets_sent: f.packets,
+                    bytes_sent: f.bytes,
+                    lost_by_sender: f.lost,
+                    duration_ns: f.first_send.map_or(0, |s| f.last_send.saturating_sub(s)),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         SenderReport {
-            packets_sent: self.packets,
-            bytes_sent: self.bytes,
-            lost_by_sender: self.lost,
-            duration_ns: self
-                .first_send
-                .map_or(0, |first| self.last_send.saturating_sub(first)),
+            packets_sent: packets,
+            bytes_sent: self.flows.iter().map(|f| f.bytes).sum(),
+            lost_by_sender: lost,
+            duration_ns: first.map_or(0, |first| last.saturating_sub(first)),
             schedule_error: self.schedule_error.as_ref().and_then(LatencyStats::summary),
             batching: Batching {
                 syscalls: self.syscalls,
                 mean_batch: if self.syscalls == 0 {
                     0.0
                 } else {
-                    self.packets as f64 / self.syscalls as f64
+                    packets as f64 / self.syscalls as f64
                 },
                 max_batch: self.max_batch,
                 gso: self.gso,
             },
+            flows,
         }
     }
 }
@@ -344,13 +472,13 @@ mod tests {
 
     #[test]
     fn one_way_delay_is_relative_and_loss_counts_tail() {
-        let mut m = ReceiverMeter::new(false, true);
+        let mut m = ReceiverMeter::new(1, false, true);
         // Clocks 1 s apart: only the variation matters.
-        m.on_packet(arrived(0, 0, 1_000_000_100));
-        m.on_packet(arrived(1, 1_000, 1_000_001_300));
-        m.on_packet(arrived(3, 3_000, 1_000_003_100));
-        m.on_packet(arrived(3, 3_000, 1_000_003_200)); // duplicate: ignored
-        let r = m.report(Some(5));
+        m.on_packet(0, arrived(0, 0, 1_000_000_100));
+        m.on_packet(0, arrived(1, 1_000, 1_000_001_300));
+        m.on_packet(0, arrived(3, 3_000, 1_000_003_100));
+        m.on_packet(0, arrived(3, 3_000, 1_000_003_200)); // duplicate: ignored
+        let r = m.report(Some(&[5]));
         assert_eq!(r.packets.unique, 3);
         assert_eq!(r.packets.lost, 2);
         assert_eq!(r.packets.duplicates, 1);
@@ -360,25 +488,30 @@ mod tests {
         assert_eq!(d.max_ns, 200.0);
         assert_eq!(r.duration_ns, 3_000);
         assert_eq!(r.arrival_clock, "kernel");
+        assert!(r.flows.is_empty(), "no per-flow table for one flow");
         assert_eq!(m.take_log().len(), 3);
         let i = m.take_interval(0, 0, 1_000_000_000);
         assert_eq!(i.packets, 3);
         assert_eq!(i.lost, 1);
         assert_eq!(i.throughput_bps, 12_000.0);
+        assert_eq!(i.delay.unwrap().max_ns, 200.0);
         assert_eq!(m.take_interval(1, 1_000_000_000, 2_000_000_000).packets, 0);
     }
 
     #[test]
     fn loopback_reports_round_trip_and_forward_delay() {
-        let mut m = ReceiverMeter::new(true, false);
+        let mut m = ReceiverMeter::new(1, true, false);
         for k in 0..4u64 {
             let sent = k * 1_000_000;
-            m.on_packet(Arrived {
-                echoed_ns: Some(sent + 40_000 + k * 1_000),
-                ..arrived(k, sent, sent + 100_000 + k * 2_000)
-            });
+            m.on_packet(
+                0,
+                Arrived {
+                    echoed_ns: Some(sent + 40_000 + k * 1_000),
+                    ..arrived(k, sent, sent + 100_000 + k * 2_000)
+                },
+            );
         }
-        let r = m.report(Some(4));
+        let r = m.report(Some(&[4]));
         let rtt = r.round_trip.unwrap();
         assert_eq!(rtt.min_ns, 100_000.0);
         assert_eq!(rtt.count, 4);
@@ -386,18 +519,49 @@ mod tests {
     }
 
     #[test]
+    fn flows_keep_their_own_sequence_spaces() {
+        let mut m = ReceiverMeter::new(2, false, false);
+        for seq in 0..3 {
+            m.on_packet(0, arrived(seq, seq * 10, seq * 10 + 5));
+            m.on_packet(1, arrived(seq, seq * 10, seq * 10 + 7));
+        }
+        m.on_packet(5, arrived(0, 0, 0)); // no such flow
+        let r = m.report(Some(&[3, 4]));
+        assert_eq!(r.packets.unique, 6);
+        assert_eq!(r.packets.duplicates, 0);
+        assert_eq!(r.packets.lost, 1);
+        assert_eq!(r.malformed, 1);
+        assert_eq!(r.flows.len(), 2);
+        assert_eq!(r.flows[1].packets.lost, 1);
+        assert_eq!(r.flows[1].mean_relative_delay_ns, 2.0);
+        // A second worker's share joins as flows 2 and 3.
+        let mut other = ReceiverMeter::new(2, false, false);
+        other.on_packet(0, arrived(0, 0, 9));
+        m.absorb(other);
+        assert_eq!(m.report(None).flows.len(), 4);
+        assert_eq!(m.packets_received(), 7);
+    }
+
+    #[test]
     fn sender_counts_losses_and_schedule_error() {
-        let mut m = SenderMeter::new(true, false);
+        let mut m = SenderMeter::new(1, true, false);
         m.on_batch(2);
-        m.on_sent(0, 100, 5, Some(1_000), 1_010);
-        m.on_sent(1, 100, 6, Some(2_000), 2_030);
-        m.on_send_buffer_full(1);
-        m.set_missed_slots(4);
+        m.on_sent(0, 0, 100, 5, Some(1_000), 1_010);
+        m.on_sent(0, 1, 100, 6, Some(2_000), 2_030);
+        m.on_send_buffer_full(0, 1);
+        m.set_missed_slots(0, 4);
         let r = m.report();
         assert_eq!(r.packets_sent, 2);
         assert_eq!(r.lost_by_sender.total(), 5);
         assert_eq!(r.schedule_error.unwrap().max_ns, 30.0);
         assert_eq!(r.batching.mean_batch, 2.0);
         assert_eq!(r.duration_ns, 1_020);
+        let mut other = SenderMeter::new(1, true, false);
+        other.on_sent(0, 0, 100, 7, Some(3_000), 3_100);
+        m.absorb(other);
+        let r = m.report();
+        assert_eq!(r.flows.len(), 2);
+        assert_eq!(r.schedule_error.unwrap().max_ns, 100.0);
+        assert_eq!(m.packets_per_flow(), vec![2, 1]);
     }
 }

@@ -8,10 +8,11 @@ use crate::PacketRecord;
 /// Joins the sender's records (send times) with the receiver's (receive and echo times) by
 /// sequence number. Packets the receiver never saw keep `received_ns: None`: lost.
 pub fn merge(sent: &[PacketRecord], received: &[PacketRecord]) -> Vec<PacketRecord> {
-    let mut by_seq: HashMap<u64, &PacketRecord> = received.iter().map(|r| (r.seq, r)).collect();
+    let mut by_key: HashMap<(u32, u64), &PacketRecord> =
+        received.iter().map(|r| ((r.flow, r.seq), r)).collect();
     let mut merged: Vec<PacketRecord> = sent
         .iter()
-        .map(|s| match by_seq.remove(&s.seq) {
+        .map(|s| match by_key.remove(&(s.flow, s.seq)) {
             Some(r) => PacketRecord {
                 received_ns: r.received_ns,
                 echoed_ns: r.echoed_ns,
@@ -21,8 +22,8 @@ pub fn merge(sent: &[PacketRecord], received: &[PacketRecord]) -> Vec<PacketReco
         })
         .collect();
     // Received packets the sender did not record (its log was capped): keep them too.
-    merged.extend(by_seq.into_values().copied());
-    merged.sort_by_key(|r| r.seq);
+    merged.extend(by_key.into_values().copied());
+    merged.sort_by_key(|r| (r.flow, r.seq));
     merged
 }
 
@@ -33,12 +34,13 @@ fn opt(v: Option<u64>) -> String {
 /// CSV with a header row; times in ns (CLOCK_REALTIME of the end that took them), empty when
 /// unknown; `lost` is 1 for a packet sent but never received.
 pub fn write_csv(records: &[PacketRecord], out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "seq,size,sent_ns,received_ns,echoed_ns,lost")?;
+    writeln!(out, "flow,seq,size,sent_ns,received_ns,echoed_ns,lost")?;
     for r in records {
         let lost = u8::from(r.sent_ns.is_some() && r.received_ns.is_none());
         writeln!(
             out,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{}",
+            r.flow,
             r.seq,
             r.size,
             opt(r.sent_ns),
@@ -56,6 +58,7 @@ mod tests {
 
     fn rec(seq: u64, sent: Option<u64>, received: Option<u64>) -> PacketRecord {
         PacketRecord {
+            flow: 0,
             seq,
             size: 100,
             sent_ns: sent,
@@ -82,7 +85,7 @@ mod tests {
         write_csv(&merged, &mut csv).unwrap();
         assert_eq!(
             String::from_utf8(csv).unwrap(),
-            "seq,size,sent_ns,received_ns,echoed_ns,lost\n0,100,10,15,,0\n1,100,20,,,1\n2,100,30,35,,0\n3,100,40,45,,0\n"
+            "flow,seq,size,sent_ns,received_ns,echoed_ns,lost\n0,0,100,10,15,,0\n0,1,100,20,,,1\n0,2,100,30,35,,0\n0,3,100,40,45,,0\n"
         );
     }
 }

@@ -24,6 +24,11 @@ impl InterArrival {
         self.last_arrival_ns = Some(arrival_ns);
     }
 
+    /// The gap distribution, e.g. to merge several flows' gaps.
+    pub fn gaps(&self) -> &Welford {
+        &self.gaps_ns
+    }
+
     /// `None` until two arrivals have been seen.
     pub fn summary(&self) -> Option<Summary> {
         self.gaps_ns.summary()

@@ -45,6 +45,22 @@ pub struct LatencySummary {
     pub peak_to_peak_ns: f64,
 }
 
+impl LatencySummary {
+    /// The same distribution moved by `offset_ns` (e.g. made relative to another minimum).
+    pub fn shifted(self, offset_ns: f64) -> LatencySummary {
+        LatencySummary {
+            min_ns: self.min_ns + offset_ns,
+            mean_ns: self.mean_ns + offset_ns,
+            max_ns: self.max_ns + offset_ns,
+            p50_ns: self.p50_ns + offset_ns,
+            p90_ns: self.p90_ns + offset_ns,
+            p99_ns: self.p99_ns + offset_ns,
+            p999_ns: self.p999_ns + offset_ns,
+            ..self
+        }
+    }
+}
+
 impl LatencyStats {
     pub fn new() -> Self {
         Self::default()

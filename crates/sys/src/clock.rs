@@ -10,7 +10,7 @@ use std::io;
 
 const NS_PER_SEC: u64 = 1_000_000_000;
 
-fn clock_ns(id: libc::clockid_t) -> u64 {
+pub(crate) fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -7,11 +7,15 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod clock;
+mod cmsg;
 pub mod cpu;
 pub mod host;
+pub mod poll;
 pub mod signal;
+pub mod socket;
 mod sockopt;
 pub mod tcp;
+pub mod timestamping;
 pub mod udp;
 
 /// Serialises CPU-spinning tests so their timing checks do not disturb each other.

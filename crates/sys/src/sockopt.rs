@@ -51,3 +51,49 @@ pub(crate) fn get_int(
         Err(io::Error::last_os_error())
     }
 }
+
+/// Sets a socket option whose value is an arbitrary byte layout (u64,
+/// structs, strings), built by the caller in native byte order.
+pub(crate) fn set_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &[u8],
+) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(value.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "option value too long"))?;
+    // SAFETY: `value` is a live slice and `len` is exactly its length; the
+    // kernel only reads from it.
+    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reads a socket option into `buf`, returning the length the kernel wrote.
+pub(crate) fn get_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let mut len = libc::socklen_t::try_from(buf.len()).unwrap_or(libc::socklen_t::MAX);
+    // SAFETY: `buf` is live and writable for `len` bytes; the kernel writes
+    // at most `len` bytes and updates `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(usize::try_from(len).unwrap_or(0).min(buf.len()))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -5,7 +5,8 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use crate::sockopt::{get_int, set_int};
+use crate::cmsg::{self, read_ne, CmsgBuf};
+use crate::sockopt::{get_int, set_bytes, set_int};
 
 /// Kernel uapi value; the kernel may answer SO_TIMESTAMPNS_OLD requests on
 /// some 32-bit ABIs with this type too.
@@ -18,14 +19,8 @@ const NAME_LEN: usize = std::mem::size_of::<libc::sockaddr_storage>();
 const CONTROL_LEN: usize = 256;
 /// Kernel limit on messages per recvmmsg/sendmmsg call (UIO_MAXIOV).
 const MAX_BATCH: usize = 1024;
-/// Kernel cmsg alignment (sizeof(long) == sizeof(usize) on Linux).
-const CMSG_ALIGN: usize = std::mem::size_of::<usize>();
-/// Kernel `struct cmsghdr`: size_t len, int level, int type.
-const CMSG_HDR: usize = cmsg_align(std::mem::size_of::<usize>() + 8);
-
-const fn cmsg_align(n: usize) -> usize {
-    (n + CMSG_ALIGN - 1) & !(CMSG_ALIGN - 1)
-}
+/// Kernel uapi value of SO_TIMESTAMPING_NEW (the cmsg type used on time64 ABIs).
+const SO_TIMESTAMPING_NEW: libc::c_int = 65;
 
 /// Enables SO_TIMESTAMPNS: a CLOCK_REALTIME ns kernel receive stamp per datagram.
 pub fn enable_rx_timestamps(fd: impl AsFd) -> io::Result<()> {
@@ -81,12 +76,21 @@ pub fn buffer_sizes(fd: impl AsFd) -> io::Result<(usize, usize)> {
 pub struct RecvMeta {
     /// Bytes stored in the payload (at most the batch's `max_len`).
     pub len: usize,
-    /// Kernel CLOCK_REALTIME receive stamp, ns (needs [`enable_rx_timestamps`]).
+    /// Kernel CLOCK_REALTIME receive stamp, ns (needs [`enable_rx_timestamps`],
+    /// or software RX stamps via [`crate::timestamping::enable_timestamping`]).
     pub kernel_rx_ns: Option<u64>,
+    /// NIC hardware receive stamp (SCM_TIMESTAMPING raw hardware), ns in the
+    /// NIC clock's timescale; needs RX_HARDWARE|RAW_HARDWARE and a NIC with
+    /// hardware timestamping enabled (never on lo or veth).
+    pub hw_rx_ns: Option<u64>,
     /// Cumulative receive-buffer drops at the time this datagram was queued
     /// (needs [`enable_rxq_ovfl`]). The kernel omits it while the count is 0,
     /// so `None` means "no drops yet" once enabled.
     pub rxq_drops: Option<u32>,
+    /// With [`enable_gro`]: the payload holds several datagrams coalesced by
+    /// the kernel, each `gro_segment` bytes (the last may be shorter); the
+    /// caller splits them. `None` means one datagram.
+    pub gro_segment: Option<u16>,
     /// The datagram was larger than `max_len` and was cut (MSG_TRUNC).
     pub truncated: bool,
     /// Sender address.
@@ -104,6 +108,9 @@ struct Slot {
 /// Reusable buffers for recvmmsg: `batch` messages of up to `max_len` bytes,
 /// with control buffers for timestamp + ovfl cmsgs. Allocate once, reuse for
 /// every call so the receive path does not allocate.
+///
+/// With [`enable_gro`] one message can carry up to 64 KiB of coalesced
+/// datagrams, so use `max_len` >= 65535 (else they arrive truncated).
 pub struct RecvBatch {
     max_len: usize,
     payload: Vec<u8>,
@@ -195,7 +202,7 @@ impl RecvBatch {
             .control
             .get(cstart..cstart + slot.control_len.min(CONTROL_LEN))
             .unwrap_or(&[]);
-        let (kernel_rx_ns, rxq_drops) = parse_cmsgs(control);
+        let c = parse_cmsgs(control);
         let nstart = i * NAME_LEN;
         let name = self
             .names
@@ -203,8 +210,10 @@ impl RecvBatch {
             .unwrap_or(&[]);
         RecvMeta {
             len: slot.len.min(self.max_len),
-            kernel_rx_ns,
-            rxq_drops,
+            kernel_rx_ns: c.rx_ns,
+            hw_rx_ns: c.hw_ns,
+            rxq_drops: c.drops,
+            gro_segment: c.gro,
             truncated: slot.flags & libc::MSG_TRUNC != 0,
             source: parse_sockaddr(name),
         }
@@ -236,60 +245,48 @@ impl RecvBatch {
     }
 }
 
-/// Extracts (SCM_TIMESTAMPNS ns, SO_RXQ_OVFL count) from a control buffer
-/// laid out as the kernel writes it. Pure byte parsing: no alignment needs.
-fn parse_cmsgs(buf: &[u8]) -> (Option<u64>, Option<u32>) {
-    const W: usize = std::mem::size_of::<usize>();
-    let mut ts = None;
-    let mut drops = None;
-    let mut off = 0usize;
-    while let Some(hdr) = buf.get(off..off.saturating_add(CMSG_HDR)) {
-        let len = read_ne::<W>(hdr, 0).map_or(0, usize::from_ne_bytes);
-        let level = read_ne::<4>(hdr, W).map(i32::from_ne_bytes);
-        let ty = read_ne::<4>(hdr, W + 4).map(i32::from_ne_bytes);
-        if len < CMSG_HDR {
-            break;
-        }
-        let Some(data) = buf.get(off + CMSG_HDR..off.saturating_add(len)) else {
-            break;
-        };
-        if level == Some(libc::SOL_SOCKET) {
+/// What [`parse_cmsgs`] found in one message's control buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RxCmsgs {
+    /// SCM_TIMESTAMPNS, else SCM_TIMESTAMPING ts[0] (software).
+    rx_ns: Option<u64>,
+    /// SCM_TIMESTAMPING ts[2] (raw hardware).
+    hw_ns: Option<u64>,
+    drops: Option<u32>,
+    gro: Option<u16>,
+}
+
+/// Extracts receive timestamps, the SO_RXQ_OVFL count and the UDP_GRO
+/// segment size from a control buffer laid out as the kernel writes it.
+/// Pure byte parsing: no alignment needs.
+fn parse_cmsgs(buf: &[u8]) -> RxCmsgs {
+    let mut out = RxCmsgs::default();
+    let mut sw_stamp = None;
+    for (level, ty, data) in cmsg::iter(buf) {
+        if level == libc::SOL_SOCKET {
             match ty {
-                Some(t) if t == libc::SCM_TIMESTAMPNS || t == SO_TIMESTAMPNS_NEW => {
-                    ts = parse_timespec(data);
+                t if t == libc::SCM_TIMESTAMPNS || t == SO_TIMESTAMPNS_NEW => {
+                    out.rx_ns = cmsg::parse_timespec(data);
                 }
-                Some(t) if t == libc::SO_RXQ_OVFL => {
-                    drops = read_ne::<4>(data, 0).map(u32::from_ne_bytes);
+                t if t == libc::SCM_TIMESTAMPING || t == SO_TIMESTAMPING_NEW => {
+                    let (sw, hw) = cmsg::parse_scm_timestamping(data);
+                    sw_stamp = sw;
+                    out.hw_ns = hw;
+                }
+                t if t == libc::SO_RXQ_OVFL => {
+                    out.drops = read_ne::<4>(data, 0).map(u32::from_ne_bytes);
                 }
                 _ => {}
             }
+        } else if level == libc::SOL_UDP && ty == libc::UDP_GRO {
+            out.gro = read_ne::<4>(data, 0)
+                .map(i32::from_ne_bytes)
+                .and_then(|v| u16::try_from(v).ok())
+                .filter(|&v| v > 0);
         }
-        off = off.saturating_add(cmsg_align(len));
     }
-    (ts, drops)
-}
-
-fn read_ne<const N: usize>(buf: &[u8], at: usize) -> Option<[u8; N]> {
-    buf.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-
-/// Timespec payload: 2×i64 (64-bit / time64) or 2×i32 (legacy 32-bit).
-fn parse_timespec(d: &[u8]) -> Option<u64> {
-    let (sec, nsec) = if d.len() >= 16 {
-        (
-            i64::from_ne_bytes(read_ne::<8>(d, 0)?),
-            i64::from_ne_bytes(read_ne::<8>(d, 8)?),
-        )
-    } else {
-        (
-            i64::from(i32::from_ne_bytes(read_ne::<4>(d, 0)?)),
-            i64::from(i32::from_ne_bytes(read_ne::<4>(d, 4)?)),
-        )
-    };
-    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-        return None;
-    }
-    Some(crate::clock::timespec_to_ns(sec, nsec))
+    out.rx_ns = out.rx_ns.or(sw_stamp);
+    out
 }
 
 /// Decodes a sockaddr_in / sockaddr_in6 written by the kernel.
@@ -357,6 +354,21 @@ pub fn recv_batch(fd: impl AsFd, batch: &mut RecvBatch) -> io::Result<usize> {
 /// accepts and returns how many went. An error (EAGAIN, ENOBUFS, ...) is
 /// returned only if nothing was sent; the caller classifies it.
 pub fn send_batch(fd: impl AsFd, packets: &[&[u8]]) -> io::Result<usize> {
+    send_batch_flags(fd.as_fd(), packets, 0)
+}
+
+/// [`send_batch`] that never blocks (MSG_DONTWAIT), whatever the socket's
+/// blocking mode: a paced sender sharing its socket with a blocking receiver
+/// (loopback tests) must not wait for buffer space.
+pub fn send_batch_nowait(fd: impl AsFd, packets: &[&[u8]]) -> io::Result<usize> {
+    send_batch_flags(fd.as_fd(), packets, libc::MSG_DONTWAIT)
+}
+
+fn send_batch_flags(
+    fd: BorrowedFd<'_>,
+    packets: &[&[u8]],
+    flags: libc::c_int,
+) -> io::Result<usize> {
     const CHUNK: usize = 64;
     let raw = fd.as_fd().as_raw_fd();
     let mut sent = 0usize;
@@ -379,6 +391,150 @@ pub fn send_batch(fd: impl AsFd, packets: &[&[u8]]) -> io::Result<usize> {
         }
         // SAFETY: the first `chunk.len()` headers point at iovecs in `iovs`,
         // which point at the caller's live slices; the kernel only reads them.
+        let rc =
+            unsafe { libc::sendmmsg(raw, hdrs.as_mut_ptr(), chunk.len() as libc::c_uint, flags) };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            return if sent > 0 { Ok(sent) } else { Err(err) };
+        }
+        let n = usize::try_from(rc).unwrap_or(0);
+        sent += n;
+        if n < chunk.len() {
+            break;
+        }
+    }
+    Ok(sent)
+}
+
+/// Linux UDP_MAX_SEGMENTS: the most segments one GSO send may carry.
+pub const GSO_MAX_SEGMENTS: usize = 64;
+
+/// True if the kernel knows UDP_SEGMENT (UDP GSO, Linux 4.18+).
+///
+/// Probes with getsockopt so the socket's default GSO size is left as is;
+/// the kernel segments in software when the device cannot, so knowing the
+/// option is enough.
+pub fn gso_supported(fd: impl AsFd) -> bool {
+    get_int(fd.as_fd(), libc::SOL_UDP, libc::UDP_SEGMENT).is_ok()
+}
+
+fn invalid(msg: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// Rejects what the kernel would reject with a bare EINVAL, with a clear message.
+fn check_gso(len: usize, segment_size: u16) -> io::Result<()> {
+    if segment_size == 0 {
+        return Err(invalid("GSO segment size must be at least 1"));
+    }
+    if len.div_ceil(usize::from(segment_size)) > GSO_MAX_SEGMENTS {
+        return Err(invalid("GSO send exceeds 64 segments"));
+    }
+    Ok(())
+}
+
+/// Control buffer big enough for one small cmsg (u16/u64 payload).
+type SmallCmsg = CmsgBuf<32>;
+
+fn gso_cmsg(segment_size: u16) -> SmallCmsg {
+    let mut c = SmallCmsg::new();
+    // A 2-byte payload always fits in 32 bytes.
+    let _ = c.push(
+        libc::SOL_UDP,
+        libc::UDP_SEGMENT,
+        &segment_size.to_ne_bytes(),
+    );
+    c
+}
+
+/// One sendmsg of `buf` with the given control bytes on a connected socket.
+pub(crate) fn send_with_cmsg(
+    fd: BorrowedFd<'_>,
+    buf: &[u8],
+    control: &[u8],
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    let mut iov = libc::iovec {
+        // sendmsg never writes through iov_base; *mut is only the C type.
+        iov_base: buf.as_ptr().cast_mut().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is integers and raw pointers; all-zero (null) is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !control.is_empty() {
+        // The kernel only reads the control buffer on send.
+        msg.msg_control = control.as_ptr().cast_mut().cast();
+        msg.msg_controllen = control.len() as _;
+    }
+    // SAFETY: `msg` points at `iov` (→ `buf`) and `control`, all live for the
+    // call with matching lengths; the kernel only reads them.
+    let rc = unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, flags) };
+    usize::try_from(rc).map_err(|_| io::Error::last_os_error())
+}
+
+/// UDP GSO: sends `buf` as back-to-back datagrams of `segment_size` bytes
+/// (the last may be shorter) in one sendmsg with a UDP_SEGMENT cmsg, so the
+/// stack is traversed once for up to 64 datagrams. The socket must be
+/// connected. Returns bytes sent.
+///
+/// Kernel limits: at most [`GSO_MAX_SEGMENTS`] segments (checked here) and
+/// `buf.len()` <= 65507 (IPv4) / 65527 (IPv6) bytes (EMSGSIZE otherwise);
+/// each segment must fit the path MTU (EINVAL otherwise).
+pub fn send_gso(fd: impl AsFd, buf: &[u8], segment_size: u16) -> io::Result<usize> {
+    check_gso(buf.len(), segment_size)?;
+    send_with_cmsg(fd.as_fd(), buf, gso_cmsg(segment_size).as_bytes(), 0)
+}
+
+/// [`send_gso`] that never blocks (MSG_DONTWAIT); see [`send_batch_nowait`].
+pub fn send_gso_nowait(fd: impl AsFd, buf: &[u8], segment_size: u16) -> io::Result<usize> {
+    check_gso(buf.len(), segment_size)?;
+    send_with_cmsg(
+        fd.as_fd(),
+        buf,
+        gso_cmsg(segment_size).as_bytes(),
+        libc::MSG_DONTWAIT,
+    )
+}
+
+/// [`send_gso`] for many buffers in sendmmsg calls, each `(buf,
+/// segment_size)` with its own UDP_SEGMENT cmsg. Returns how many *messages*
+/// (not segments) went; an error is returned only if none went. Every entry
+/// is validated before anything is sent.
+pub fn send_gso_batch(fd: impl AsFd, bufs: &[(&[u8], u16)]) -> io::Result<usize> {
+    const CHUNK: usize = 64;
+    for (buf, seg) in bufs {
+        check_gso(buf.len(), *seg)?;
+    }
+    let raw = fd.as_fd().as_raw_fd();
+    let mut sent = 0usize;
+    for chunk in bufs.chunks(CHUNK) {
+        let mut iovs = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; CHUNK];
+        let mut controls = [SmallCmsg::new(); CHUNK];
+        // SAFETY: mmsghdr is integers and raw pointers; all-zero (null) is valid.
+        let mut hdrs: [libc::mmsghdr; CHUNK] = unsafe { std::mem::zeroed() };
+        for ((iov, ctl), (buf, seg)) in iovs.iter_mut().zip(controls.iter_mut()).zip(chunk) {
+            // sendmmsg never writes through iov_base; *mut is only the C type.
+            iov.iov_base = buf.as_ptr().cast_mut().cast();
+            iov.iov_len = buf.len();
+            *ctl = gso_cmsg(*seg);
+        }
+        let iov_ptr = iovs.as_mut_ptr();
+        for (i, (hdr, ctl)) in hdrs.iter_mut().zip(&controls).take(chunk.len()).enumerate() {
+            let m = &mut hdr.msg_hdr;
+            m.msg_iov = iov_ptr.wrapping_add(i);
+            m.msg_iovlen = 1;
+            let c = ctl.as_bytes();
+            m.msg_control = c.as_ptr().cast_mut().cast();
+            m.msg_controllen = c.len() as _;
+        }
+        // SAFETY: the first `chunk.len()` headers point at iovecs in `iovs`
+        // (→ caller buffers) and control bytes in `controls`, all live and
+        // unmoved until the call returns; the kernel only reads them.
         let rc = unsafe { libc::sendmmsg(raw, hdrs.as_mut_ptr(), chunk.len() as libc::c_uint, 0) };
         if rc < 0 {
             let err = io::Error::last_os_error();
@@ -393,9 +549,59 @@ pub fn send_batch(fd: impl AsFd, packets: &[&[u8]]) -> io::Result<usize> {
     Ok(sent)
 }
 
+/// Enables UDP GRO receive (UDP_GRO): the kernel may hand several
+/// same-size datagrams from one flow to a single recv, cutting per-packet
+/// cost. Each such message carries [`RecvMeta::gro_segment`]; size the
+/// [`RecvBatch`] `max_len` at 65535 or more.
+pub fn enable_gro(fd: impl AsFd) -> io::Result<()> {
+    set_int(fd.as_fd(), libc::SOL_UDP, libc::UDP_GRO, 1)
+}
+
+/// True for the errors a full send path gives (EAGAIN/EWOULDBLOCK: socket
+/// buffer full; ENOBUFS: qdisc or device queue full), so callers can back
+/// off and retry without naming errno values.
+pub fn is_send_buffer_full(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
+/// Clock that [`send_at`] transmit times are read on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxClock {
+    /// CLOCK_MONOTONIC: what the fq qdisc expects.
+    Monotonic,
+    /// CLOCK_TAI: what the etf qdisc expects (CLOCK_REALTIME + leap seconds).
+    Tai,
+}
+
+/// Enables SO_TXTIME so [`send_at`] can ask for a transmit time.
+///
+/// The time is honoured only by the etf or fq qdisc on the egress device;
+/// under any other qdisc the packet leaves immediately and no error is
+/// reported, so a caller must check the qdisc to claim kernel pacing.
+pub fn set_txtime(fd: impl AsFd, clock: TxClock) -> io::Result<()> {
+    let id = match clock {
+        TxClock::Monotonic => libc::CLOCK_MONOTONIC,
+        TxClock::Tai => libc::CLOCK_TAI,
+    };
+    // struct sock_txtime { clockid_t clockid; __u32 flags; }, flags 0.
+    let mut v = [0u8; 8];
+    v[..4].copy_from_slice(&id.to_ne_bytes());
+    set_bytes(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TXTIME, &v)
+}
+
+/// Sends one datagram with an SCM_TXTIME cmsg asking for transmission at
+/// `txtime_ns` on the clock given to [`set_txtime`]. Returns bytes sent.
+pub fn send_at(fd: impl AsFd, buf: &[u8], txtime_ns: u64) -> io::Result<usize> {
+    let mut c = SmallCmsg::new();
+    // An 8-byte payload always fits in 32 bytes.
+    let _ = c.push(libc::SOL_SOCKET, libc::SCM_TXTIME, &txtime_ns.to_ne_bytes());
+    send_with_cmsg(fd.as_fd(), buf, c.as_bytes(), 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmsg::tests::cmsg;
     use std::net::UdpSocket;
     use std::time::Duration;
 
@@ -558,18 +764,6 @@ mod tests {
         assert_eq!(RecvBatch::new(1_000_000, 1).capacity(), MAX_BATCH);
     }
 
-    fn cmsg(level: i32, ty: i32, data: &[u8]) -> Vec<u8> {
-        let len = CMSG_HDR + data.len();
-        let mut v = Vec::new();
-        v.extend_from_slice(&len.to_ne_bytes());
-        v.extend_from_slice(&level.to_ne_bytes());
-        v.extend_from_slice(&ty.to_ne_bytes());
-        v.resize(CMSG_HDR, 0);
-        v.extend_from_slice(data);
-        v.resize(cmsg_align(len), 0);
-        v
-    }
-
     #[test]
     fn cmsg_parser() {
         let mut ts = Vec::new();
@@ -582,21 +776,211 @@ mod tests {
             libc::SO_RXQ_OVFL,
             &42u32.to_ne_bytes(),
         ));
-        assert_eq!(parse_cmsgs(&buf), (Some(5_000_000_007), Some(42)));
+        buf.extend(cmsg(libc::SOL_UDP, libc::UDP_GRO, &1400i32.to_ne_bytes()));
+        let got = parse_cmsgs(&buf);
+        assert_eq!(
+            got,
+            RxCmsgs {
+                rx_ns: Some(5_000_000_007),
+                hw_ns: None,
+                drops: Some(42),
+                gro: Some(1400),
+            }
+        );
         // Truncated / garbage input never panics.
         for cut in 0..buf.len() {
             let _ = parse_cmsgs(&buf[..cut]);
         }
-        assert_eq!(parse_cmsgs(&[0xff; 64]), (None, None));
-        assert_eq!(parse_cmsgs(&[]), (None, None));
+        assert_eq!(parse_cmsgs(&[0xff; 64]), RxCmsgs::default());
+        assert_eq!(parse_cmsgs(&[]), RxCmsgs::default());
         // Invalid nsec rejected.
         let mut bad = Vec::new();
         bad.extend_from_slice(&1i64.to_ne_bytes());
         bad.extend_from_slice(&2_000_000_000i64.to_ne_bytes());
         assert_eq!(
-            parse_cmsgs(&cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &bad)).0,
+            parse_cmsgs(&cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &bad)).rx_ns,
             None
         );
+        // Out-of-range GRO sizes are dropped.
+        let neg = cmsg(libc::SOL_UDP, libc::UDP_GRO, &(-1i32).to_ne_bytes());
+        assert_eq!(parse_cmsgs(&neg).gro, None);
+    }
+
+    #[test]
+    fn cmsg_parser_scm_timestamping() {
+        let mut d = Vec::new();
+        for (s, ns) in [(10i64, 1i64), (0, 0), (20, 2)] {
+            d.extend_from_slice(&s.to_ne_bytes());
+            d.extend_from_slice(&ns.to_ne_bytes());
+        }
+        for ty in [libc::SCM_TIMESTAMPING, SO_TIMESTAMPING_NEW] {
+            let got = parse_cmsgs(&cmsg(libc::SOL_SOCKET, ty, &d));
+            assert_eq!(got.rx_ns, Some(10_000_000_001));
+            assert_eq!(got.hw_ns, Some(20_000_000_002));
+        }
+        // SCM_TIMESTAMPNS wins over the SO_TIMESTAMPING software stamp.
+        let mut ts = Vec::new();
+        ts.extend_from_slice(&5i64.to_ne_bytes());
+        ts.extend_from_slice(&0i64.to_ne_bytes());
+        let mut buf = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPING, &d);
+        buf.extend(cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts));
+        assert_eq!(parse_cmsgs(&buf).rx_ns, Some(5_000_000_000));
+    }
+
+    /// Reads datagrams until `want` payload bytes arrived (or a timeout),
+    /// returning each message's (payload length, GRO segment).
+    fn recv_all(rx: &UdpSocket, batch: &mut RecvBatch, want: usize) -> Vec<(usize, Option<u16>)> {
+        let mut got = Vec::new();
+        let mut total = 0;
+        while total < want {
+            let n = recv_batch(rx, batch).unwrap();
+            assert!(n > 0, "timed out after {total} of {want} bytes");
+            for i in 0..n {
+                let m = batch.meta(i);
+                assert!(!m.truncated);
+                total += m.len;
+                got.push((m.len, m.gro_segment));
+            }
+        }
+        assert_eq!(total, want);
+        got
+    }
+
+    fn gso_roundtrip(addr: &str) {
+        let (tx, rx) = pair(addr);
+        assert!(gso_supported(&tx));
+        set_buffer_sizes(&rx, None, Some(1 << 20)).unwrap();
+        let buf: Vec<u8> = (0..2000u32).map(|i| (i / 100) as u8).collect();
+        assert_eq!(send_gso(&tx, &buf, 100).unwrap(), 2000);
+        let mut batch = RecvBatch::new(64, 2048);
+        let got = recv_all(&rx, &mut batch, 2000);
+        // Without GRO on the receiver the kernel splits the GSO packet.
+        assert_eq!(got, vec![(100, None); 20]);
+        for i in 0..20 {
+            assert_eq!(batch.payload(i), &[i as u8; 100][..]);
+        }
+    }
+
+    #[test]
+    fn gso_send_arrives_as_datagrams_ipv4() {
+        gso_roundtrip("127.0.0.1:0");
+    }
+
+    #[test]
+    fn gso_send_arrives_as_datagrams_ipv6() {
+        gso_roundtrip("[::1]:0");
+    }
+
+    #[test]
+    fn gso_short_last_segment_and_limits() {
+        let (tx, rx) = pair("127.0.0.1:0");
+        assert_eq!(send_gso(&tx, &[1u8; 250], 100).unwrap(), 250);
+        let mut batch = RecvBatch::new(8, 2048);
+        assert_eq!(
+            recv_all(&rx, &mut batch, 250),
+            vec![(100, None), (100, None), (50, None)]
+        );
+        let e = send_gso(&tx, &[0u8; 65 * 10], 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        let e = send_gso(&tx, &[0u8; 10], 0).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        // Over the IPv4 UDP payload limit: the kernel refuses.
+        assert!(send_gso(&tx, &vec![0u8; 64 * 1100], 1100).is_err());
+        // Not a UDP socket: the probe says no.
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(!gso_supported(&tcp));
+    }
+
+    #[test]
+    fn gso_batch_sends_each_message_segmented() {
+        let (tx, rx) = pair("127.0.0.1:0");
+        set_buffer_sizes(&rx, None, Some(1 << 20)).unwrap();
+        let a = [1u8; 300];
+        let b = [2u8; 50];
+        let many: Vec<(&[u8], u16)> = vec![(&a, 100), (&b, 100)];
+        assert_eq!(send_gso_batch(&tx, &many).unwrap(), 2);
+        let mut batch = RecvBatch::new(16, 2048);
+        let got = recv_all(&rx, &mut batch, 350);
+        assert_eq!(got, vec![(100, None), (100, None), (100, None), (50, None)]);
+        assert_eq!(batch.payload(3), &b[..]);
+        // 70 messages span two sendmmsg chunks.
+        let seventy: Vec<(&[u8], u16)> = vec![(&a, 150); 70];
+        assert_eq!(send_gso_batch(&tx, &seventy).unwrap(), 70);
+        let mut big = RecvBatch::new(256, 2048);
+        assert_eq!(recv_all(&rx, &mut big, 70 * 300).len(), 140);
+        assert_eq!(send_gso_batch(&tx, &[]).unwrap(), 0);
+        // One bad entry rejects the whole batch before sending.
+        let bad: Vec<(&[u8], u16)> = vec![(&a, 100), (&a, 0)];
+        assert!(send_gso_batch(&tx, &bad).is_err());
+        rx.set_nonblocking(true).unwrap();
+        assert_eq!(recv_batch(&rx, &mut batch).unwrap(), 0);
+    }
+
+    fn gro_roundtrip(addr: &str) {
+        let (tx, rx) = pair(addr);
+        enable_gro(&rx).unwrap();
+        enable_rx_timestamps(&rx).unwrap();
+        let buf: Vec<u8> = (0..1000u32).map(|i| (i / 100) as u8).collect();
+        assert_eq!(send_gso(&tx, &buf, 100).unwrap(), 1000);
+        let mut batch = RecvBatch::new(16, 65535);
+        let got = recv_all(&rx, &mut batch, 1000);
+        eprintln!("{addr}: GRO delivered {got:?}");
+        let mut joined = Vec::new();
+        for (i, (len, seg)) in got.iter().enumerate() {
+            match seg {
+                Some(seg) => {
+                    // Coalesced: whole segments, the last possibly short.
+                    let seg = usize::from(*seg);
+                    assert_eq!(seg, 100);
+                    assert!(*len >= seg && len.div_ceil(seg) <= GSO_MAX_SEGMENTS);
+                }
+                None => assert_eq!(*len, 100),
+            }
+            assert!(batch.meta(i).kernel_rx_ns.is_some());
+            joined.extend_from_slice(batch.payload(i));
+        }
+        assert_eq!(joined, buf);
+    }
+
+    #[test]
+    fn gro_receive_ipv4() {
+        gro_roundtrip("127.0.0.1:0");
+    }
+
+    #[test]
+    fn gro_receive_ipv6() {
+        gro_roundtrip("[::1]:0");
+    }
+
+    #[test]
+    fn send_buffer_full_classification() {
+        assert!(is_send_buffer_full(&io::Error::from_raw_os_error(
+            libc::EAGAIN
+        )));
+        assert!(is_send_buffer_full(&io::Error::from_raw_os_error(
+            libc::ENOBUFS
+        )));
+        assert!(is_send_buffer_full(&io::ErrorKind::WouldBlock.into()));
+        assert!(!is_send_buffer_full(&io::Error::from_raw_os_error(
+            libc::ECONNREFUSED
+        )));
+        assert!(!is_send_buffer_full(&io::ErrorKind::Other.into()));
+    }
+
+    #[test]
+    fn send_at_without_pacing_qdisc_goes_now() {
+        let (tx, rx) = pair("127.0.0.1:0");
+        set_txtime(&tx, TxClock::Monotonic).unwrap();
+        set_txtime(&tx, TxClock::Tai).unwrap();
+        set_txtime(&tx, TxClock::Monotonic).unwrap();
+        // 10 s in the future: lo has no etf/fq qdisc, so it is sent at once.
+        let at = crate::clock::monotonic_ns() + 10_000_000_000;
+        assert_eq!(send_at(&tx, b"later", at).unwrap(), 5);
+        let t0 = std::time::Instant::now();
+        let mut batch = RecvBatch::new(4, 64);
+        assert_eq!(recv_batch(&rx, &mut batch).unwrap(), 1);
+        assert_eq!(batch.payload(0), b"later");
+        assert!(t0.elapsed() < Duration::from_secs(1));
     }
 
     #[test]

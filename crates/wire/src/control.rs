@@ -131,8 +131,12 @@ pub struct TestSpec {
     pub count: Option<u64>,
     /// Period of live interval reports; `None` for no interval reports.
     pub interval_ns: Option<u64>,
-    /// The client's UDP data port (on the address it connected from), for UDP tests.
-    pub client_udp_port: Option<u16>,
+    /// Parallel flows, each on its own socket pair (own 5-tuple); the rate is per flow.
+    pub flows: u32,
+    /// The client's UDP data ports (on the address it connected from), one per flow.
+    pub client_udp_ports: Vec<u16>,
+    /// Busy-poll the receiving sockets (lower latency, one core spinning).
+    pub busy_poll: bool,
     /// Whether the agent keeps and returns per-packet records.
     pub packet_log: bool,
 }
@@ -152,9 +156,10 @@ pub enum Message {
     Request {
         spec: TestSpec,
     },
+    /// The agent's data ports, one per flow.
     Accepted {
         session: u32,
-        data_port: u16,
+        data_ports: Vec<u16>,
     },
     /// Agent refuses a request (limits, bad parameters, failed authentication).
     Refused {
@@ -331,7 +336,9 @@ mod tests {
             duration_ns: Some(3_000_000_000),
             count: None,
             interval_ns: Some(1_000_000_000),
-            client_udp_port: Some(40000),
+            flows: 1,
+            client_udp_ports: vec![40000],
+            busy_poll: false,
             packet_log: false,
         }
     }
@@ -343,7 +350,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"client_udp_port":40000,"packet_log":false}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);
@@ -388,7 +395,7 @@ mod tests {
 
         #[test]
         fn messages_round_trip(reason in ".{0,40}", session: u32, port: u16) {
-            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_port: port }, Message::Error { message: reason.clone() }] {
+            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)] }, Message::Error { message: reason.clone() }] {
                 let mut d = FrameDecoder::new();
                 d.push(&m.encode());
                 prop_assert_eq!(d.next_message(), Ok(Some(m)));

@@ -1,0 +1,109 @@
+//! Which of a role's sockets have data: one blocking socket, a busy-polled set, or an epoll
+//! set. One thread serves all flows of a role this way.
+
+use std::io;
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+
+use flowlab_sys::poll::Poller;
+
+use crate::POLL_PERIOD;
+
+/// Sockets a role reads from.
+pub(crate) trait DataSocket: AsFd {
+    fn set_nonblocking(&self, on: bool) -> io::Result<()>;
+    fn set_read_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()>;
+}
+
+impl DataSocket for UdpSocket {
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        UdpSocket::set_nonblocking(self, on)
+    }
+    fn set_read_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        UdpSocket::set_read_timeout(self, t)
+    }
+}
+
+impl DataSocket for TcpStream {
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        TcpStream::set_nonblocking(self, on)
+    }
+    fn set_read_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, t)
+    }
+}
+
+enum Mode {
+    /// One socket: a blocking read with a timeout is the lowest-latency wait.
+    Blocking,
+    /// Spin over non-blocking sockets: no wake-up latency, one core busy.
+    Spin,
+    Epoll(Poller, Vec<(u64, bool, bool)>),
+}
+
+pub(crate) struct Readiness {
+    count: usize,
+    mode: Mode,
+}
+
+/// Reads one socket drains at most this many times per turn, so flows share the thread.
+const DRAIN_TURNS: usize = 16;
+
+impl Readiness {
+    pub(crate) fn new<S: DataSocket>(socks: &[S], busy_poll: bool) -> io::Result<Readiness> {
+        let mode = if busy_poll {
+            Mode::Spin
+        } else if socks.len() == 1 {
+            Mode::Blocking
+        } else {
+            let poller = Poller::new()?;
+            for (i, s) in socks.iter().enumerate() {
+                poller.add(s.as_fd(), i as u64, true, false)?;
+            }
+            Mode::Epoll(poller, Vec::with_capacity(socks.len()))
+        };
+        for s in socks {
+            match mode {
+                Mode::Blocking => {
+                    s.set_nonblocking(false)?;
+                    s.set_read_timeout(Some(POLL_PERIOD))?;
+                }
+                _ => s.set_nonblocking(true)?,
+            }
+        }
+        Ok(Readiness {
+            count: socks.len(),
+            mode,
+        })
+    }
+
+    /// Calls `read(i)` for sockets that have data, waiting at most [`POLL_PERIOD`]; `read`
+    /// returns how many messages it took (0: nothing more now). A refused-port notice from an
+    /// earlier send (ICMP) is not a read error.
+    pub(crate) fn each_ready(
+        &mut self,
+        mut read: impl FnMut(usize) -> io::Result<usize>,
+    ) -> io::Result<()> {
+        let mut drain = |i: usize, turns: usize| -> io::Result<()> {
+            for _ in 0..turns {
+                match read(i) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        };
+        match &mut self.mode {
+            Mode::Blocking => drain(0, 1),
+            Mode::Spin => (0..self.count).try_for_each(|i| drain(i, DRAIN_TURNS)),
+            Mode::Epoll(poller, events) => {
+                poller.wait(events, Some(POLL_PERIOD))?;
+                events
+                    .iter()
+                    .try_for_each(|&(token, _, _)| drain(token as usize, DRAIN_TURNS))
+            }
+        }
+    }
+}

@@ -107,6 +107,21 @@ pub struct TestArgs {
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
     #[arg(long)]
     pub busy_poll: bool,
+    /// Socket send buffer size at both ends (SO_SNDBUF), e.g. 4MiB.
+    #[arg(long, value_parser = parse_socket_buffer)]
+    pub send_buffer: Option<u32>,
+    /// Socket receive buffer size at both ends (SO_RCVBUF), e.g. 256KiB.
+    #[arg(long, value_parser = parse_socket_buffer)]
+    pub recv_buffer: Option<u32>,
+    /// Also let the kernel pace at --rate (SO_MAX_PACING_RATE; UDP only under the fq qdisc).
+    #[arg(long)]
+    pub kernel_pacing: bool,
+    /// TCP: send with MSG_ZEROCOPY.
+    #[arg(long)]
+    pub zerocopy: bool,
+    /// TCP congestion control (cubic, reno, bbr, ... as the kernel has them).
+    #[arg(long)]
+    pub congestion: Option<String>,
     /// Print live figures every interval (1s, 500ms).
     #[arg(long, short, value_parser = parse_duration)]
     pub interval: Option<Duration>,
@@ -128,6 +143,15 @@ pub struct TestArgs {
     /// How long to wait for packets still in flight after the last one is sent.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub drain: Duration,
+}
+
+/// A socket buffer size: bytes, at most 2 GiB (the kernel's int).
+fn parse_socket_buffer(s: &str) -> Result<u32, String> {
+    let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
+    u32::try_from(bytes)
+        .ok()
+        .filter(|&b| b > 0 && b <= i32::MAX as u32)
+        .ok_or_else(|| format!("invalid size '{s}': a socket buffer is 1 B to 2 GiB"))
 }
 
 #[derive(Args, Debug)]

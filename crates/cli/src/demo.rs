@@ -42,6 +42,7 @@ fn spec(
         client_udp_ports: Vec::new(),
         busy_poll: false,
         packet_log: false,
+        socket: Default::default(),
     }
 }
 

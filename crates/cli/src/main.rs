@@ -30,6 +30,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Many-flow tests need a socket per flow; the soft limit of 1024 is too low for them.
+    let _ = flowlab_sys::host::raise_open_file_limit();
     let result = match cli.command {
         args::Command::Serve(a) => serve::run(a),
         args::Command::Test(a) => test_cmd::run(a),

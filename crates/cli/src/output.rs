@@ -61,8 +61,16 @@ fn delay_cell(d: Option<&LatencySummary>, pick: fn(&LatencySummary) -> f64) -> S
 }
 
 pub fn interval_line(r: &IntervalReport) -> String {
+    let tcp = r.tcp_info.map_or(String::new(), |t| {
+        format!(
+            "  rtt {}  cwnd {}  retransmits {}",
+            format_duration_ns(f64::from(t.rtt_us) * 1e3),
+            t.snd_cwnd,
+            t.total_retrans
+        )
+    });
     format!(
-        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}{tcp}",
         r.start_ns as f64 / 1e9,
         r.end_ns as f64 / 1e9,
         format_rate(r.throughput_bps),
@@ -114,7 +122,7 @@ pub fn render(r: &TestResult) -> String {
     let (sender_end, receiver_end) = match r.spec.direction {
         Direction::Oneway => ("client", "agent"),
         Direction::Reverse => ("agent", "client"),
-        Direction::Loopback => ("client", "client (echoes)"),
+        Direction::Loopback => ("client", "client"),
     };
     let _ = writeln!(
         out,
@@ -125,7 +133,8 @@ pub fn render(r: &TestResult) -> String {
     );
     let _ = writeln!(
         out,
-        "  sender ({sender_end})    {} packets, {} in {:.3} s: {}, {} packets/s",
+        "  {:<19}{} packets, {} in {:.3} s: {}, {} packets/s",
+        format!("sender ({sender_end})"),
         s.packets_sent,
         format_bytes(s.bytes_sent as f64),
         s.duration_s,
@@ -153,7 +162,8 @@ pub fn render(r: &TestResult) -> String {
     }
     let _ = writeln!(
         out,
-        "  receiver ({receiver_end})  {} packets, {}: goodput {}, on the wire {}, {} packets/s",
+        "  {:<19}{} packets, {}: goodput {}, on the wire {}, {} packets/s",
+        format!("receiver ({receiver_end})"),
         s.packets_received,
         format_bytes(s.bytes_received as f64),
         format_rate(s.receiver_goodput_bps),
@@ -219,27 +229,34 @@ pub fn render(r: &TestResult) -> String {
     }
     let _ = writeln!(
         out,
-        "  CPU client ({})  {}",
-        side_name(r.client.as_ref()),
+        "  {:<19}{}",
+        format!("CPU client ({})", side_name(r.client.as_ref())),
         cpu_text(s.client_cpu.as_ref())
     );
     let _ = writeln!(
         out,
-        "  CPU agent ({})   {}",
-        side_name(r.agent.as_ref()),
+        "  {:<19}{}",
+        format!("CPU agent ({})", side_name(r.agent.as_ref())),
         cpu_text(s.agent_cpu.as_ref())
     );
-    if let Some(t) = r
-        .agent
-        .iter()
-        .chain(r.client.iter())
-        .find_map(|x| x.tcp_info)
-    {
+    let sending = match r.spec.direction {
+        Direction::Reverse => r.agent.as_ref(),
+        Direction::Oneway | Direction::Loopback => r.client.as_ref(),
+    };
+    if let Some(t) = sending.and_then(|x| x.tcp_info) {
         let _ = writeln!(
             out,
-            "  TCP (sender)       rtt {} us, cwnd {} segments, retransmits {}, mss {} B",
-            t.rtt_us, t.snd_cwnd, t.total_retrans, t.snd_mss
+            "  TCP at the sender  rtt {}, cwnd {} segments, retransmits {}, mss {} B",
+            format_duration_ns(f64::from(t.rtt_us) * 1e3),
+            t.snd_cwnd,
+            t.total_retrans,
+            t.snd_mss
         );
+    }
+    for (end, side) in [("client", &r.client), ("agent", &r.agent)] {
+        for note in side.iter().flat_map(|x| x.notes.iter()) {
+            let _ = writeln!(out, "  note ({end}){:pad$}{note}", "", pad = 12 - end.len());
+        }
     }
     out
 }

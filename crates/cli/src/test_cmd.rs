@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use flowlab_control::{check_spec, load_key, run_test, TestOptions, TestRun};
 use flowlab_units::Rate;
-use flowlab_wire::{Direction, Protocol, TestSpec};
+use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
 
 use crate::args::{Mode, TestArgs};
 use crate::output;
@@ -64,6 +64,13 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         client_udp_ports: Vec::new(),
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
+        socket: SocketOptions {
+            send_buffer: args.send_buffer,
+            recv_buffer: args.recv_buffer,
+            kernel_pacing: args.kernel_pacing,
+            zerocopy: args.zerocopy,
+            congestion: args.congestion.clone(),
+        },
     };
     check_spec(&spec).map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
     Ok(spec)

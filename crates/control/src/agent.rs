@@ -357,6 +357,15 @@ impl DataSockets {
         }
     }
 
+    /// Applies the test's socket options; returns notes for the report.
+    fn configure(&self, flow: &FlowParams, sending: bool) -> Vec<String> {
+        match self {
+            DataSockets::Udp(socks) => flowlab_engine::configure_udp(socks, flow, sending),
+            DataSockets::Tcp(streams) => flowlab_engine::configure_tcp(streams, flow, sending),
+            DataSockets::TcpListening(..) => Vec::new(),
+        }
+    }
+
     /// TCP: accepts the data connections, from the client's address only.
     fn establish(self, peer_ip: IpAddr) -> Result<DataSockets, String> {
         let DataSockets::TcpListening(listener, flows) = self else {
@@ -417,6 +426,7 @@ fn run_test(
         echo: None,
         tcp_info: None,
         error: None,
+        notes: data.configure(&flow, role == flowlab_results::Role::Sender),
     };
     let mut log: Vec<PacketRecord> = Vec::new();
     std::thread::scope(|scope| {
@@ -507,6 +517,7 @@ pub fn flow_params(spec: &TestSpec, session: u32) -> FlowParams {
         interval: spec.interval_ns.map(Duration::from_nanos),
         packet_log: spec.packet_log,
         busy_poll: spec.busy_poll,
+        socket: spec.socket.clone(),
     }
 }
 
@@ -594,6 +605,7 @@ mod tests {
             client_udp_ports: vec![5000],
             busy_poll: false,
             packet_log: false,
+            socket: Default::default(),
         }
     }
 

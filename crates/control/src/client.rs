@@ -269,6 +269,18 @@ pub fn run_test(
         session,
         ..
     } = accepted;
+    let notes = match &data {
+        Data::Udp(socks) => flowlab_engine::configure_udp(
+            socks,
+            &flow_params(&spec, session),
+            spec.direction != Direction::Reverse,
+        ),
+        Data::Tcp(streams) => flowlab_engine::configure_tcp(
+            streams,
+            &flow_params(&spec, session),
+            spec.direction != Direction::Reverse,
+        ),
+    };
     let started_at_ns = flowlab_sys::clock::realtime_ns();
     let cpu_start = CpuSnapshot::take().ok();
     conn.send(&Message::Start).map_err(setup_error)?;
@@ -309,8 +321,18 @@ pub fn run_test(
                 break;
             }
             match conn.poll(Duration::from_millis(20)) {
-                Ok(Some(message)) => {
+                Ok(Some(mut message)) => {
                     last_heard = Instant::now();
+                    // TCP state lives at the sender: a one-way TCP test's live intervals come
+                    // from the agent's receiver, so the client adds its own TCP_INFO.
+                    if let (Message::Interval { report }, Data::Tcp(streams)) =
+                        (&mut message, &data)
+                    {
+                        if spec.direction == Direction::Oneway {
+                            report.tcp_info =
+                                streams.first().and_then(flowlab_engine::tcp_info_report);
+                        }
+                    }
                     session_state.take(message, on_interval);
                     if session_state.agent_report.is_some() || session_state.error.is_some() {
                         break;
@@ -360,6 +382,7 @@ pub fn run_test(
         echo: None,
         tcp_info: client_outcome.tcp_info,
         error: client_outcome.error.clone(),
+        notes,
     };
     let agent = session_state.agent_report.map(|b| *b);
     let packets = if spec.packet_log {

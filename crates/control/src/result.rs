@@ -153,7 +153,7 @@ impl Summary2 {
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;
             s.lost_at_receiver_socket = r.socket_buffer_drops;
-            let mss = receiving.and_then(|x| x.tcp_info).map(|t| t.snd_mss);
+            let mss = sending.and_then(|x| x.tcp_info).map(|t| t.snd_mss);
             let (overhead, names) = header_overhead(spec, ipv6, mss);
             s.receiver_goodput_bps = rate_over_span(r.bytes_received * 8, unique, r.duration_ns);
             s.receiver_packets_per_sec = rate_over_span(unique, unique, r.duration_ns);
@@ -166,8 +166,10 @@ impl Summary2 {
             s.inter_arrival = r.inter_arrival;
             s.arrival_clock = Some(r.arrival_clock.clone());
         }
-        if s.packets_sent > 0 {
-            s.loss_pct = 100.0 * s.packets_lost as f64 / s.packets_sent as f64;
+        // Without the sender's count (its end was lost), what the receiver saw is the base.
+        let offered = s.packets_sent.max(s.packets_received + s.packets_lost);
+        if offered > 0 {
+            s.loss_pct = 100.0 * s.packets_lost as f64 / offered as f64;
         }
         s
     }

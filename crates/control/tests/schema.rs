@@ -16,11 +16,11 @@ use flowlab_control::{
     run_test, AgentConfig, AgentStats, Summary2, TestOptions, TestResult, SCHEMA_VERSION,
 };
 use flowlab_results::{
-    Batching, CpuLoad, EchoReport, IntervalReport, LostBySender, ReceiverReport, Role,
-    SenderReport, SideReport, TcpInfoReport,
+    Batching, CpuLoad, EchoReport, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
+    LostBySender, ReceiverReport, Role, SenderReport, SideReport, TcpInfoReport,
 };
 use flowlab_stats::{LatencySummary, SeqCounts, Summary};
-use flowlab_wire::{Direction, Protocol, TestSpec};
+use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
 use serde_json::{json, Value};
 
 const SCHEMA_TEXT: &str = include_str!("../../../docs/results.schema.json");
@@ -318,8 +318,15 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         duration_ns: Some(1_000_000_000),
         count: None,
         interval_ns: Some(500_000_000),
-        client_udp_port: (protocol == Protocol::Udp).then_some(40_000),
+        flows: 1,
+        client_udp_ports: if protocol == Protocol::Udp {
+            vec![40_000]
+        } else {
+            Vec::new()
+        },
+        busy_poll: false,
         packet_log: false,
+        socket: Default::default(),
     }
 }
 
@@ -352,6 +359,7 @@ fn sender(sent: u64, paced: bool) -> SenderReport {
             max_batch: 1,
             gso: false,
         },
+        flows: Vec::new(),
     }
 }
 
@@ -385,6 +393,8 @@ fn receiver(unique: u64, sent: u64, round_trip: bool, protocol: Protocol) -> Rec
             "user"
         }
         .to_string(),
+        gro: false,
+        flows: Vec::new(),
     }
 }
 
@@ -418,6 +428,7 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
         echo: None,
         tcp_info: None,
         error: None,
+        notes: Vec::new(),
     };
     let (mut client, mut agent) = match direction {
         Direction::Oneway => (side(Role::Sender, 1.4), side(Role::Receiver, 0.5)),
@@ -492,6 +503,42 @@ fn built_documents_match_the_schema() {
     client.error = Some("UDP send failed: Network is unreachable (os error 101)".into());
     client.cpu = None;
     result.error = client.error.clone();
+    check_document(&mut validator, &result);
+    // Two flows: per-flow tables on both ends.
+    let mut result = built(Protocol::Udp, Direction::Oneway, true);
+    result.spec.flows = 2;
+    result.spec.client_udp_ports = vec![40_000, 40_001];
+    result.spec.busy_poll = true;
+    let client = result.client.as_mut().unwrap();
+    let sent = client.sender.as_mut().unwrap();
+    sent.batching.gso = true;
+    sent.flows = (0..2)
+        .map(|flow| FlowSenderSummary {
+            flow,
+            packets_sent: 52 + u64::from(flow),
+            bytes_sent: (52 + u64::from(flow)) * 1200,
+            lost_by_sender: LostBySender::default(),
+            duration_ns: 998_000_000,
+        })
+        .collect();
+    let received = result.agent.as_mut().unwrap().receiver.as_mut().unwrap();
+    received.gro = true;
+    received.flows = (0..2)
+        .map(|flow| FlowReceiverSummary {
+            flow,
+            packets: SeqCounts {
+                received: 50,
+                unique: 50,
+                lost: 2 + u64::from(flow),
+                reordered: 0,
+                duplicates: 0,
+            },
+            bytes_received: 60_000,
+            duration_ns: 997_000_000,
+            jitter_ns: 4_000.0,
+            mean_relative_delay_ns: 12_500.0 * f64::from(flow),
+        })
+        .collect();
     check_document(&mut validator, &result);
     // Nothing arrived: no receiver figures at all.
     let mut result = built(Protocol::Udp, Direction::Reverse, false);
@@ -691,8 +738,14 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         duration_ns: Some(2_000_000_000),
         count: Some(20),
         interval_ns: Some(10_000_000),
-        client_udp_port: None,
+        flows: 1,
+        client_udp_ports: Vec::new(),
+        busy_poll: false,
         packet_log: true,
+        socket: SocketOptions {
+            send_buffer: Some(256 * 1024),
+            ..Default::default()
+        },
     }
 }
 
@@ -724,6 +777,21 @@ fn check_real(protocol: Protocol) {
 #[test]
 fn real_udp_tests_match_the_schema() {
     check_real(Protocol::Udp);
+}
+
+#[test]
+fn real_two_flow_test_matches_the_schema() {
+    let schema = schema();
+    let mut validator = Validator::new(&schema);
+    let mut spec = short(Protocol::Udp, Direction::Oneway);
+    spec.flows = 2;
+    let result = &run_against_local_agent(&[spec])[0];
+    let value = check_document(&mut validator, result);
+    assert_eq!(result.error, None, "{value:#}");
+    assert_eq!(result.summary.packets_sent, 40, "{value:#}");
+    assert_eq!(result.spec.client_udp_ports.len(), 2);
+    let receiver = result.agent.as_ref().unwrap().receiver.as_ref().unwrap();
+    assert_eq!(receiver.flows.len(), 2, "{value:#}");
 }
 
 #[test]

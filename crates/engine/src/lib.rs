@@ -5,6 +5,7 @@
 //! ends or its stop flag is raised, then returns what it measured; it never panics on input.
 
 mod readiness;
+mod setup;
 mod tcp;
 mod udp;
 
@@ -15,6 +16,7 @@ use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport
 use flowlab_sys::clock;
 use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig};
 
+pub use setup::{configure_tcp, configure_udp};
 pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
 pub use udp::{udp_echo, udp_receive, udp_send};
 
@@ -32,7 +34,7 @@ pub const MAX_LATENESS_NS: u64 = 10_000_000;
 pub const BUSY_POLL_US: u32 = 50;
 
 /// The flow one role carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowParams {
     pub session: u32,
     /// `None`: as fast as possible.
@@ -45,6 +47,7 @@ pub struct FlowParams {
     pub packet_log: bool,
     /// Busy-poll receiving sockets: lower latency for one spinning core.
     pub busy_poll: bool,
+    pub socket: flowlab_wire::SocketOptions,
 }
 
 impl FlowParams {

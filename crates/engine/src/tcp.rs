@@ -41,9 +41,17 @@ pub fn tcp_info_report(stream: &TcpStream) -> Option<TcpInfoReport> {
 /// Writes all of `buf`, retrying through write timeouts until `stop`. Returns false if the
 /// stop came first or the connection failed.
 fn write_whole(stream: &mut &TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<bool> {
+    write_whole_with(buf, stop, |rest| stream.write(rest))
+}
+
+fn write_whole_with(
+    buf: &[u8],
+    stop: &AtomicBool,
+    mut write: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> io::Result<bool> {
     let mut done = 0;
     while done < buf.len() {
-        match stream.write(&buf[done..]) {
+        match write(&buf[done..]) {
             Ok(0) => {
                 return Err(io::Error::new(
                     io::ErrorKind::WriteZero,
@@ -60,6 +68,71 @@ fn write_whole(stream: &mut &TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Re
         }
     }
     Ok(true)
+}
+
+/// Send buffers of a TCP sender. With MSG_ZEROCOPY the kernel reads a buffer until it
+/// reports the send complete, so messages rotate through a ring and a buffer is reused only
+/// once its send has completed.
+struct Outbox {
+    ring: Vec<Vec<u8>>,
+    zerocopy: bool,
+    calls: u64,
+    completed: u64,
+}
+
+const ZEROCOPY_RING: usize = 32;
+
+impl Outbox {
+    fn new(size: usize, zerocopy: bool) -> Self {
+        let slots = if zerocopy { ZEROCOPY_RING } else { 1 };
+        let ring = (0..slots)
+            .map(|_| {
+                let mut b = vec![0u8; size];
+                fill_payload(&mut b);
+                b
+            })
+            .collect();
+        Outbox {
+            ring,
+            zerocopy,
+            calls: 0,
+            completed: 0,
+        }
+    }
+
+    /// The buffer for message `seq`, once the kernel is done with its last use.
+    fn slot(
+        &mut self,
+        stream: &TcpStream,
+        seq: u64,
+        stop: &AtomicBool,
+    ) -> io::Result<Option<&mut Vec<u8>>> {
+        while self.zerocopy && self.calls - self.completed >= ZEROCOPY_RING as u64 {
+            self.completed += u64::from(tcp::reap_zerocopy_completions(stream)?);
+            if stopped(stop) {
+                return Ok(None);
+            }
+            if self.calls - self.completed >= ZEROCOPY_RING as u64 {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        let index = (seq % self.ring.len() as u64) as usize;
+        Ok(self.ring.get_mut(index))
+    }
+
+    fn send(&mut self, mut stream: &TcpStream, seq: u64, stop: &AtomicBool) -> io::Result<bool> {
+        let index = (seq % self.ring.len() as u64) as usize;
+        let buf = &self.ring[index];
+        if !self.zerocopy {
+            return write_whole(&mut stream, buf, stop);
+        }
+        let calls = &mut self.calls;
+        write_whole_with(buf, stop, |rest| {
+            let n = tcp::send_zerocopy(stream, rest)?;
+            *calls += 1;
+            Ok(n)
+        })
+    }
 }
 
 /// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
@@ -101,15 +174,14 @@ pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> 
 }
 
 fn send_one(
-    mut stream: &TcpStream,
+    stream: &TcpStream,
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
     let mut meter = SenderMeter::new(1, flow.rate_bps.is_some(), flow.packet_log);
     let _ = stream.set_write_timeout(Some(POLL_PERIOD));
     let _ = stream.set_nodelay(flow.rate_bps.is_some());
-    let mut message = vec![0u8; flow.size as usize];
-    fill_payload(&mut message);
+    let mut outbox = Outbox::new(flow.size as usize, flow.socket.zerocopy);
     let start_mono = clock::monotonic_ns();
     let realtime_offset = clock::realtime_minus_monotonic_ns();
     let mut pacer = flow.pacer(start_mono, MAX_BATCH);
@@ -126,6 +198,14 @@ fn send_one(
         };
         meter.on_batch(count);
         for slot in first..first + count {
+            let message = match outbox.slot(stream, seq, stop) {
+                Ok(Some(m)) => m,
+                Ok(None) => break 'flow,
+                Err(e) => {
+                    error = Some(format!("TCP send failed: {e}"));
+                    break 'flow;
+                }
+            };
             let now_mono = clock::monotonic_ns();
             let sent_ns = now_mono.saturating_add_signed(realtime_offset);
             ProbeRepr {
@@ -135,8 +215,8 @@ fn send_one(
                 sent_ns,
                 echoed_ns: 0,
             }
-            .emit(&mut message);
-            match write_whole(&mut stream, &message, stop) {
+            .emit(message);
+            match outbox.send(stream, seq, stop) {
                 Ok(true) => {
                     meter.on_sent(0, seq, flow.size, sent_ns, pacer.deadline(slot), now_mono);
                     seq += 1;
@@ -151,7 +231,6 @@ fn send_one(
         pacer.advance(count);
     }
     meter.set_missed_slots(0, pacer.missed_slots());
-    let _ = stream.flush();
     (meter, error)
 }
 

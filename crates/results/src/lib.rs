@@ -153,6 +153,8 @@ pub struct SideReport {
     pub tcp_info: Option<TcpInfoReport>,
     /// Why this end stopped early, if it did.
     pub error: Option<String>,
+    /// What this end could not set up as asked (socket options the kernel refused, ...).
+    pub notes: Vec<String>,
 }
 
 /// One live interval of the receiving (or echo-receiving) end.

@@ -44,6 +44,27 @@ pub fn clock_source() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Raises this process's open-file limit to its hard limit: a test of many flows needs a
+/// socket per flow at each end, beyond the usual soft limit of 1024. Returns the new limit.
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit struct through a valid pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: setrlimit reads one rlimit struct through a valid pointer.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(limit.rlim_cur)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

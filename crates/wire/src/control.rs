@@ -139,6 +139,24 @@ pub struct TestSpec {
     pub busy_poll: bool,
     /// Whether the agent keeps and returns per-packet records.
     pub packet_log: bool,
+    /// How both ends set up their data sockets.
+    pub socket: SocketOptions,
+}
+
+/// Data-socket settings, applied at both ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketOptions {
+    /// SO_SNDBUF / SO_RCVBUF in bytes; `None` keeps the kernel's default (and autotuning).
+    pub send_buffer: Option<u32>,
+    pub recv_buffer: Option<u32>,
+    /// Also ask the kernel to pace at the test rate (SO_MAX_PACING_RATE): TCP paces itself;
+    /// UDP only under the fq qdisc.
+    pub kernel_pacing: bool,
+    /// TCP: send with MSG_ZEROCOPY.
+    pub zerocopy: bool,
+    /// TCP congestion control algorithm (TCP_CONGESTION), e.g. "cubic", "reno", "bbr".
+    pub congestion: Option<String>,
 }
 
 /// One control message.
@@ -340,6 +358,7 @@ mod tests {
             client_udp_ports: vec![40000],
             busy_poll: false,
             packet_log: false,
+            socket: SocketOptions::default(),
         }
     }
 
@@ -350,7 +369,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null}}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);

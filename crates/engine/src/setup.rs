@@ -1,0 +1,76 @@
+//! Data-socket settings the user asked for, applied before a role starts. What the kernel
+//! refuses or cannot honour becomes a note in the report rather than a failed test.
+
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+
+use flowlab_sys::{socket, tcp, udp};
+
+use crate::FlowParams;
+
+fn common(fd: impl AsFd + Copy, flow: &FlowParams, sending: bool, notes: &mut Vec<String>) {
+    let o = &flow.socket;
+    if o.send_buffer.is_some() || o.recv_buffer.is_some() {
+        let (send, recv) = (
+            o.send_buffer.map(|b| b as usize),
+            o.recv_buffer.map(|b| b as usize),
+        );
+        match udp::set_buffer_sizes(fd, send, recv) {
+            Ok(()) => {
+                if let Ok((s, r)) = udp::buffer_sizes(fd) {
+                    notes.push(format!(
+                        "socket buffers: send {s} B, receive {r} B (as the kernel reports them)"
+                    ));
+                }
+            }
+            Err(e) => notes.push(format!("socket buffer sizes not set: {e}")),
+        }
+    }
+    if o.kernel_pacing && sending {
+        if let Some(rate) = flow.rate_bps {
+            if let Err(e) = socket::set_max_pacing_rate(fd, rate / 8) {
+                notes.push(format!("kernel pacing not set: {e}"));
+            }
+        }
+    }
+}
+
+/// Applies the socket options to UDP data sockets; returns notes for the report.
+pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    for sock in socks {
+        common(sock, flow, sending, &mut notes);
+    }
+    notes.dedup();
+    if flow.socket.kernel_pacing && sending && flow.rate_bps.is_some() {
+        notes.push(
+            "kernel pacing (SO_MAX_PACING_RATE) is set, but the kernel paces UDP only under the fq qdisc; \
+             flowlab's own pacing stays on"
+                .into(),
+        );
+    }
+    if flow.socket.zerocopy {
+        notes.push("zero-copy applies to TCP only; UDP sent as usual".into());
+    }
+    notes
+}
+
+/// Applies the socket options to TCP data connections; returns notes for the report.
+pub fn configure_tcp(streams: &[TcpStream], flow: &FlowParams, sending: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    for stream in streams {
+        common(stream, flow, sending, &mut notes);
+        if let Some(cc) = &flow.socket.congestion {
+            if let Err(e) = tcp::set_congestion_control(stream, cc) {
+                notes.push(format!("congestion control '{cc}' not set: {e}"));
+            }
+        }
+        if flow.socket.zerocopy && sending {
+            if let Err(e) = tcp::set_zerocopy(stream) {
+                notes.push(format!("zero-copy not available: {e}; sent with copies"));
+            }
+        }
+    }
+    notes.dedup();
+    notes
+}

@@ -126,9 +126,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cpu(c: Option<&flowlab_results::CpuLoad>) -> String {
+/// CPU of the role's threads (client and agent share this process, so process figures would
+/// not tell them apart), less the busy-wait of precise pacing: what the packets cost.
+fn cpu(c: Option<&flowlab_results::RoleCpu>) -> String {
     c.map_or("-".into(), |c| {
-        format!("{:.1}%", c.process_user_pct + c.process_system_pct)
+        format!("{:.1}%", c.user_pct + c.system_pct - c.pacing_spin_pct)
     })
 }
 
@@ -152,7 +154,7 @@ fn row(name: &str, r: &TestResult) -> String {
         rtt(|d| d.p99_ns),
         rtt(|d| d.max_ns),
         s.loss_pct,
-        cpu(s.client_cpu.as_ref()),
-        cpu(s.agent_cpu.as_ref()),
+        cpu(s.client_role_cpu.as_ref()),
+        cpu(s.agent_role_cpu.as_ref()),
     )
 }

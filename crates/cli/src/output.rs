@@ -111,6 +111,29 @@ fn cpu_text(c: Option<&CpuLoad>) -> String {
     })
 }
 
+/// Drops at the receiving socket as the kernel counts them: buffers, which hold many
+/// datagrams each when GRO coalesces.
+fn socket_drops_text(r: &TestResult) -> String {
+    let gro = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.receiver.as_ref())
+        .any(|rx| rx.gro);
+    match (r.summary.lost_at_receiver_socket, gro) {
+        (None, _) => "0 (kernel reported none)".into(),
+        (Some(d), false) => d.to_string(),
+        (Some(d), true) => format!("{d} buffers (GRO on: each holds up to 64 datagrams)"),
+    }
+}
+
+fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
+    c.map_or(String::new(), |c| {
+        format!(
+            "; its test threads {:.1}% user + {:.1}% system",
+            c.user_pct, c.system_pct
+        )
+    })
+}
+
 fn side_name(r: Option<&SideReport>) -> String {
     r.map_or("unknown host".into(), |r| r.host.clone())
 }
@@ -181,7 +204,7 @@ pub fn render(r: &TestResult) -> String {
         s.loss_pct,
         s.reordered,
         s.duplicates,
-        s.lost_at_receiver_socket.map_or("0 (kernel reported none)".into(), |d| d.to_string())
+        socket_drops_text(r)
     );
     if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
         let _ = writeln!(
@@ -231,13 +254,13 @@ pub fn render(r: &TestResult) -> String {
         out,
         "  {:<19}{}",
         format!("CPU client ({})", side_name(r.client.as_ref())),
-        cpu_text(s.client_cpu.as_ref())
+        cpu_text(s.client_cpu.as_ref()) + &role_cpu_text(s.client_role_cpu.as_ref())
     );
     let _ = writeln!(
         out,
         "  {:<19}{}",
         format!("CPU agent ({})", side_name(r.agent.as_ref())),
-        cpu_text(s.agent_cpu.as_ref())
+        cpu_text(s.agent_cpu.as_ref()) + &role_cpu_text(s.agent_role_cpu.as_ref())
     );
     let sending = match r.spec.direction {
         Direction::Reverse => r.agent.as_ref(),

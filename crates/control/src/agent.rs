@@ -421,6 +421,7 @@ fn run_test(
         role,
         host: flowlab_sys::host::hostname(),
         cpu: None,
+        role_cpu: None,
         sender: None,
         receiver: None,
         echo: None,
@@ -434,7 +435,11 @@ fn run_test(
             let mut on_interval = |r: IntervalReport| {
                 let _ = events.send(Event::Interval(Box::new(r)));
             };
-            run_role(data, spec, &flow, &stop, &mut on_interval, &events)
+            let (mut outcome, time) = ThreadTime::measure(|| {
+                run_role(data, spec, &flow, &stop, &mut on_interval, &events)
+            });
+            outcome.time = time.with_workers(outcome.worker_cpu_ns);
+            outcome
         });
         let mut last_beat = Instant::now();
         loop {
@@ -474,10 +479,13 @@ fn run_test(
         let outcome = worker
             .join()
             .unwrap_or_else(|_| RoleOutcome::failed("the test thread failed"));
+        let spin = outcome.sender.as_ref().map_or(0, |s| s.pacing_spin_ns);
+        report.role_cpu = outcome.time.role_cpu(spin);
         report.sender = outcome.sender;
         report.receiver = outcome.receiver;
         report.echo = outcome.echo;
         report.tcp_info = outcome.tcp_info;
+
         log = outcome.log;
         if report.error.is_none() {
             report.error = outcome.error;
@@ -521,9 +529,72 @@ pub fn flow_params(spec: &TestSpec, session: u32) -> FlowParams {
     }
 }
 
+/// CPU and wall time of the threads that ran a role.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ThreadTime {
+    pub user_ns: u64,
+    pub system_ns: u64,
+    pub wall_ns: u64,
+}
+
+impl ThreadTime {
+    /// Runs `f` on this thread and measures it. The total is the thread's precise CPU clock;
+    /// getrusage's tick-granular user/system split only apportions it.
+    pub fn measure<T>(f: impl FnOnce() -> T) -> (T, ThreadTime) {
+        let usage = || flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
+        let (start, start_cpu, wall) = (usage(), flowlab_sys::cpu::thread_cpu_ns(), Instant::now());
+        let out = f();
+        let (end, end_cpu) = (usage(), flowlab_sys::cpu::thread_cpu_ns());
+        let total = end_cpu.saturating_sub(start_cpu);
+        let user_ticks = end.0.saturating_sub(start.0);
+        let system_ticks = end.1.saturating_sub(start.1);
+        let user_ns = match user_ticks + system_ticks {
+            0 => total,
+            ticks => (total as u128 * u128::from(user_ticks) / u128::from(ticks)) as u64,
+        };
+        let time = ThreadTime {
+            user_ns,
+            system_ns: total - user_ns,
+            wall_ns: wall.elapsed().as_nanos() as u64,
+        };
+        (out, time)
+    }
+
+    /// Adds the CPU of worker threads a role started (extra TCP connections).
+    pub fn with_workers(self, (user_ns, system_ns): (u64, u64)) -> ThreadTime {
+        ThreadTime {
+            user_ns: self.user_ns + user_ns,
+            system_ns: self.system_ns + system_ns,
+            ..self
+        }
+    }
+
+    /// Two threads that ran side by side.
+    pub fn plus(self, other: ThreadTime) -> ThreadTime {
+        ThreadTime {
+            user_ns: self.user_ns + other.user_ns,
+            system_ns: self.system_ns + other.system_ns,
+            wall_ns: self.wall_ns.max(other.wall_ns),
+        }
+    }
+
+    /// Shares of one core; `spin_ns` of pacing busy-wait is named apart (it is user time).
+    pub fn role_cpu(&self, spin_ns: u64) -> Option<flowlab_results::RoleCpu> {
+        let pct = |ns: u64| 100.0 * ns as f64 / self.wall_ns as f64;
+        (self.wall_ns > 0).then(|| flowlab_results::RoleCpu {
+            user_pct: pct(self.user_ns),
+            system_pct: pct(self.system_ns),
+            pacing_spin_pct: pct(spin_ns.min(self.user_ns)),
+        })
+    }
+}
+
 /// What a role produced, whichever role it was.
 #[derive(Default)]
 pub struct RoleOutcome {
+    pub time: ThreadTime,
+    /// CPU of worker threads the role started, added to `time` once measured.
+    pub worker_cpu_ns: (u64, u64),
     pub sender: Option<flowlab_results::SenderReport>,
     pub receiver: Option<flowlab_results::ReceiverReport>,
     pub echo: Option<flowlab_results::EchoReport>,
@@ -573,6 +644,7 @@ fn run_role(
         }
         (DataSockets::Tcp(streams), Direction::Reverse) => {
             let s = flowlab_engine::tcp_send(&streams, flow, stop);
+            out.worker_cpu_ns = s.worker_cpu_ns;
             out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
             let _ = events.send(Event::SenderDone);
             (out.sender, out.log, out.error) = (Some(s.report), s.log, s.error);

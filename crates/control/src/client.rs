@@ -9,7 +9,7 @@ use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_wire::{ClientHello, ControlError, Direction, Message, Protocol, TestSpec};
 
-use crate::agent::{cpu_load, flow_params, RoleOutcome};
+use crate::agent::{cpu_load, flow_params, RoleOutcome, ThreadTime};
 use crate::conn::{Conn, ConnError};
 use crate::result::{roles, Summary2, TestResult, SCHEMA_VERSION};
 use crate::{auth, DEFAULT_PORT};
@@ -377,6 +377,12 @@ pub fn run_test(
         role: client_role,
         host: flowlab_sys::host::hostname(),
         cpu: cpu_start.and_then(|s| cpu_load(&s)),
+        role_cpu: client_outcome.time.role_cpu(
+            client_outcome
+                .sender
+                .as_ref()
+                .map_or(0, |s| s.pacing_spin_ns),
+        ),
         sender: client_outcome.sender,
         receiver: client_outcome.receiver,
         echo: None,
@@ -486,15 +492,15 @@ fn spawn_roles<'scope, 'env>(
     let sender = sends.then(|| {
         scope.spawn(move || {
             let mut out = RoleOutcome::default();
-            let outcome = match data {
+            let (outcome, time) = ThreadTime::measure(|| match data {
                 Data::Udp(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
-                Data::Tcp(streams) => {
-                    let o = flowlab_engine::tcp_send(streams, flow, stop_sending);
-                    out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
-                    o
-                }
-            };
-            (out.sender, out.log, out.error) = (Some(outcome.report), outcome.log, outcome.error);
+                Data::Tcp(streams) => flowlab_engine::tcp_send(streams, flow, stop_sending),
+            });
+            if let Data::Tcp(streams) = data {
+                out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
+            }
+            (out.sender, out.log, out.error, out.time) =
+                (Some(outcome.report), outcome.log, outcome.error, time);
             out
         })
     });
@@ -534,6 +540,8 @@ fn spawn_roles<'scope, 'env>(
 fn merge_outcomes(sent: Option<RoleOutcome>, received: Option<RoleOutcome>) -> RoleOutcome {
     match (sent, received) {
         (Some(s), Some(r)) => RoleOutcome {
+            time: s.time.plus(r.time),
+            worker_cpu_ns: (0, 0),
             sender: s.sender,
             receiver: r.receiver,
             tcp_info: s.tcp_info,

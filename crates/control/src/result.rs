@@ -1,7 +1,7 @@
 //! The client's result document: both sides' reports, the combined figures a person reads
 //! first, live intervals, and what went wrong. Documented in docs/results-format.md.
 
-use flowlab_results::{CpuLoad, IntervalReport, Role, SideReport};
+use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport};
 use flowlab_stats::{LatencySummary, Summary};
 use flowlab_wire::{Direction, Protocol, TestSpec};
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,9 @@ pub struct Summary2 {
     pub schedule_error: Option<LatencySummary>,
     pub client_cpu: Option<CpuLoad>,
     pub agent_cpu: Option<CpuLoad>,
+    /// CPU of the threads that ran each end's role (separates ends that share a process).
+    pub client_role_cpu: Option<RoleCpu>,
+    pub agent_role_cpu: Option<RoleCpu>,
 }
 
 /// Rate over a span that covers `count` events: `count - 1` gaps, so a paced flow measures at
@@ -122,6 +125,8 @@ impl Summary2 {
             sender: sender_name.to_string(),
             client_cpu: client.and_then(|c| c.cpu),
             agent_cpu: agent.and_then(|a| a.cpu),
+            client_role_cpu: client.and_then(|c| c.role_cpu),
+            agent_role_cpu: agent.and_then(|a| a.role_cpu),
             ..Summary2::default()
         };
         if let Some(sent) = sent {

@@ -359,6 +359,7 @@ fn sender(sent: u64, paced: bool) -> SenderReport {
             max_batch: 1,
             gso: false,
         },
+        pacing_spin_ns: 61_000_000,
         flows: Vec::new(),
     }
 }
@@ -423,6 +424,11 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
         role,
         host: "vm".into(),
         cpu: Some(cpu(user)),
+        role_cpu: Some(flowlab_results::RoleCpu {
+            user_pct: user / 2.0,
+            system_pct: 1.0,
+            pacing_spin_pct: 0.5,
+        }),
         sender: None,
         receiver: None,
         echo: None,

@@ -90,6 +90,9 @@ pub struct SenderOutcome {
     pub log: Vec<PacketRecord>,
     /// Why it stopped early, if it did.
     pub error: Option<String>,
+    /// (user, system) CPU ns of worker threads the sender started besides the calling one
+    /// (one per extra TCP connection), for the role's CPU figures.
+    pub worker_cpu_ns: (u64, u64),
 }
 
 /// What a receiver returns.
@@ -108,9 +111,10 @@ fn stopped(stop: &AtomicBool) -> bool {
 }
 
 /// Waits for `until_ns` on the monotonic clock, at most [`POLL_PERIOD`] so a stop is noticed.
-fn wait_until(until_ns: u64) {
+/// Returns the ns spent busy-spinning for precision.
+fn wait_until(until_ns: u64) -> u64 {
     let cap = clock::monotonic_ns() + POLL_PERIOD.as_nanos() as u64;
-    clock::pace_until(until_ns.min(cap), SPIN_NS);
+    clock::pace_until_counting_spin(until_ns.min(cap), SPIN_NS).1
 }
 
 /// Interval bookkeeping for receivers: when the next interval closes.

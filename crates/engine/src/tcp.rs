@@ -138,38 +138,53 @@ impl Outbox {
 /// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
 /// not hold up the other flows.
 pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let meters: Vec<(SenderMeter, Option<String>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = streams
+    let Some((first, others)) = streams.split_first() else {
+        let meter = SenderMeter::new(0, false, false);
+        return SenderOutcome {
+            report: meter.report(),
+            log: Vec::new(),
+            error: Some("no connection".into()),
+            worker_cpu_ns: (0, 0),
+        };
+    };
+    let (mut meter, error, worker_cpu_ns) = std::thread::scope(|scope| {
+        let workers: Vec<_> = others
             .iter()
-            .map(|stream| scope.spawn(move || send_one(stream, flow, stop)))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
+            .map(|stream| {
+                scope.spawn(move || {
+                    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
+                    let out = send_one(stream, flow, stop);
+                    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
                     (
-                        SenderMeter::new(1, flow.rate_bps.is_some(), false),
-                        Some("a sender thread failed".into()),
+                        out,
+                        (
+                            after.0.saturating_sub(before.0),
+                            after.1.saturating_sub(before.1),
+                        ),
                     )
                 })
             })
-            .collect()
+            .collect();
+        // The first connection is served on this thread, so a single flow needs no other.
+        let (mut meter, mut error) = send_one(first, flow, stop);
+        let mut cpu = (0, 0);
+        for worker in workers {
+            match worker.join() {
+                Ok(((m, e), (user, system))) => {
+                    meter.absorb(m);
+                    error = error.or(e);
+                    cpu = (cpu.0 + user, cpu.1 + system);
+                }
+                Err(_) => error = error.or(Some("a sender thread failed".into())),
+            }
+        }
+        (meter, error, cpu)
     });
-    let mut iter = meters.into_iter();
-    let (mut meter, mut error) = iter.next().unwrap_or_else(|| {
-        (
-            SenderMeter::new(0, false, false),
-            Some("no connection".into()),
-        )
-    });
-    for (m, e) in iter {
-        meter.absorb(m);
-        error = error.or(e);
-    }
     SenderOutcome {
         report: meter.report(),
         log: meter.take_log(),
         error,
+        worker_cpu_ns,
     }
 }
 
@@ -191,7 +206,7 @@ fn send_one(
         let (first, count) = match pacer.poll(clock::monotonic_ns()) {
             Action::Done => break,
             Action::Wait { until_ns } => {
-                wait_until(until_ns);
+                meter.on_pacing_spin(wait_until(until_ns));
                 continue;
             }
             Action::Send { first, count } => (first, count),

@@ -116,7 +116,7 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
         }
         let now = clock::monotonic_ns();
         if next > now {
-            wait_until(next);
+            meter.on_pacing_spin(wait_until(next));
             continue;
         }
         due.pop();
@@ -190,6 +190,7 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
         report: meter.report(),
         log: meter.take_log(),
         error,
+        worker_cpu_ns: (0, 0),
     }
 }
 

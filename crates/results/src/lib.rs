@@ -32,6 +32,17 @@ pub struct CpuLoad {
     pub cores: u32,
 }
 
+/// CPU time of the threads that carried an end's role (sender, receiver, echoer), as a
+/// share of one core over the role's run: unlike process figures, this separates a client
+/// and an agent that share one process (`flowlab demo`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoleCpu {
+    pub user_pct: f64,
+    pub system_pct: f64,
+    /// Of `user_pct`, the busy-wait of precise pacing (see `SenderReport::pacing_spin_ns`).
+    pub pacing_spin_pct: f64,
+}
+
 /// Packets the sender could not send on time or at all, by cause.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LostBySender {
@@ -69,6 +80,9 @@ pub struct SenderReport {
     /// Actual minus scheduled send time of each packet ("pacing fidelity"); absent at max rate.
     pub schedule_error: Option<LatencySummary>,
     pub batching: Batching,
+    /// CPU time spent busy-waiting the last microseconds before each deadline: the cost of
+    /// precise pacing, included in the CPU figures, reported apart so it can be discounted.
+    pub pacing_spin_ns: u64,
     /// Per-flow figures when the test carried more than one flow.
     pub flows: Vec<FlowSenderSummary>,
 }
@@ -147,6 +161,7 @@ pub struct SideReport {
     pub role: Role,
     pub host: String,
     pub cpu: Option<CpuLoad>,
+    pub role_cpu: Option<RoleCpu>,
     pub sender: Option<SenderReport>,
     pub receiver: Option<ReceiverReport>,
     pub echo: Option<EchoReport>,

@@ -302,6 +302,7 @@ pub struct SenderMeter {
     syscalls: u64,
     max_batch: u64,
     gso: bool,
+    pacing_spin_ns: u64,
     log: Option<Vec<PacketRecord>>,
 }
 
@@ -313,8 +314,14 @@ impl SenderMeter {
             syscalls: 0,
             max_batch: 0,
             gso: false,
+            pacing_spin_ns: 0,
             log: packet_log.then(Vec::new),
         }
+    }
+
+    /// Time spent busy-waiting for a deadline (the CPU cost of precise pacing).
+    pub fn on_pacing_spin(&mut self, ns: u64) {
+        self.pacing_spin_ns += ns;
     }
 
     /// One system call that handed `packets` to the kernel.
@@ -398,6 +405,7 @@ impl SenderMeter {
         self.syscalls += other.syscalls;
         self.max_batch = self.max_batch.max(other.max_batch);
         self.gso |= other.gso;
+        self.pacing_spin_ns += other.pacing_spin_ns;
         if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
             mine.extend(theirs);
         }
@@ -450,6 +458,7 @@ impl SenderMeter {
                 max_batch: self.max_batch,
                 gso: self.gso,
             },
+            pacing_spin_ns: self.pacing_spin_ns,
             flows,
         }
     }

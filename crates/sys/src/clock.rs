@@ -86,12 +86,18 @@ thread_local! {
 /// Ctrl-C is honoured promptly. The first call on a thread lowers that
 /// thread's timer slack to 1 ns (see [`set_thread_timer_slack_ns`]).
 pub fn pace_until(deadline_ns: u64, spin_ns: u64) -> u64 {
+    pace_until_counting_spin(deadline_ns, spin_ns).0
+}
+
+/// [`pace_until`], also returning how long it busy-spun (ns): the CPU that precise pacing
+/// costs, which a sender reports apart from the CPU its packets cost.
+pub fn pace_until_counting_spin(deadline_ns: u64, spin_ns: u64) -> (u64, u64) {
     if !SLACK_SET.with(|s| s.replace(true)) {
         let _ = set_thread_timer_slack_ns(1);
     }
     let mut now = monotonic_ns();
     if now >= deadline_ns {
-        return now;
+        return (now, 0);
     }
     let wake_ns = deadline_ns.saturating_sub(spin_ns);
     if now < wake_ns {
@@ -109,7 +115,7 @@ pub fn pace_until(deadline_ns: u64, spin_ns: u64) -> u64 {
             };
             if rc == libc::EINTR {
                 if crate::signal::is_interrupted() {
-                    return monotonic_ns();
+                    return (monotonic_ns(), 0);
                 }
                 continue;
             }
@@ -118,11 +124,12 @@ pub fn pace_until(deadline_ns: u64, spin_ns: u64) -> u64 {
         }
         now = monotonic_ns();
     }
+    let spin_start = now;
     while now < deadline_ns {
         spin_loop();
         now = monotonic_ns();
     }
-    now
+    (now, now - spin_start)
 }
 
 /// `CLOCK_REALTIME - CLOCK_MONOTONIC` in ns, to convert stamps between clocks.

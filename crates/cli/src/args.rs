@@ -119,6 +119,10 @@ pub struct TestArgs {
     /// TCP: send with MSG_ZEROCOPY.
     #[arg(long)]
     pub zerocopy: bool,
+    /// UDP: kernel transmit timestamps (software; hardware where the NIC has them), to
+    /// measure when packets really left ("departure error" beside the schedule error).
+    #[arg(long)]
+    pub tx_timestamps: bool,
     /// TCP congestion control (cubic, reno, bbr, ... as the kernel has them).
     #[arg(long)]
     pub congestion: Option<String>,

@@ -183,6 +183,19 @@ pub fn render(r: &TestResult) -> String {
     if let Some(e) = &s.schedule_error {
         out.push_str(&latency_line("schedule error", e));
     }
+    let sender = [&r.client, &r.agent]
+        .into_iter()
+        .find_map(|side| side.as_ref()?.sender.as_ref());
+    if let Some(tx) = sender {
+        if let Some(e) = &tx.departure_error {
+            out.push_str(&latency_line("departure error", e));
+            let _ = writeln!(
+                out,
+                "  {:<18} kernel transmit timestamps minus schedule ({} of {} stamped by the NIC)",
+                "", tx.hardware_departures, e.count
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "  {:<19}{} packets, {}: goodput {}, on the wire {}, {} packets/s",

@@ -70,6 +70,7 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
             kernel_pacing: args.kernel_pacing,
             zerocopy: args.zerocopy,
             congestion: args.congestion.clone(),
+            tx_timestamps: args.tx_timestamps,
         },
     };
     check_spec(&spec).map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;

@@ -353,6 +353,8 @@ fn sender(sent: u64, paced: bool) -> SenderReport {
         },
         duration_ns: 998_440_067,
         schedule_error: paced.then(|| latency(sent, 3_186.0, 1_698_235.0)),
+        departure_error: paced.then(|| latency(sent, 9_000.0, 1_700_000.0)),
+        hardware_departures: 0,
         batching: Batching {
             syscalls: sent,
             mean_batch: 1.0,

@@ -4,6 +4,7 @@
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 
+use flowlab_sys::timestamping::{self, TimestampFlags};
 use flowlab_sys::{socket, tcp, udp};
 
 use crate::FlowParams;
@@ -52,6 +53,23 @@ pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> V
     if flow.socket.zerocopy {
         notes.push("zero-copy applies to TCP only; UDP sent as usual".into());
     }
+    if flow.socket.tx_timestamps && sending {
+        let flags = TimestampFlags::TX_SOFTWARE
+            | TimestampFlags::SOFTWARE
+            | TimestampFlags::TX_HARDWARE
+            | TimestampFlags::RAW_HARDWARE
+            | TimestampFlags::OPT_ID
+            | TimestampFlags::OPT_TSONLY;
+        if let Some(e) = socks
+            .iter()
+            .find_map(|s| timestamping::enable_timestamping(s, flags).err())
+        {
+            notes.push(format!("transmit timestamps unavailable: {e}"));
+        } else if flow.rate_bps.is_none() {
+            notes
+                .push("transmit timestamps measure paced flows only; not taken at max rate".into());
+        }
+    }
     notes
 }
 
@@ -64,6 +82,9 @@ pub fn configure_tcp(streams: &[TcpStream], flow: &FlowParams, sending: bool) ->
             if let Err(e) = tcp::set_congestion_control(stream, cc) {
                 notes.push(format!("congestion control '{cc}' not set: {e}"));
             }
+        }
+        if flow.socket.tx_timestamps && sending {
+            notes.push("transmit timestamps are taken for UDP only".into());
         }
         if flow.socket.zerocopy && sending {
             if let Err(e) = tcp::set_zerocopy(stream) {

@@ -3,7 +3,7 @@
 //! (recvmmsg with kernel timestamps, socket-drop counters and GRO) and an echoer.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
@@ -79,6 +79,72 @@ impl Train {
     }
 }
 
+/// Kernel transmit timestamps, matched to the packets they stamp by the per-socket counter
+/// (SOF_TIMESTAMPING_OPT_ID counts datagrams from 0 in send order).
+struct Departures {
+    /// Per flow: (counter, scheduled time) of packets sent and not yet stamped.
+    pending: Vec<VecDeque<(u32, u64)>>,
+    next_id: Vec<u32>,
+    stamps: Vec<flowlab_sys::timestamping::TxStamp>,
+}
+
+/// Stamps that never come (a kernel without them) must not grow memory without bound.
+const MAX_PENDING_STAMPS: usize = 1 << 16;
+
+impl Departures {
+    fn new(flows: usize) -> Self {
+        Departures {
+            pending: vec![VecDeque::new(); flows],
+            next_id: vec![0; flows],
+            stamps: Vec::new(),
+        }
+    }
+
+    fn on_sent(&mut self, flow: usize, deadline_ns: u64) {
+        let pending = &mut self.pending[flow];
+        if pending.len() == MAX_PENDING_STAMPS {
+            pending.pop_front();
+        }
+        pending.push_back((self.next_id[flow], deadline_ns));
+        self.next_id[flow] = self.next_id[flow].wrapping_add(1);
+    }
+
+    /// Reads the flow's queued stamps and records each packet's departure error.
+    fn collect(
+        &mut self,
+        sock: &UdpSocket,
+        flow: usize,
+        realtime_offset: i64,
+        meter: &mut SenderMeter,
+    ) {
+        self.stamps.clear();
+        if flowlab_sys::timestamping::read_tx_timestamps(sock, &mut self.stamps).is_err() {
+            return;
+        }
+        let pending = &mut self.pending[flow];
+        for stamp in &self.stamps {
+            let Some(departed) = stamp
+                .software_ns
+                .map(|ns| ns.saturating_add_signed(-realtime_offset))
+            else {
+                continue;
+            };
+            // Packets before this stamp's counter got none (dropped stamps): skip them.
+            while let Some(&(id, deadline)) = pending.front() {
+                let behind = stamp.id.wrapping_sub(id) as i32;
+                if behind < 0 {
+                    break;
+                }
+                pending.pop_front();
+                if behind == 0 {
+                    meter.on_departure(deadline, departed, stamp.hardware_ns.is_some());
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// Sends every flow (one socket each) from this thread. Paced flows never wait in the
 /// kernel: a full send buffer is a packet lost by the sender, as the user asked for that rate.
 /// At max rate sends wait for buffer space, so the sender goes as fast as the path takes
@@ -90,7 +156,11 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
     let size = flow.size as usize;
     // A GSO train is one IP datagram of segments; each segment must also fit the path MTU,
     // which only the first send tells (EINVAL): then the sender falls back to sendmmsg.
-    let mut gso = size * 2 <= MAX_GSO_BYTES && socks.first().is_some_and(udp::gso_supported);
+    // Transmit stamps are matched one per datagram, so they rule out GSO trains.
+    let stamping = flow.socket.tx_timestamps && paced;
+    let mut departures = Departures::new(socks.len());
+    let mut gso =
+        !stamping && size * 2 <= MAX_GSO_BYTES && socks.first().is_some_and(udp::gso_supported);
     let max_train = if gso {
         (MAX_GSO_BYTES / size).min(MAX_BATCH as usize)
     } else {
@@ -162,16 +232,15 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
             meter.on_batch(taken as u64);
         }
         for k in 0..taken {
-            let slot = first + k as u64;
-            meter.on_sent(
-                i,
-                seqs[i],
-                flow.size,
-                sent_ns,
-                pacers[i].deadline(slot),
-                now_mono,
-            );
+            let deadline = pacers[i].deadline(first + k as u64);
+            meter.on_sent(i, seqs[i], flow.size, sent_ns, deadline, now_mono);
+            if let (true, Some(deadline)) = (stamping, deadline) {
+                departures.on_sent(i, deadline);
+            }
             seqs[i] += 1;
+        }
+        if stamping {
+            departures.collect(&socks[i], i, realtime_offset, &mut meter);
         }
         if paced {
             // What the kernel refused stays refused: resending later would break the schedule.
@@ -184,6 +253,13 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
     }
     for (i, pacer) in pacers.iter().enumerate() {
         meter.set_missed_slots(i, pacer.missed_slots());
+    }
+    if stamping {
+        // The last packets' stamps arrive just after they leave.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        for (i, sock) in socks.iter().enumerate() {
+            departures.collect(sock, i, realtime_offset, &mut meter);
+        }
     }
     meter.set_gso(gso && meter.packets_sent() > 0);
     SenderOutcome {

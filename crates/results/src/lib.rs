@@ -79,6 +79,11 @@ pub struct SenderReport {
     pub duration_ns: u64,
     /// Actual minus scheduled send time of each packet ("pacing fidelity"); absent at max rate.
     pub schedule_error: Option<LatencySummary>,
+    /// Kernel transmit timestamp minus scheduled time, per packet (`--tx-timestamps`): when
+    /// packets really left the stack, not when the application handed them over.
+    pub departure_error: Option<LatencySummary>,
+    /// Of those, packets the NIC stamped too (hardware timestamps).
+    pub hardware_departures: u64,
     pub batching: Batching,
     /// CPU time spent busy-waiting the last microseconds before each deadline: the cost of
     /// precise pacing, included in the CPU figures, reported apart so it can be discounted.

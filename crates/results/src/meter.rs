@@ -299,6 +299,8 @@ struct FlowTx {
 pub struct SenderMeter {
     flows: Vec<FlowTx>,
     schedule_error: Option<LatencyStats>,
+    departure_error: LatencyStats,
+    hardware_departures: u64,
     syscalls: u64,
     max_batch: u64,
     gso: bool,
@@ -311,12 +313,22 @@ impl SenderMeter {
         SenderMeter {
             flows: vec![FlowTx::default(); flows.max(1)],
             schedule_error: paced.then(LatencyStats::new),
+            departure_error: LatencyStats::new(),
+            hardware_departures: 0,
             syscalls: 0,
             max_batch: 0,
             gso: false,
             pacing_spin_ns: 0,
             log: packet_log.then(Vec::new),
         }
+    }
+
+    /// A kernel transmit timestamp for a packet due at `deadline_ns` that left the stack at
+    /// `departed_ns` (same clock); `hardware`: the NIC stamped it too.
+    pub fn on_departure(&mut self, deadline_ns: u64, departed_ns: u64, hardware: bool) {
+        self.departure_error
+            .push(departed_ns as i64 - deadline_ns as i64);
+        self.hardware_departures += u64::from(hardware);
     }
 
     /// Time spent busy-waiting for a deadline (the CPU cost of precise pacing).
@@ -402,6 +414,8 @@ impl SenderMeter {
         if let (Some(mine), Some(theirs)) = (&mut self.schedule_error, &other.schedule_error) {
             mine.merge(theirs);
         }
+        self.departure_error.merge(&other.departure_error);
+        self.hardware_departures += other.hardware_departures;
         self.syscalls += other.syscalls;
         self.max_batch = self.max_batch.max(other.max_batch);
         self.gso |= other.gso;
@@ -448,6 +462,8 @@ impl SenderMeter {
             lost_by_sender: lost,
             duration_ns: first.map_or(0, |first| last.saturating_sub(first)),
             schedule_error: self.schedule_error.as_ref().and_then(LatencyStats::summary),
+            departure_error: self.departure_error.summary(),
+            hardware_departures: self.hardware_departures,
             batching: Batching {
                 syscalls: self.syscalls,
                 mean_batch: if self.syscalls == 0 {

@@ -157,6 +157,9 @@ pub struct SocketOptions {
     pub zerocopy: bool,
     /// TCP congestion control algorithm (TCP_CONGESTION), e.g. "cubic", "reno", "bbr".
     pub congestion: Option<String>,
+    /// UDP: take kernel transmit timestamps (SO_TIMESTAMPING, software and, where the NIC
+    /// has them, hardware) to measure when packets really left.
+    pub tx_timestamps: bool,
 }
 
 /// One control message.
@@ -369,7 +372,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null}}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false}}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);

@@ -409,6 +409,7 @@ fn interval(index: u64, with_delay: bool, tcp: bool) -> IntervalReport {
         packets: 53,
         bytes: 63_600,
         lost: 1,
+        reordered: 0,
         throughput_bps: 1_017_600.0,
         packets_per_sec: 106.0,
         delay: with_delay.then(|| latency(53, 0.0, 71_206.0)),

@@ -186,8 +186,12 @@ pub struct IntervalReport {
     pub end_ns: u64,
     pub packets: u64,
     pub bytes: u64,
-    /// Sequence gaps first seen in this interval (a later reordered arrival can fill one).
+    /// Sequence gaps opened in this interval: packets missing when a later one arrived. A
+    /// reordered arrival may fill one later (counted in `reordered` of its own interval), so
+    /// the final loss is the summary's, not the sum of these.
     pub lost: u64,
+    /// Arrivals in this interval that filled an earlier gap (reordered packets).
+    pub reordered: u64,
     pub throughput_bps: f64,
     pub packets_per_sec: f64,
     /// Relative one-way delay, or round-trip delay in loopback tests.

@@ -48,6 +48,7 @@ struct IntervalCounters {
     packets: u64,
     bytes: u64,
     lost: u64,
+    reordered: u64,
     delay: LatencyStats,
 }
 
@@ -89,8 +90,8 @@ impl ReceiverMeter {
         match f.seq.on_packet(p.seq) {
             Arrival::Duplicate => return,
             Arrival::Gap { missing } => self.interval.lost += missing,
-            Arrival::Late => self.interval.lost = self.interval.lost.saturating_sub(1),
-            Arrival::InOrder | Arrival::TooOld => {}
+            Arrival::Late | Arrival::TooOld => self.interval.reordered += 1,
+            Arrival::InOrder => {}
         }
         f.bytes += u64::from(p.size);
         f.first_arrival.get_or_insert(p.arrival_ns);
@@ -160,6 +161,7 @@ impl ReceiverMeter {
         self.interval.packets += other.interval.packets;
         self.interval.bytes += other.interval.bytes;
         self.interval.lost += other.interval.lost;
+        self.interval.reordered += other.interval.reordered;
         self.interval.delay.merge(&other.interval.delay);
         if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
             mine.extend(theirs);
@@ -185,6 +187,7 @@ impl ReceiverMeter {
             packets: counters.packets,
             bytes: counters.bytes,
             lost: counters.lost,
+            reordered: counters.reordered,
             throughput_bps: rate_per_sec(counters.bytes * 8, span),
             packets_per_sec: rate_per_sec(counters.packets, span),
             delay,

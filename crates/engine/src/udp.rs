@@ -149,7 +149,66 @@ impl Departures {
 /// kernel: a full send buffer is a packet lost by the sender, as the user asked for that rate.
 /// At max rate sends wait for buffer space, so the sender goes as fast as the path takes
 /// packets. The sockets' blocking mode is left alone (a loopback receiver shares them).
+///
+/// Many flows are shared among event loops, one per core (the calling thread runs the first):
+/// one loop would queue packets behind each other once sends fill its core.
 pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores);
+    let share = socks.len().div_ceil(loops).max(1);
+    let mut shares = socks.chunks(share);
+    let first = shares.next().unwrap_or(&[]);
+    let (mut meter, mut error, worker_cpu_ns) = std::thread::scope(|scope| {
+        let workers: Vec<_> = shares
+            .map(|chunk| {
+                scope.spawn(move || {
+                    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
+                    let out = send_loop(chunk, flow, stop);
+                    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
+                    (
+                        out,
+                        (
+                            after.0.saturating_sub(before.0),
+                            after.1.saturating_sub(before.1),
+                        ),
+                    )
+                })
+            })
+            .collect();
+        let (mut meter, mut error) = send_loop(first, flow, stop);
+        let mut cpu = (0, 0);
+        for worker in workers {
+            match worker.join() {
+                Ok(((m, e), (user, system))) => {
+                    meter.absorb(m);
+                    error = error.or(e);
+                    cpu = (cpu.0 + user, cpu.1 + system);
+                }
+                Err(_) => error = error.or(Some("a sender thread failed".into())),
+            }
+        }
+        (meter, error, cpu)
+    });
+    if socks.is_empty() {
+        error = error.or(Some("no data socket".into()));
+    }
+    SenderOutcome {
+        report: meter.report(),
+        log: meter.take_log(),
+        error,
+        worker_cpu_ns,
+    }
+}
+
+/// Below this many flows per core one event loop keeps up.
+const FLOWS_PER_LOOP: usize = 128;
+
+/// One event loop: sends `socks`' flows, returns its meter (flows numbered from 0).
+fn send_loop(
+    socks: &[UdpSocket],
+    flow: &FlowParams,
+    stop: &AtomicBool,
+) -> (SenderMeter, Option<String>) {
     let paced = flow.rate_bps.is_some();
     let mut meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
     let mut error = None;
@@ -262,12 +321,7 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
         }
     }
     meter.set_gso(gso && meter.packets_sent() > 0);
-    SenderOutcome {
-        report: meter.report(),
-        log: meter.take_log(),
-        error,
-        worker_cpu_ns: (0, 0),
-    }
+    (meter, error)
 }
 
 /// Whether a receiver of this flow should let the kernel coalesce datagrams.

@@ -150,6 +150,7 @@ impl ReceiverMeter {
 
     /// Appends another meter's flows (a worker thread's share) and merges its distributions.
     pub fn absorb(&mut self, other: ReceiverMeter) {
+        let offset = self.flows.len() as u32;
         self.flows.extend(other.flows);
         self.malformed += other.malformed;
         self.delay.merge(&other.delay);
@@ -164,7 +165,10 @@ impl ReceiverMeter {
         self.interval.reordered += other.interval.reordered;
         self.interval.delay.merge(&other.interval.delay);
         if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
-            mine.extend(theirs);
+            mine.extend(theirs.into_iter().map(|r| PacketRecord {
+                flow: r.flow + offset,
+                ..r
+            }));
         }
     }
 
@@ -413,6 +417,7 @@ impl SenderMeter {
 
     /// Appends another meter's flows (a worker thread's share) and merges its distributions.
     pub fn absorb(&mut self, other: SenderMeter) {
+        let offset = self.flows.len() as u32;
         self.flows.extend(other.flows);
         if let (Some(mine), Some(theirs)) = (&mut self.schedule_error, &other.schedule_error) {
             mine.merge(theirs);
@@ -424,7 +429,10 @@ impl SenderMeter {
         self.gso |= other.gso;
         self.pacing_spin_ns += other.pacing_spin_ns;
         if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
-            mine.extend(theirs);
+            mine.extend(theirs.into_iter().map(|r| PacketRecord {
+                flow: r.flow + offset,
+                ..r
+            }));
         }
     }
 
@@ -568,6 +576,24 @@ mod tests {
         m.absorb(other);
         assert_eq!(m.report(None).flows.len(), 4);
         assert_eq!(m.packets_received(), 7);
+    }
+
+    #[test]
+    fn absorbed_flows_keep_distinct_indices_in_the_packet_log() {
+        let mut a = SenderMeter::new(2, false, true);
+        a.on_sent(1, 0, 100, 5, None, 5);
+        let mut b = SenderMeter::new(2, false, true);
+        b.on_sent(1, 0, 100, 6, None, 6);
+        a.absorb(b);
+        let flows: Vec<u32> = a.take_log().iter().map(|r| r.flow).collect();
+        assert_eq!(flows, vec![1, 3]);
+        let mut a = ReceiverMeter::new(1, false, true);
+        a.on_packet(0, arrived(0, 0, 1));
+        let mut b = ReceiverMeter::new(1, false, true);
+        b.on_packet(0, arrived(0, 0, 1));
+        a.absorb(b);
+        let flows: Vec<u32> = a.take_log().iter().map(|r| r.flow).collect();
+        assert_eq!(flows, vec![0, 1]);
     }
 
     #[test]

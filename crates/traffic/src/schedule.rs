@@ -6,6 +6,30 @@ pub enum TrafficError {
     ZeroRate,
     #[error("packet size must be above 0 bytes")]
     ZeroSize,
+    /// A parameter, spec or distribution that makes no sense; the message is one line.
+    #[error("{0}")]
+    Invalid(String),
+    /// A malformed line of a text file (trace or empirical CDF); lines count from 1.
+    #[error("line {line}: {message}")]
+    Line { line: usize, message: String },
+    /// A malformed pcap file.
+    #[error("pcap: {0}")]
+    Pcap(String),
+    /// A file the spec names could not be read by the caller.
+    #[error("cannot read '{path}': {message}")]
+    File { path: String, message: String },
+}
+
+impl TrafficError {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        TrafficError::Invalid(message.into())
+    }
+}
+
+impl From<flowlab_units::UnitError> for TrafficError {
+    fn from(e: flowlab_units::UnitError) -> Self {
+        TrafficError::Invalid(e.to_string())
+    }
 }
 
 /// A constant-rate flow on an absolute schedule: packet `k` is due at

@@ -1,0 +1,495 @@
+//! Trace files: text records `time size` and classic pcap captures, parsed into emissions.
+//!
+//! The model reads no file: the caller passes the file's bytes.
+
+use crate::{Emission, TrafficError};
+
+/// Unit of the bare times of a text trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Nanoseconds,
+}
+
+/// Parses a text trace: one record per line, `time size`, separated by spaces, tabs or a
+/// comma. Blank lines and `#` comments are skipped. A bare time is in seconds (`0.02`) unless
+/// a line `# unit: ns` came before it (`# unit: s` switches back); a time may also carry its
+/// own unit (`20ms`, `1500ns`). Sizes are bytes (`1500`, `1.5k`). Times are offsets from the
+/// flow's start and must not decrease; errors name the line.
+pub fn parse_text(text: &str) -> Result<Vec<Emission>, TrafficError> {
+    let mut unit = TimeUnit::Seconds;
+    let mut out: Vec<Emission> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let err = |message: String| TrafficError::Line { line, message };
+        let (content, comment) = match raw.split_once('#') {
+            Some((c, m)) => (c.trim(), Some(m.trim())),
+            None => (raw.trim(), None),
+        };
+        if let Some(directive) = comment.and_then(|m| m.strip_prefix("unit:")) {
+            unit = match directive.trim() {
+                "s" => TimeUnit::Seconds,
+                "ns" => TimeUnit::Nanoseconds,
+                other => {
+                    return Err(err(format!(
+                        "unknown time unit '{other}' (expected s or ns)"
+                    )))
+                }
+            };
+        }
+        if content.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = content
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|f| !f.is_empty())
+            .collect();
+        if fields.len() != 2 {
+            return Err(err(format!(
+                "expected 'time size', got {} field(s)",
+                fields.len()
+            )));
+        }
+        let at_ns = parse_time(fields[0], unit).map_err(err)?;
+        let size = flowlab_units::parse_bytes(fields[1])
+            .map_err(|e| err(e.to_string()))
+            .and_then(|b| u32::try_from(b).map_err(|_| err(format!("size {b} is too large"))))?;
+        if size == 0 {
+            return Err(err("size must be above 0 bytes".into()));
+        }
+        if let Some(prev) = out.last() {
+            if at_ns < prev.at_ns {
+                return Err(err(format!(
+                    "time {} goes back before the previous record's",
+                    fields[0]
+                )));
+            }
+        }
+        out.push(Emission { at_ns, size });
+    }
+    Ok(out)
+}
+
+fn parse_time(field: &str, unit: TimeUnit) -> Result<u64, String> {
+    if field.starts_with('-') {
+        return Err(format!("time '{field}' is negative"));
+    }
+    let bare = field.chars().all(|c| c.is_ascii_digit() || c == '.');
+    if bare && unit == TimeUnit::Nanoseconds {
+        return field
+            .parse::<u64>()
+            .map_err(|_| format!("invalid time '{field}' (expected whole nanoseconds)"));
+    }
+    let d = flowlab_units::parse_duration(field).map_err(|e| e.to_string())?;
+    u64::try_from(d.as_nanos()).map_err(|_| format!("time '{field}' is too large"))
+}
+
+const PCAP_US: u32 = 0xa1b2_c3d4;
+const PCAP_NS: u32 = 0xa1b2_3c4d;
+const PCAPNG: u32 = 0x0a0d_0d0a;
+
+/// Does this look like a pcap (or pcapng) file?
+pub fn is_pcap(bytes: &[u8]) -> bool {
+    let Some(m) = bytes.get(..4) else {
+        return false;
+    };
+    let m = [m[0], m[1], m[2], m[3]];
+    [u32::from_le_bytes(m), u32::from_be_bytes(m)]
+        .iter()
+        .any(|&x| x == PCAP_US || x == PCAP_NS || x == PCAPNG)
+}
+
+/// Link types understood.
+const LINKTYPE_ETHERNET: u32 = 1;
+const LINKTYPE_RAW: u32 = 101;
+const LINKTYPE_LINUX_SLL: u32 = 113;
+const LINKTYPE_IPV4: u32 = 228;
+const LINKTYPE_IPV6: u32 = 229;
+
+/// Parses a classic pcap capture (microsecond or nanosecond timestamps, either byte order).
+/// Each record becomes an emission at its timestamp minus the first record's, sized by the
+/// UDP payload when the packet is (Ethernet, Linux cooked or raw) IPv4/IPv6 carrying UDP (the
+/// UDP length field, so truncated captures still count the full payload), and by the
+/// original frame length otherwise. Timestamps must not decrease.
+pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<Emission>, TrafficError> {
+    let err = |m: String| TrafficError::Pcap(m);
+    if bytes.len() < 24 {
+        return Err(err(format!(
+            "file too short for a pcap header ({} bytes, need 24)",
+            bytes.len()
+        )));
+    }
+    let magic_le = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    let magic_be = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    let (little, nanos) = match (magic_le, magic_be) {
+        (PCAP_US, _) => (true, false),
+        (PCAP_NS, _) => (true, true),
+        (_, PCAP_US) => (false, false),
+        (_, PCAP_NS) => (false, true),
+        (PCAPNG, _) | (_, PCAPNG) => {
+            return Err(err(
+                "pcapng is not supported; convert it with 'editcap -F pcap IN OUT'".into(),
+            ))
+        }
+        _ => return Err(err(format!("not a pcap file (magic {magic_le:#010x})"))),
+    };
+    let u32_at = |off: usize| -> Option<u32> {
+        let b = bytes.get(off..off + 4)?;
+        let a = [b[0], b[1], b[2], b[3]];
+        Some(if little {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        })
+    };
+    let linktype = u32_at(20).unwrap_or(0) & 0x0fff_ffff;
+    let mut out: Vec<Emission> = Vec::new();
+    let mut first: Option<u128> = None;
+    let mut last: u128 = 0;
+    let mut off = 24;
+    let mut record = 0usize;
+    while off < bytes.len() {
+        record += 1;
+        let (Some(sec), Some(frac), Some(incl), Some(orig)) = (
+            u32_at(off),
+            u32_at(off + 4),
+            u32_at(off + 8),
+            u32_at(off + 12),
+        ) else {
+            return Err(err(format!(
+                "record {record}: truncated record header at byte {off}"
+            )));
+        };
+        let data_start = off + 16;
+        let data = usize::try_from(incl)
+            .ok()
+            .and_then(|n| data_start.checked_add(n))
+            .and_then(|end| bytes.get(data_start..end))
+            .ok_or_else(|| {
+                err(format!(
+                    "record {record}: captured length {incl} runs past the end of the file"
+                ))
+            })?;
+        let frac_ns = if nanos {
+            if frac >= 1_000_000_000 {
+                return Err(err(format!(
+                    "record {record}: nanoseconds {frac} out of range"
+                )));
+            }
+            u128::from(frac)
+        } else {
+            if frac >= 1_000_000 {
+                return Err(err(format!(
+                    "record {record}: microseconds {frac} out of range"
+                )));
+            }
+            u128::from(frac) * 1000
+        };
+        let t = u128::from(sec) * 1_000_000_000 + frac_ns;
+        if t < last {
+            return Err(err(format!(
+                "record {record}: timestamp goes back before the previous record's"
+            )));
+        }
+        last = t;
+        let base = *first.get_or_insert(t);
+        let at_ns = u64::try_from(t - base).unwrap_or(u64::MAX);
+        let size = udp_payload(linktype, data).unwrap_or(orig);
+        out.push(Emission { at_ns, size });
+        off = data_start + data.len();
+    }
+    Ok(out)
+}
+
+fn be16(d: &[u8], off: usize) -> Option<u16> {
+    let b = d.get(off..off + 2)?;
+    Some(u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// UDP payload length of a captured frame, if it is IPv4/IPv6 UDP (first fragment only).
+fn udp_payload(linktype: u32, frame: &[u8]) -> Option<u32> {
+    let (ethertype, ip) = match linktype {
+        LINKTYPE_ETHERNET => {
+            let mut off = 12;
+            let mut et = be16(frame, off)?;
+            // VLAN tags (802.1Q, 802.1ad).
+            while et == 0x8100 || et == 0x88a8 {
+                off += 4;
+                et = be16(frame, off)?;
+            }
+            (et, frame.get(off + 2..)?)
+        }
+        LINKTYPE_LINUX_SLL => (be16(frame, 14)?, frame.get(16..)?),
+        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            let version = frame.first()? >> 4;
+            (if version == 6 { 0x86dd } else { 0x0800 }, frame)
+        }
+        _ => return None,
+    };
+    let udp = match ethertype {
+        0x0800 => {
+            let first = *ip.first()?;
+            if first >> 4 != 4 {
+                return None;
+            }
+            let ihl = usize::from(first & 0x0f) * 4;
+            let flags_frag = be16(ip, 6)?;
+            let fragmented = flags_frag & 0x3fff != 0;
+            if ihl < 20 || *ip.get(9)? != 17 || fragmented {
+                return None;
+            }
+            ip.get(ihl..)?
+        }
+        0x86dd => {
+            if ip.first()? >> 4 != 6 {
+                return None;
+            }
+            let mut next = *ip.get(6)?;
+            let mut off = 40;
+            // Skip hop-by-hop, routing and destination options; a fragment header means
+            // the payload is not a whole UDP datagram.
+            while matches!(next, 0 | 43 | 60) {
+                next = *ip.get(off)?;
+                off += (usize::from(*ip.get(off + 1)?) + 1) * 8;
+            }
+            if next != 17 {
+                return None;
+            }
+            ip.get(off..)?
+        }
+        _ => return None,
+    };
+    let len = be16(udp, 4)?;
+    (len >= 8).then(|| u32::from(len - 8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_trace_in_seconds_and_nanoseconds() {
+        let t = "# a trace\n0 160\n0.02 160\n\n0.04\t1.5k # comment\n# unit: ns\n50000000 100\n60ms 90\n";
+        let e = parse_text(t).unwrap();
+        let got: Vec<(u64, u32)> = e.iter().map(|x| (x.at_ns, x.size)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, 160),
+                (20_000_000, 160),
+                (40_000_000, 1500),
+                (50_000_000, 100),
+                (60_000_000, 90)
+            ]
+        );
+    }
+
+    #[test]
+    fn text_trace_errors_name_the_line() {
+        let cases = [
+            ("0 100\n1 100\n0.5 100\n", "line 3: time 0.5 goes back"),
+            ("0 100\n\nabc 100\n", "line 3: invalid duration 'abc'"),
+            ("0 100 7\n", "line 1: expected 'time size', got 3 field(s)"),
+            ("0 0\n", "line 1: size must be above 0 bytes"),
+            ("0 x\n", "line 1: invalid size 'x'"),
+            ("-1 10\n", "line 1: time '-1' is negative"),
+            ("# unit: ms\n", "line 1: unknown time unit 'ms'"),
+            ("0 99999999999\n", "line 1: size 99999999999 is too large"),
+            ("# unit: ns\n1.5 10\n", "line 2: invalid time '1.5'"),
+        ];
+        for (text, want) in cases {
+            let e = parse_text(text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    /// Builds a pcap file: header then records of (sec, frac, frame, orig_len).
+    fn pcap(
+        magic: u32,
+        little: bool,
+        linktype: u32,
+        records: &[(u32, u32, Vec<u8>, u32)],
+    ) -> Vec<u8> {
+        let w32 = |v: u32| {
+            if little {
+                v.to_le_bytes()
+            } else {
+                v.to_be_bytes()
+            }
+        };
+        let w16 = |v: u16| {
+            if little {
+                v.to_le_bytes()
+            } else {
+                v.to_be_bytes()
+            }
+        };
+        let mut b = Vec::new();
+        b.extend(w32(magic));
+        b.extend(w16(2));
+        b.extend(w16(4));
+        b.extend(w32(0));
+        b.extend(w32(0));
+        b.extend(w32(65535));
+        b.extend(w32(linktype));
+        for (sec, frac, frame, orig) in records {
+            b.extend(w32(*sec));
+            b.extend(w32(*frac));
+            b.extend(w32(frame.len() as u32));
+            b.extend(w32(*orig));
+            b.extend(frame);
+        }
+        b
+    }
+
+    fn ethernet_ipv4_udp(payload: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend([0x08, 0x00]);
+        let total = 20 + 8 + payload;
+        f.extend([
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            0,
+            0x40,
+            0,
+            64,
+            17,
+            0,
+            0,
+        ]);
+        f.extend([10, 0, 0, 1, 10, 0, 0, 2]);
+        let ulen = 8 + payload;
+        f.extend([0x30, 0x39, 0x13, 0x88, (ulen >> 8) as u8, ulen as u8, 0, 0]);
+        f.extend(vec![0xab; usize::from(payload.min(16))]); // truncated capture
+        f
+    }
+
+    fn ethernet_vlan_ipv6_udp(payload: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend([0x81, 0x00, 0x00, 0x05, 0x86, 0xdd]);
+        let ulen = 8 + payload;
+        f.extend([0x60, 0, 0, 0, (ulen >> 8) as u8, ulen as u8, 17, 64]);
+        f.extend([0u8; 32]);
+        f.extend([0x30, 0x39, 0x13, 0x88, (ulen >> 8) as u8, ulen as u8, 0, 0]);
+        f
+    }
+
+    fn ethernet_arp() -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend([0x08, 0x06]);
+        f.extend([0u8; 28]);
+        f
+    }
+
+    #[test]
+    fn tiny_pcaps_parse_in_every_flavour() {
+        for (magic, little, per_us) in [
+            (PCAP_US, true, 1u32),
+            (PCAP_US, false, 1),
+            (PCAP_NS, true, 1000),
+            (PCAP_NS, false, 1000),
+        ] {
+            let records = vec![
+                (
+                    1_700_000_000,
+                    500_000 * per_us,
+                    ethernet_ipv4_udp(1119),
+                    1161,
+                ),
+                (
+                    1_700_000_000,
+                    900_000 * per_us,
+                    ethernet_vlan_ipv6_udp(160),
+                    226,
+                ),
+                (1_700_000_001, 0, ethernet_arp(), 60),
+            ];
+            let b = pcap(magic, little, LINKTYPE_ETHERNET, &records);
+            assert!(is_pcap(&b));
+            let e = parse_pcap(&b).unwrap();
+            let got: Vec<(u64, u32)> = e.iter().map(|x| (x.at_ns, x.size)).collect();
+            assert_eq!(
+                got,
+                [(0, 1119), (400_000_000, 160), (500_000_000, 60)],
+                "magic {magic:#x} little {little}"
+            );
+        }
+    }
+
+    #[test]
+    fn raw_ip_linktype() {
+        let frame = ethernet_ipv4_udp(500)[14..].to_vec();
+        let b = pcap(PCAP_US, true, LINKTYPE_RAW, &[(0, 0, frame, 528)]);
+        assert_eq!(parse_pcap(&b).unwrap()[0].size, 500);
+    }
+
+    #[test]
+    fn malformed_pcaps_give_clear_errors() {
+        let good = pcap(
+            PCAP_US,
+            true,
+            1,
+            &[
+                (0, 0, ethernet_ipv4_udp(100), 142),
+                (0, 10, ethernet_arp(), 60),
+            ],
+        );
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (vec![1, 2, 3], "pcap: file too short"),
+            (vec![0u8; 24], "pcap: not a pcap file"),
+            (
+                {
+                    let mut b = good.clone();
+                    b[..4].copy_from_slice(&PCAPNG.to_le_bytes());
+                    b
+                },
+                "pcap: pcapng is not supported",
+            ),
+            (
+                good[..good.len() - 3].to_vec(),
+                "pcap: record 2: captured length",
+            ),
+            (
+                good[..24 + 10].to_vec(),
+                "pcap: record 1: truncated record header",
+            ),
+            (
+                pcap(PCAP_US, true, 1, &[(5, 0, vec![], 0), (4, 0, vec![], 0)]),
+                "pcap: record 2: timestamp goes back",
+            ),
+            (
+                pcap(PCAP_US, true, 1, &[(5, 1_000_000, vec![], 0)]),
+                "pcap: record 1: microseconds",
+            ),
+        ];
+        for (bytes, want) in cases {
+            let e = parse_pcap(&bytes).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e}");
+        }
+        assert_eq!(parse_pcap(&good).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn pcap_parser_never_panics_on_garbage() {
+        let good = pcap(PCAP_NS, false, 1, &[(0, 0, ethernet_vlan_ipv6_udp(9), 80)]);
+        for cut in 0..good.len() {
+            let _ = parse_pcap(&good[..cut]);
+        }
+        let mut x: u32 = 1;
+        for _ in 0..2000 {
+            let mut b = good.clone();
+            for _ in 0..4 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let i = x as usize % b.len();
+                b[i] = (x >> 8) as u8;
+            }
+            let _ = parse_pcap(&b);
+        }
+    }
+}

@@ -29,7 +29,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv"
     )]
-    Test(TestArgs),
+    Test(Box<TestArgs>),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
@@ -101,6 +101,20 @@ pub struct TestArgs {
     /// Agent sends, client receives.
     #[arg(long, short = 'R', conflicts_with = "mode")]
     pub reverse: bool,
+    /// A traffic model instead of the constant rate (UDP), e.g. poisson:pps=1000,size=exp:500
+    /// or onoff:on=exp:1s,off=exp:1.35s,rate=64k,size=160 or video:fps=25,size=normal:4000,1500
+    /// or trace:FILE (time size lines, or a pcap); add +contract:pr=100k,sr=100k,bs=10k to
+    /// shape it to a token-bucket contract.
+    #[arg(long, conflicts_with = "preset")]
+    pub traffic: Option<String>,
+    /// A named traffic mix: videoconf-1998, videoconf-modern, voip-g711, email-burst,
+    /// bulk-contract, aquila-flow1..4, aquila-background, aquila-mix. Each sub-flow gets its
+    /// own flow (own ports).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Seed of random traffic models: the same seed replays the same traffic.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow.
     #[arg(long, short = 'P', default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65535))]
     pub flows: u32,

@@ -43,6 +43,8 @@ fn spec(
         busy_poll: false,
         packet_log: false,
         socket: Default::default(),
+        traffic: None,
+        seed: 1,
     }
 }
 

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let _ = flowlab_sys::host::raise_open_file_limit();
     let result = match cli.command {
         args::Command::Serve(a) => serve::run(a),
-        args::Command::Test(a) => test_cmd::run(a),
+        args::Command::Test(a) => test_cmd::run(*a),
         args::Command::Demo(a) => demo::run(a),
     };
     match result {

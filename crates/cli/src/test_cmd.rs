@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use flowlab_control::{check_spec, load_key, run_test, TestOptions, TestRun};
+use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
 
@@ -49,6 +50,15 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
     if args.interval.is_some_and(|i| i < Duration::from_millis(10)) {
         bail!("invalid interval: must be at least 10ms");
     }
+    let traffic = traffic_from_args(args, &rate, size)?;
+    // Each sub-flow of a preset (audio, video) is a flow of its own.
+    let flows = match &traffic {
+        Some(t) if args.flows == 1 => t
+            .build(args.seed, &|p: &str| Err(format!("{p} not embedded")))
+            .map(|sources| sources.len().max(1) as u32)
+            .unwrap_or(1),
+        _ => args.flows,
+    };
     let spec = TestSpec {
         protocol,
         direction,
@@ -60,7 +70,7 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         duration_ns: duration.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64),
         count: args.count,
         interval_ns: args.interval.map(|i| i.as_nanos() as u64),
-        flows: args.flows,
+        flows,
         client_udp_ports: Vec::new(),
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
@@ -72,9 +82,35 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
             congestion: args.congestion.clone(),
             tx_timestamps: args.tx_timestamps,
         },
+        traffic,
+        seed: args.seed,
     };
     check_spec(&spec).map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
     Ok(spec)
+}
+
+/// The traffic model the flags name, with files read and embedded so the agent needs none.
+fn traffic_from_args(
+    args: &TestArgs,
+    rate: &Rate,
+    size: u32,
+) -> anyhow::Result<Option<TrafficSpec>> {
+    let text = match (&args.traffic, &args.preset) {
+        (Some(t), _) => t.clone(),
+        (None, Some(p)) => format!("preset:{p}"),
+        (None, None) => return Ok(None),
+    };
+    let rate = match rate {
+        Rate::BitsPerSec(r) => *r,
+        Rate::Max => 1_000_000,
+    };
+    let read = |path: &str| std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"));
+    let spec = TrafficSpec::parse(&text)
+        .and_then(|t| t.with_defaults(rate, size).resolve_files(&read))
+        .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
+    spec.validate()
+        .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
+    Ok(Some(spec))
 }
 
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {

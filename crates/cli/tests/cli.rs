@@ -438,3 +438,68 @@ fn transmit_timestamps_measure_every_paced_departure() {
         "stamps are per datagram"
     );
 }
+
+#[test]
+fn presets_and_traffic_models_run_with_one_flow_per_sub_flow() {
+    let agent = loopback_agent(&[]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--preset",
+        "videoconf-1998",
+        "-d",
+        "3s",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(f64_at(&v, "/spec/flows"), 2.0, "audio and video");
+    let flows = v["agent"]["receiver"]["flows"]
+        .as_array()
+        .expect("per-flow table");
+    let audio_bps = f64_at(&flows[0], "/bytes_received") * 8.0 / 3.0;
+    assert!(
+        (50e3..80e3).contains(&audio_bps),
+        "audio at {audio_bps} bit/s, the paper's is 64 kbit/s"
+    );
+    let video_bps = f64_at(&flows[1], "/bytes_received") * 8.0 / 3.0;
+    assert!(
+        (0.5e6..1.5e6).contains(&video_bps),
+        "video at {video_bps} bit/s"
+    );
+    // The same seed replays the same traffic: the same packet count.
+    let again = json(&flowlab(&[
+        "test",
+        &agent.addr,
+        "--preset",
+        "videoconf-1998",
+        "-d",
+        "3s",
+        "--json",
+    ]));
+    assert_eq!(
+        f64_at(&again, "/summary/packets_sent") + f64_at(&again, "/summary/lost_by_sender"),
+        f64_at(&v, "/summary/packets_sent") + f64_at(&v, "/summary/lost_by_sender"),
+        "{:#} {:#}",
+        again["client"]["sender"],
+        v["client"]["sender"]
+    );
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--traffic",
+        "poisson:pps=500,size=uniform:100..1000",
+        "-d",
+        "1s",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_one_line_error(
+        &flowlab(&["test", &agent.addr, "--traffic", "pareto-gaps"]),
+        "invalid traffic",
+    );
+    assert_one_line_error(
+        &flowlab(&["test", &agent.addr, "--tcp", "--preset", "voip-g711"]),
+        "traffic models run over UDP",
+    );
+}

@@ -271,6 +271,16 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
     if spec.flows == 0 {
         return Err("a test needs at least one flow".into());
     }
+    if let Some(traffic) = &spec.traffic {
+        if spec.protocol == Protocol::Tcp {
+            return Err(
+                "traffic models run over UDP; a TCP flow is paced messages of --size".into(),
+            );
+        }
+        traffic
+            .validate()
+            .map_err(|e| format!("traffic model: {e}"))?;
+    }
     if spec.rate_bps == Some(0) {
         return Err("rate must be above 0 bit/s".into());
     }
@@ -526,6 +536,8 @@ pub fn flow_params(spec: &TestSpec, session: u32) -> FlowParams {
         packet_log: spec.packet_log,
         busy_poll: spec.busy_poll,
         socket: spec.socket.clone(),
+        traffic: spec.traffic.clone(),
+        seed: spec.seed,
     }
 }
 
@@ -678,6 +690,8 @@ mod tests {
             busy_poll: false,
             packet_log: false,
             socket: Default::default(),
+            traffic: None,
+            seed: 1,
         }
     }
 

@@ -327,6 +327,8 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         busy_poll: false,
         packet_log: false,
         socket: Default::default(),
+        traffic: None,
+        seed: 1,
     }
 }
 
@@ -755,6 +757,8 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
             send_buffer: Some(256 * 1024),
             ..Default::default()
         },
+        traffic: None,
+        seed: 7,
     }
 }
 

@@ -34,7 +34,7 @@ pub const MAX_LATENESS_NS: u64 = 10_000_000;
 pub const BUSY_POLL_US: u32 = 50;
 
 /// The flow one role carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FlowParams {
     pub session: u32,
     /// `None`: as fast as possible.
@@ -48,6 +48,9 @@ pub struct FlowParams {
     /// Busy-poll receiving sockets: lower latency for one spinning core.
     pub busy_poll: bool,
     pub socket: flowlab_wire::SocketOptions,
+    /// A traffic model instead of the constant rate, and its seed.
+    pub traffic: Option<flowlab_traffic::TrafficSpec>,
+    pub seed: u64,
 }
 
 impl FlowParams {
@@ -63,12 +66,51 @@ impl FlowParams {
             .map(|r| r as f64 / (f64::from(self.size.max(1)) * 8.0))
     }
 
-    /// A pacer for this flow starting at `start_mono_ns` on the monotonic clock.
+    /// Whether a traffic model, not the constant rate, decides packet times and sizes.
+    pub fn modelled(&self) -> bool {
+        self.traffic.is_some()
+    }
+
+    /// The pacer of flow `index` starting at `start_mono_ns` on the monotonic clock: the
+    /// constant-rate schedule, or the flow's traffic model (sub-flow `index` of a preset, or
+    /// the model seeded for this flow).
+    fn pacer_for(&self, index: usize, start_mono_ns: u64, max_batch: u64) -> Result<Pacer, String> {
+        let config = self.pacer_config(start_mono_ns, max_batch);
+        let Some(spec) = &self.traffic else {
+            return Ok(Pacer::new(config));
+        };
+        let no_files = |path: &str| Err(format!("file {path} was not embedded in the test"));
+        let mut sources = spec
+            .build(
+                flowlab_traffic::derive_seed(self.seed, index as u64),
+                &no_files,
+            )
+            .map_err(|e| e.to_string())?;
+        let pick = if sources.len() > 1 {
+            index % sources.len()
+        } else {
+            0
+        };
+        if pick >= sources.len() {
+            return Err("the traffic model produced no source".into());
+        }
+        Ok(Pacer::from_source(
+            sources.swap_remove(pick),
+            start_mono_ns,
+            config,
+        ))
+    }
+
+    /// A pacer for this flow's constant rate starting at `start_mono_ns`.
     fn pacer(&self, start_mono_ns: u64, max_batch: u64) -> Pacer {
+        Pacer::new(self.pacer_config(start_mono_ns, max_batch))
+    }
+
+    fn pacer_config(&self, start_mono_ns: u64, max_batch: u64) -> PacerConfig {
         let schedule = self
             .rate_bps
             .and_then(|rate| PacedSchedule::new(start_mono_ns, rate, self.size).ok());
-        Pacer::new(PacerConfig {
+        PacerConfig {
             schedule,
             end: EndCondition {
                 until_ns: self
@@ -79,7 +121,7 @@ impl FlowParams {
             train_window_ns: TRAIN_WINDOW_NS,
             max_batch,
             max_lateness_ns: MAX_LATENESS_NS,
-        })
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::EchoReport;
 use flowlab_sys::{clock, udp};
 use flowlab_traffic::Action;
-use flowlab_wire::{ProbeHeader, ProbeRepr};
+use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
 
 use crate::readiness::Readiness;
 use crate::{
@@ -28,23 +28,38 @@ const MAX_GSO_BYTES: usize = 65_507;
 /// matter less than keeping up.
 const GRO_FROM_PACKETS_PER_SEC: f64 = 50_000.0;
 
-/// Contiguous packets of one train: GSO sends them as one buffer, sendmmsg as slices.
+/// Packets of one train, each in a slot of `stride` bytes: GSO sends uniform trains as one
+/// buffer, sendmmsg sends each packet's `len` bytes.
 struct Train {
-    size: usize,
+    stride: usize,
+    lens: Vec<usize>,
     bytes: Vec<u8>,
 }
 
 impl Train {
-    fn new(size: usize, max_packets: usize) -> Self {
-        let mut bytes = vec![0u8; size * max_packets];
-        for packet in bytes.chunks_mut(size) {
+    fn new(stride: usize, max_packets: usize) -> Self {
+        let mut bytes = vec![0u8; stride * max_packets];
+        for packet in bytes.chunks_mut(stride) {
             fill_payload(packet);
         }
-        Train { size, bytes }
+        Train {
+            stride,
+            lens: vec![stride; max_packets],
+            bytes,
+        }
     }
 
-    fn stamp(&mut self, count: usize, session: u32, first_seq: u64, sent_ns: u64) {
-        for (i, packet) in self.bytes.chunks_mut(self.size).take(count).enumerate() {
+    /// Stamps the first `count` packets; `len(i)` is packet `i`'s size, at most the stride.
+    fn stamp(
+        &mut self,
+        count: usize,
+        session: u32,
+        first_seq: u64,
+        sent_ns: u64,
+        len: impl Fn(usize) -> usize,
+    ) {
+        for (i, packet) in self.bytes.chunks_mut(self.stride).take(count).enumerate() {
+            self.lens[i] = len(i).clamp(PROBE_HEADER_LEN, self.stride);
             ProbeRepr {
                 flags: 0,
                 session,
@@ -56,12 +71,17 @@ impl Train {
         }
     }
 
+    fn len(&self, i: usize) -> usize {
+        self.lens[i]
+    }
+
     /// Hands the first `count` packets to the kernel; returns how many it took. `wait`:
     /// block for buffer space (max rate) or not (paced: a full buffer is a loss).
     fn send(&self, sock: &UdpSocket, count: usize, gso: bool, wait: bool) -> io::Result<usize> {
-        if gso && count > 1 {
-            let buf = &self.bytes[..self.size * count];
-            let segment = self.size as u16;
+        let uniform = self.lens[..count].iter().all(|&l| l == self.stride);
+        if gso && uniform && count > 1 {
+            let buf = &self.bytes[..self.stride * count];
+            let segment = self.stride as u16;
             let sent = if wait {
                 udp::send_gso(sock, buf, segment)
             } else {
@@ -69,7 +89,13 @@ impl Train {
             };
             sent.map(|_| count)
         } else {
-            let slices: Vec<&[u8]> = self.bytes.chunks(self.size).take(count).collect();
+            let slices: Vec<&[u8]> = self
+                .bytes
+                .chunks(self.stride)
+                .zip(&self.lens)
+                .take(count)
+                .map(|(slot, &len)| &slot[..len])
+                .collect();
             if wait {
                 udp::send_batch(sock, &slices)
             } else {
@@ -156,14 +182,14 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores);
     let share = socks.len().div_ceil(loops).max(1);
-    let mut shares = socks.chunks(share);
-    let first = shares.next().unwrap_or(&[]);
+    let mut shares = socks.chunks(share).enumerate();
+    let (_, first) = shares.next().unwrap_or((0, &[]));
     let (mut meter, mut error, worker_cpu_ns) = std::thread::scope(|scope| {
         let workers: Vec<_> = shares
-            .map(|chunk| {
+            .map(|(n, chunk)| {
                 scope.spawn(move || {
                     let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
-                    let out = send_loop(chunk, flow, stop);
+                    let out = send_loop(chunk, n * share, flow, stop);
                     let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
                     (
                         out,
@@ -175,7 +201,7 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
                 })
             })
             .collect();
-        let (mut meter, mut error) = send_loop(first, flow, stop);
+        let (mut meter, mut error) = send_loop(first, 0, flow, stop);
         let mut cpu = (0, 0);
         for worker in workers {
             match worker.join() {
@@ -206,6 +232,7 @@ const FLOWS_PER_LOOP: usize = 128;
 /// One event loop: sends `socks`' flows, returns its meter (flows numbered from 0).
 fn send_loop(
     socks: &[UdpSocket],
+    first_flow: usize,
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
@@ -218,23 +245,31 @@ fn send_loop(
     // Transmit stamps are matched one per datagram, so they rule out GSO trains.
     let stamping = flow.socket.tx_timestamps && paced;
     let mut departures = Departures::new(socks.len());
-    let mut gso =
-        !stamping && size * 2 <= MAX_GSO_BYTES && socks.first().is_some_and(udp::gso_supported);
+    let mut gso = !stamping
+        && !flow.modelled()
+        && size * 2 <= MAX_GSO_BYTES
+        && socks.first().is_some_and(udp::gso_supported);
+    // A traffic model picks each packet's size: slots must hold the largest datagram.
+    let stride = if flow.modelled() { MAX_GSO_BYTES } else { size };
     let max_train = if gso {
         (MAX_GSO_BYTES / size).min(MAX_BATCH as usize)
     } else {
         MAX_BATCH as usize
     };
-    let mut train = Train::new(size, max_train);
+    let mut train = Train::new(stride, max_train);
     let start = clock::monotonic_ns();
     let realtime_offset = clock::realtime_minus_monotonic_ns();
     // Flows start spread over one packet interval, so they do not all leave in lockstep.
     let stagger = flow
         .interval_ns()
         .map_or(0, |i| i / socks.len().max(1) as u64);
-    let mut pacers: Vec<_> = (0..socks.len())
-        .map(|i| flow.pacer(start + stagger * i as u64, max_train as u64))
+    let pacers: Result<Vec<_>, String> = (0..socks.len())
+        .map(|i| flow.pacer_for(first_flow + i, start + stagger * i as u64, max_train as u64))
         .collect();
+    let mut pacers = match pacers {
+        Ok(p) => p,
+        Err(e) => return (meter, Some(format!("traffic model: {e}"))),
+    };
     let mut seqs = vec![0u64; socks.len()];
     let mut due: BinaryHeap<Reverse<(u64, usize)>> = (0..socks.len())
         .map(|i| Reverse((start + stagger * i as u64, i)))
@@ -259,7 +294,10 @@ fn send_loop(
         };
         let now_mono = clock::monotonic_ns();
         let sent_ns = now_mono.saturating_add_signed(realtime_offset);
-        train.stamp(count, flow.session, seqs[i], sent_ns);
+        let pacer = &pacers[i];
+        train.stamp(count, flow.session, seqs[i], sent_ns, |k| {
+            pacer.size(first + k as u64).map_or(size, |s| s as usize)
+        });
         let mut sent = train.send(&socks[i], count, gso, !paced);
         if gso
             && sent
@@ -292,7 +330,7 @@ fn send_loop(
         }
         for k in 0..taken {
             let deadline = pacers[i].deadline(first + k as u64);
-            meter.on_sent(i, seqs[i], flow.size, sent_ns, deadline, now_mono);
+            meter.on_sent(i, seqs[i], train.len(k) as u32, sent_ns, deadline, now_mono);
             if let (true, Some(deadline)) = (stamping, deadline) {
                 departures.on_sent(i, deadline);
             }

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 
 use flowlab_results::{IntervalReport, PacketRecord, SideReport};
+use flowlab_traffic::TrafficSpec;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -117,7 +118,7 @@ pub enum Direction {
 }
 
 /// What the client asks the agent to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestSpec {
     pub protocol: Protocol,
@@ -141,6 +142,11 @@ pub struct TestSpec {
     pub packet_log: bool,
     /// How both ends set up their data sockets.
     pub socket: SocketOptions,
+    /// A traffic model instead of the constant rate (UDP): when packets leave and how big they
+    /// are. Files it names are embedded by the client, so the agent needs none.
+    pub traffic: Option<TrafficSpec>,
+    /// Seed of random traffic models: the same seed replays the same traffic.
+    pub seed: u64,
 }
 
 /// Data-socket settings, applied at both ends.
@@ -362,6 +368,8 @@ mod tests {
             busy_poll: false,
             packet_log: false,
             socket: SocketOptions::default(),
+            traffic: None,
+            seed: 1,
         }
     }
 
@@ -372,7 +380,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false}}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false},"traffic":null,"seed":1}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);

@@ -30,6 +30,9 @@ pub enum Command {
         after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv"
     )]
     Test(Box<TestArgs>),
+    /// Run a scenario (ATM switches, IP routers, links, flows) in the deterministic simulator.
+    #[command(after_help = "Examples:\n  flowlab sim examples/sim/e1-aquila-ip.toml\n  flowlab sim examples/sim/tcp-190ms.toml --seed 7 --json\n  flowlab sim examples/sim/policing-cdvt.toml --duration 5s")]
+    Sim(crate::sim_cmd::SimArgs),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
@@ -137,6 +140,25 @@ pub struct TestArgs {
     /// measure when packets really left ("departure error" beside the schedule error).
     #[arg(long)]
     pub tx_timestamps: bool,
+    /// DiffServ code point of the test packets: ef, af11..af43, cs0..cs7, be, or 0..63.
+    #[arg(long, value_parser = parse_dscp)]
+    pub dscp: Option<u8>,
+    /// Socket priority of the test packets on their host (SO_PRIORITY).
+    #[arg(long)]
+    pub priority: Option<u32>,
+    /// Firewall/routing mark of the test packets (SO_MARK; needs CAP_NET_ADMIN).
+    #[arg(long)]
+    pub mark: Option<u32>,
+    /// TCP maximum segment size (TCP_MAXSEG).
+    #[arg(long, value_parser = parse_socket_buffer)]
+    pub mss: Option<u32>,
+    /// TCP window clamp in bytes (TCP_WINDOW_CLAMP).
+    #[arg(long, value_parser = parse_socket_buffer)]
+    pub window_clamp: Option<u32>,
+    /// The receiving application reads at most this rate (a slow reader, e.g. 1M): its socket
+    /// buffer fills, delay rises by the buffer's worth, then the buffer drops packets. UDP.
+    #[arg(long, value_parser = parse_read_rate)]
+    pub read_rate: Option<u64>,
     /// TCP congestion control (cubic, reno, bbr, ... as the kernel has them).
     #[arg(long)]
     pub congestion: Option<String>,
@@ -161,6 +183,17 @@ pub struct TestArgs {
     /// How long to wait for packets still in flight after the last one is sent.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub drain: Duration,
+}
+
+fn parse_dscp(s: &str) -> Result<u8, String> {
+    flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())
+}
+
+fn parse_read_rate(s: &str) -> Result<u64, String> {
+    match parse_rate(s).map_err(|e| e.to_string())? {
+        Rate::BitsPerSec(r) => Ok(r),
+        Rate::Max => Err("a read rate must be a number of bit/s, not 'max'".into()),
+    }
 }
 
 /// A socket buffer size: bytes, at most 2 GiB (the kernel's int).

@@ -4,6 +4,7 @@ mod args;
 mod demo;
 mod output;
 mod serve;
+mod sim_cmd;
 mod test_cmd;
 
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         args::Command::Serve(a) => serve::run(a),
         args::Command::Test(a) => test_cmd::run(*a),
         args::Command::Demo(a) => demo::run(a),
+        args::Command::Sim(a) => sim_cmd::run(a),
     };
     match result {
         Ok(code) => code,

@@ -503,3 +503,21 @@ fn presets_and_traffic_models_run_with_one_flow_per_sub_flow() {
         "traffic models run over UDP",
     );
 }
+
+#[test]
+fn sim_runs_a_scenario_deterministically_and_names_bad_lines() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sim/e1-aquila-ip.toml");
+    let run = || flowlab(&["sim", file, "--duration", "2s", "--json"]);
+    let (a, b) = (run(), run());
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert_eq!(a.stdout, b.stdout, "same file and seed: bit-identical output");
+    assert!(json(&a)["schema_version"].is_number());
+    let bad = std::env::temp_dir().join(format!("flowlab-bad-{}.toml", std::process::id()));
+    std::fs::write(&bad, "[sim]\nduration = \"1s\"\n\n[[link]]\nfrom = \"a\"\nto = \"nowhere\"\nrate = \"1M\"\n").unwrap();
+    let o = flowlab(&["sim", bad.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(err.contains(&format!("{}:", bad.display())), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_file(bad);
+}

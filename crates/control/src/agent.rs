@@ -271,6 +271,12 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
     if spec.flows == 0 {
         return Err("a test needs at least one flow".into());
     }
+    if spec.socket.dscp.is_some_and(|d| d > 63) {
+        return Err("a DSCP is 0..=63".into());
+    }
+    if spec.socket.read_rate_bps.is_some() && spec.protocol == Protocol::Tcp {
+        return Err("--read-rate models a slow UDP reader; TCP's own flow control slows its sender".into());
+    }
     if let Some(traffic) = &spec.traffic {
         if spec.protocol == Protocol::Tcp {
             return Err(

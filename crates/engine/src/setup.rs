@@ -9,8 +9,24 @@ use flowlab_sys::{socket, tcp, udp};
 
 use crate::FlowParams;
 
-fn common(fd: impl AsFd + Copy, flow: &FlowParams, sending: bool, notes: &mut Vec<String>) {
+fn common(fd: impl AsFd + Copy, ipv6: bool, flow: &FlowParams, sending: bool, notes: &mut Vec<String>) {
     let o = &flow.socket;
+    if let Some(dscp) = o.dscp {
+        // DSCP is the top six bits of the former TOS byte; ECN bits stay 0.
+        if let Err(e) = socket::set_tos(fd, dscp << 2, ipv6) {
+            notes.push(format!("DSCP {dscp} not set: {e}"));
+        }
+    }
+    if let Some(priority) = o.priority {
+        if let Err(e) = socket::set_priority(fd, priority) {
+            notes.push(format!("socket priority {priority} not set: {e}"));
+        }
+    }
+    if let Some(mark) = o.mark {
+        if let Err(e) = socket::set_mark(fd, mark) {
+            notes.push(format!("SO_MARK {mark} not set (needs CAP_NET_ADMIN): {e}"));
+        }
+    }
     if o.send_buffer.is_some() || o.recv_buffer.is_some() {
         let (send, recv) = (
             o.send_buffer.map(|b| b as usize),
@@ -40,7 +56,8 @@ fn common(fd: impl AsFd + Copy, flow: &FlowParams, sending: bool, notes: &mut Ve
 pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> Vec<String> {
     let mut notes = Vec::new();
     for sock in socks {
-        common(sock, flow, sending, &mut notes);
+        let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
+        common(sock, ipv6, flow, sending, &mut notes);
     }
     notes.dedup();
     if flow.socket.kernel_pacing && sending && flow.rate_bps.is_some() {
@@ -77,7 +94,18 @@ pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> V
 pub fn configure_tcp(streams: &[TcpStream], flow: &FlowParams, sending: bool) -> Vec<String> {
     let mut notes = Vec::new();
     for stream in streams {
-        common(stream, flow, sending, &mut notes);
+        let ipv6 = stream.local_addr().is_ok_and(|a| a.is_ipv6());
+        common(stream, ipv6, flow, sending, &mut notes);
+        if let Some(mss) = flow.socket.mss {
+            if let Err(e) = tcp::set_mss(stream, mss) {
+                notes.push(format!("TCP MSS {mss} not set: {e}"));
+            }
+        }
+        if let Some(clamp) = flow.socket.window_clamp {
+            if let Err(e) = tcp::set_window_clamp(stream, clamp) {
+                notes.push(format!("TCP window clamp {clamp} not set: {e}"));
+            }
+        }
         if let Some(cc) = &flow.socket.congestion {
             if let Err(e) = tcp::set_congestion_control(stream, cc) {
                 notes.push(format!("congestion control '{cc}' not set: {e}"));

@@ -394,16 +394,34 @@ pub fn udp_receive(
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> ReceiverOutcome {
-    let gro = prepare_receivers(socks, flow, wants_gro(flow));
+    // A slow reader takes one datagram at a time, never coalesced.
+    let read_rate = flow.socket.read_rate_bps.filter(|&r| r > 0);
+    let gro = prepare_receivers(socks, flow, read_rate.is_none() && wants_gro(flow));
     let mut meter = ReceiverMeter::new(socks.len(), round_trip, flow.packet_log);
-    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
+    let batch_size = if read_rate.is_some() { 1 } else { MAX_BATCH as usize };
+    let mut batch = udp::RecvBatch::new(batch_size, MAX_RECEIVE);
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
+    let mut next_read_ns = 0u64;
     let mut error = None;
     match Readiness::new(socks, flow.busy_poll) {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) {
                 let result = ready.each_ready(|i| {
+                    if let Some(rate) = read_rate {
+                        slow_reader_wait(&mut next_read_ns, stop);
+                        let n = udp::recv_batch(&socks[i], &mut batch)?;
+                        if n > 0 {
+                            let meta = batch.meta(0);
+                            let bits = meta.len as u64 * 8;
+                            next_read_ns = next_read_ns.max(clock::monotonic_ns()) + bits * 1_000_000_000 / rate;
+                            // The delay a slow application sees ends when it reads, not when
+                            // the kernel queued the datagram.
+                            let read_now = udp::RecvMeta { kernel_rx_ns: None, ..meta };
+                            record_datagram(&mut meter, i, flow.session, batch.payload(0), read_now);
+                        }
+                        return Ok(n);
+                    }
                     let n = udp::recv_batch(&socks[i], &mut batch)?;
                     for k in 0..n {
                         record_datagram(
@@ -435,6 +453,18 @@ pub fn udp_receive(
         report,
         log: meter.take_log(),
         error,
+    }
+}
+
+/// Sleeps until a slow reader may read again (no spin: its timing is coarse by design).
+fn slow_reader_wait(next_read_ns: &mut u64, stop: &AtomicBool) {
+    loop {
+        let now = clock::monotonic_ns();
+        if now >= *next_read_ns || stopped(stop) {
+            return;
+        }
+        let wait = (*next_read_ns - now).min(crate::POLL_PERIOD.as_nanos() as u64);
+        std::thread::sleep(std::time::Duration::from_nanos(wait));
     }
 }
 

@@ -166,6 +166,18 @@ pub struct SocketOptions {
     /// UDP: take kernel transmit timestamps (SO_TIMESTAMPING, software and, where the NIC
     /// has them, hardware) to measure when packets really left.
     pub tx_timestamps: bool,
+    /// DiffServ code point (0..=63) in the IP header (IP_TOS / IPV6_TCLASS, ECN bits 0).
+    pub dscp: Option<u8>,
+    /// SO_PRIORITY: the queueing priority of the sender's packets on its host.
+    pub priority: Option<u32>,
+    /// SO_MARK (needs CAP_NET_ADMIN): a firewall/routing mark.
+    pub mark: Option<u32>,
+    /// TCP_MAXSEG and TCP_WINDOW_CLAMP.
+    pub mss: Option<u32>,
+    pub window_clamp: Option<u32>,
+    /// The receiving application reads at most this many bit/s (a slow reader): its socket
+    /// buffer fills, delay grows by the buffer's worth, then the buffer drops packets.
+    pub read_rate_bps: Option<u64>,
 }
 
 /// One control message.
@@ -380,7 +392,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false},"traffic":null,"seed":1}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"mss":null,"window_clamp":null,"read_rate_bps":null},"traffic":null,"seed":1}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);

@@ -1,0 +1,1344 @@
+//! The discrete-event engine: sans-IO models (atm ports, qos schedulers, qos TCP) driven by a
+//! virtual clock.
+//!
+//! One future-event list ordered by (time, insertion number) makes a run a pure function of
+//! the scenario and the seed. Each schedulable thing (a flow, an output port, a link's cells in
+//! flight, a shaper, a background source) has at most one live wake-up it relies on; stale
+//! wake-ups are harmless. Cells inside switches are `CellMeta` (12 bytes); a link in flight is
+//! a FIFO of (arrival time, unit), since one link delivers in order.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use flowlab_atm::gcra::{Policer, PolicerVerdict};
+use flowlab_atm::replicate::LoopStep;
+use flowlab_atm::{
+    cells_per_packet, CellMeta, Contract, Departure, Encapsulation, ExactNs, OutputPort,
+    PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
+};
+use flowlab_qos::classify::{Classifier, Rule};
+use flowlab_qos::sched::{
+    ClassSpec as QClassSpec, Drr, Fifo, PqWfq, QueueLimit, Scheduler, StrictPriority, Wfq,
+};
+use flowlab_qos::tcp::{
+    connect, Ack, Data, ReceiverConfig, Segment, SenderConfig, TcpReceiver, TcpSender,
+};
+use flowlab_qos::{PacketMeta, Verdict};
+use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
+use flowlab_stats::LatencyStats;
+use flowlab_traffic::PacedSchedule;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::report::{
+    BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
+};
+use crate::scenario::{Model, NodeKind, Protocol, SchedKind, SchedSpec};
+
+const NEVER: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ev {
+    /// A flow's source or TCP timers.
+    Flow(u32),
+    /// An output port's next transmission.
+    Iface(u32),
+    /// The next unit in flight on an interface's link reaches the far end.
+    Arrive(u32),
+    /// A shaped stream's next cell may leave.
+    Shape(u32),
+    /// A background source's next cell (or a recirculating cell's return).
+    Bg(u32),
+}
+
+struct Entry {
+    at: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Cell(CellMeta),
+    Packet { stream: u32, frame: u32 },
+}
+
+enum IfaceKind {
+    /// A cell-level port: every ATM switch port, and a host's ATM adapter.
+    Atm(Box<OutputPort>),
+    /// A packet scheduler, over an IP link or (on routers) over ATM via AAL5.
+    Ip(IpIface),
+}
+
+struct IpIface {
+    sched: Box<dyn Scheduler>,
+    classifier: Classifier,
+    class_names: Vec<String>,
+    /// The transmit ring: packets handed from the scheduler to the line; the head is on the
+    /// wire. A ring of 1 is a pure scheduler.
+    ring: VecDeque<PacketMeta>,
+    ring_size: usize,
+    rate_bps: u64,
+    busy_start: u64,
+    busy_bits: u128,
+    busy_end: u64,
+    cur: Option<(u64, u64)>,
+    over_atm: Option<Encapsulation>,
+    packets_dropped: u64,
+}
+
+struct Iface {
+    name: String,
+    to: usize,
+    delay_ns: u64,
+    rate_bps: u64,
+    kind: IfaceKind,
+    flight: VecDeque<(u64, Unit)>,
+    wake: u64,
+    arrive_wake: u64,
+    atm_encap: Option<Encapsulation>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Payload {
+    Udp {
+        seq: u64,
+    },
+    PingReq {
+        seq: u64,
+    },
+    PingEcho {
+        seq: u64,
+        req_sent: u64,
+        echoed: u64,
+    },
+    Seg {
+        seg: Segment,
+        txn: u64,
+    },
+    Ack(Ack),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pkt {
+    size: u32,
+    cells: u32,
+    sent_ns: u64,
+    payload: Payload,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Reasm {
+    active: bool,
+    frame: u32,
+    count: u32,
+    broken: bool,
+}
+
+struct Stream {
+    flow: usize,
+    reverse: bool,
+    path: Vec<usize>,
+    ifaces: Vec<usize>,
+    dscp: u8,
+    inflight: VecDeque<Pkt>,
+    base: u32,
+    next_frame: u32,
+    reasm: Vec<Reasm>,
+    police_hop: Option<usize>,
+    policer: Option<Policer>,
+    shaper: Option<Shaper>,
+    shape_q: VecDeque<CellMeta>,
+    shape_wake: u64,
+}
+
+enum Source {
+    Udp(PacedSchedule),
+    Ping { interval_ns: u64 },
+    Tcp(Box<(TcpSender, TcpReceiver)>),
+}
+
+struct FlowRt {
+    source: Source,
+    next_k: u64,
+    fwd: usize,
+    rev: usize,
+    wake: u64,
+    sender: SenderMeter,
+    receiver: ReceiverMeter,
+    one_way: LatencyStats,
+    sent: u64,
+    txn: u64,
+    finished_ns: Option<u64>,
+}
+
+struct Background {
+    port_iface: usize,
+    next_ns: u64,
+    k: u64,
+    interval: ExactNs,
+    mean_ns: f64,
+    frame: u32,
+    in_frame: u32,
+    injected: u64,
+    returns: VecDeque<(u64, CellMeta)>,
+    recirc: RecirculationLoop,
+    wake: u64,
+}
+
+enum VcOwner {
+    Stream(usize),
+    Background(usize),
+}
+
+pub(crate) struct Sim<'m> {
+    m: &'m Model,
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+    now: u64,
+    end_ns: u64,
+    ifaces: Vec<Iface>,
+    streams: Vec<Stream>,
+    flows: Vec<FlowRt>,
+    bgs: Vec<Background>,
+    owners: Vec<VcOwner>,
+    rng: ChaCha8Rng,
+    events: u64,
+    cells_sent: u64,
+}
+
+fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
+    m.links.iter().enumerate().find_map(|(i, l)| {
+        if (l.a, l.b) == (from, to) {
+            Some(2 * i)
+        } else if (l.a, l.b) == (to, from) {
+            Some(2 * i + 1)
+        } else {
+            None
+        }
+    })
+}
+
+fn build_scheduler(spec: &SchedSpec) -> Box<dyn Scheduler> {
+    let limits: Vec<QueueLimit> = spec.classes.iter().map(|c| c.limit).collect();
+    let weighted = |cs: &[crate::scenario::ClassSpec]| -> Vec<QClassSpec> {
+        cs.iter()
+            .map(|c| QClassSpec::new(c.weight.max(1), c.limit))
+            .collect()
+    };
+    // The scenario was validated (classes non-empty, weights > 0), so these cannot fail; a
+    // FIFO is the fallback that keeps the engine panic-free regardless.
+    let fallback = || -> Box<dyn Scheduler> {
+        Box::new(Fifo::new(limits.len().max(1), QueueLimit::Unlimited).expect("one class"))
+    };
+    match spec.kind {
+        SchedKind::Fifo => Fifo::new(
+            spec.classes.len(),
+            limits.first().copied().unwrap_or(QueueLimit::Unlimited),
+        )
+        .map(|s| Box::new(s) as Box<dyn Scheduler>)
+        .unwrap_or_else(|_| fallback()),
+        SchedKind::Priority => StrictPriority::new(&limits)
+            .map(|s| Box::new(s) as Box<dyn Scheduler>)
+            .unwrap_or_else(|_| fallback()),
+        SchedKind::Wfq => Wfq::new(&weighted(&spec.classes))
+            .map(|s| Box::new(s) as Box<dyn Scheduler>)
+            .unwrap_or_else(|_| fallback()),
+        SchedKind::Drr => Drr::new(&weighted(&spec.classes))
+            .map(|s| Box::new(s) as Box<dyn Scheduler>)
+            .unwrap_or_else(|_| fallback()),
+        SchedKind::PqWfq => {
+            let k = spec.classes.iter().take_while(|c| c.priority).count();
+            PqWfq::new(&limits[..k], &weighted(&spec.classes[k..]))
+                .map(|s| Box::new(s) as Box<dyn Scheduler>)
+                .unwrap_or_else(|_| fallback())
+        }
+    }
+}
+
+fn contract_of(c: &crate::scenario::ContractSpec, cdvt_ns: u64) -> Option<Contract> {
+    let peak = ExactNs::new(424 * 1_000_000_000, u128::from(c.pcr_bps))?;
+    match c.scr_bps {
+        None => Contract::cbr(peak, cdvt_ns).ok(),
+        Some(scr) => {
+            let sus = ExactNs::new(424 * 1_000_000_000, u128::from(scr))?;
+            Contract::vbr(peak, cdvt_ns, sus, c.mbs).ok()
+        }
+    }
+}
+
+impl<'m> Sim<'m> {
+    pub(crate) fn new(m: &'m Model, seed: u64) -> Sim<'m> {
+        let mut ifaces = Vec::with_capacity(m.links.len() * 2);
+        for l in &m.links {
+            for (from, to) in [(l.a, l.b), (l.b, l.a)] {
+                let from_kind = m.nodes[from].kind;
+                let kind = match (&l.atm, from_kind) {
+                    (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
+                        let buffer = if from_kind == NodeKind::Host {
+                            a.host_buffer_cells
+                        } else {
+                            a.buffer_cells
+                        };
+                        let mut cfg = PortConfig::new(a.line, buffer);
+                        if from_kind == NodeKind::AtmSwitch {
+                            cfg.epd_threshold = a.epd;
+                            cfg.ppd = a.ppd;
+                            cfg.clp1_threshold = a.clp_threshold;
+                        }
+                        IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
+                    }
+                    _ => {
+                        let mut classifier = Classifier::new(l.sched.default_class);
+                        for (i, c) in l.sched.classes.iter().enumerate() {
+                            for &d in &c.dscps {
+                                classifier.push(Rule::to_class(i).dscp(d));
+                            }
+                        }
+                        IfaceKind::Ip(IpIface {
+                            sched: build_scheduler(&l.sched),
+                            classifier,
+                            class_names: l.sched.classes.iter().map(|c| c.name.clone()).collect(),
+                            ring: VecDeque::new(),
+                            ring_size: l.tx_ring.max(1),
+                            rate_bps: l.rate_bps.max(1),
+                            busy_start: 0,
+                            busy_bits: 0,
+                            busy_end: 0,
+                            cur: None,
+                            over_atm: l.atm.as_ref().map(|a| a.encap),
+                            packets_dropped: 0,
+                        })
+                    }
+                };
+                ifaces.push(Iface {
+                    name: format!("{}->{}", m.nodes[from].name, m.nodes[to].name),
+                    to,
+                    delay_ns: l.delay_ns,
+                    rate_bps: l.rate_bps,
+                    kind,
+                    flight: VecDeque::new(),
+                    wake: NEVER,
+                    arrive_wake: NEVER,
+                    atm_encap: l.atm.as_ref().map(|a| a.encap),
+                });
+            }
+        }
+
+        let mut streams = Vec::new();
+        let mut flows = Vec::new();
+        let mut owners = Vec::new();
+        for (fi, f) in m.flows.iter().enumerate() {
+            for reverse in [false, true] {
+                let mut path = f.path.clone();
+                if reverse {
+                    path.reverse();
+                }
+                let hops: Vec<usize> = path
+                    .windows(2)
+                    .filter_map(|w| iface_of(m, w[0], w[1]))
+                    .collect();
+                let police_hop = (!reverse && f.police.is_some())
+                    .then(|| {
+                        path.iter()
+                            .position(|&n| m.nodes[n].kind == NodeKind::AtmSwitch)
+                    })
+                    .flatten();
+                let policer = police_hop.and(f.contract.as_ref()).and_then(|c| {
+                    contract_of(c, c.cdvt_ns)
+                        .map(|k| Policer::new(k, f.police.unwrap_or(PolicingAction::Drop)))
+                });
+                let shaper = (!reverse && f.shape)
+                    .then(|| {
+                        f.contract
+                            .as_ref()
+                            .and_then(|c| contract_of(c, 0))
+                            .map(Shaper::new)
+                    })
+                    .flatten();
+                let sid = streams.len();
+                for &i in &hops {
+                    if let IfaceKind::Atm(port) = &mut ifaces[i].kind {
+                        port.set_vc(VcId(sid as u32), f.service);
+                    }
+                }
+                streams.push(Stream {
+                    flow: fi,
+                    reverse,
+                    reasm: vec![Reasm::default(); path.len()],
+                    path,
+                    ifaces: hops,
+                    dscp: f.dscp,
+                    inflight: VecDeque::new(),
+                    base: 0,
+                    next_frame: 0,
+                    police_hop,
+                    policer,
+                    shaper,
+                    shape_q: VecDeque::new(),
+                    shape_wake: NEVER,
+                });
+                owners.push(VcOwner::Stream(sid));
+            }
+            let source = match f.protocol {
+                Protocol::Udp { rate_bps } => {
+                    match PacedSchedule::new(f.start_ns, rate_bps, f.size) {
+                        Ok(s) => Source::Udp(s),
+                        Err(_) => Source::Ping { interval_ns: NEVER },
+                    }
+                }
+                Protocol::Ping { interval_ns } => Source::Ping { interval_ns },
+                Protocol::Tcp => {
+                    let t = &f.tcp;
+                    let sc = SenderConfig {
+                        mss: t.mss.max(1),
+                        send_buffer: t.send_buffer.max(1),
+                        data: t.bytes.map_or(Data::Bulk, Data::Bytes),
+                        window_scaling: t.window_scaling,
+                        min_rto_ns: t.min_rto_ns,
+                        ..SenderConfig::default()
+                    };
+                    let rc = ReceiverConfig {
+                        buffer: t.window,
+                        window_scaling: t.window_scaling,
+                        delayed_ack_ns: t.delayed_ack_ns,
+                        ..ReceiverConfig::default()
+                    };
+                    match connect(sc, rc) {
+                        Ok(pair) => Source::Tcp(Box::new(pair)),
+                        Err(_) => Source::Ping { interval_ns: NEVER },
+                    }
+                }
+            };
+            let ping = matches!(f.protocol, Protocol::Ping { .. });
+            flows.push(FlowRt {
+                source,
+                next_k: 0,
+                fwd: 2 * fi,
+                rev: 2 * fi + 1,
+                wake: NEVER,
+                sender: SenderMeter::new(1, !matches!(f.protocol, Protocol::Tcp), false),
+                receiver: ReceiverMeter::new(1, ping, false),
+                one_way: LatencyStats::new(),
+                sent: 0,
+                txn: 0,
+                finished_ns: None,
+            });
+        }
+
+        let mut bgs = Vec::new();
+        for (bi, b) in m.backgrounds.iter().enumerate() {
+            let l = &m.links[b.link];
+            let port_iface = if l.a == b.node {
+                2 * b.link
+            } else {
+                2 * b.link + 1
+            };
+            let base = owners.len();
+            let vcs: Vec<VcId> = (0..b.passes).map(|p| VcId((base + p) as u32)).collect();
+            for &vc in &vcs {
+                if let IfaceKind::Atm(port) = &mut ifaces[port_iface].kind {
+                    port.set_vc(vc, b.service);
+                }
+                owners.push(VcOwner::Background(bi));
+            }
+            let interval = ExactNs::new(
+                424 * 1_000_000_000,
+                u128::from(b.cells_per_second_num.max(1)),
+            )
+            .unwrap_or(ExactNs::from_ns(1));
+            bgs.push(Background {
+                port_iface,
+                next_ns: b.start_ns,
+                k: 0,
+                interval,
+                mean_ns: interval.as_f64(),
+                frame: 0,
+                in_frame: 0,
+                injected: 0,
+                returns: VecDeque::new(),
+                recirc: RecirculationLoop::new(vcs, b.loop_delay_ns),
+                wake: NEVER,
+            });
+        }
+
+        Sim {
+            m,
+            heap: BinaryHeap::with_capacity(1024),
+            seq: 0,
+            now: 0,
+            end_ns: m.duration_ns.saturating_add(m.drain_ns),
+            ifaces,
+            streams,
+            flows,
+            bgs,
+            owners,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            events: 0,
+            cells_sent: 0,
+        }
+    }
+
+    fn push(&mut self, at: u64, ev: Ev) {
+        self.heap.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        }));
+        self.seq += 1;
+    }
+
+    /// Runs to the end and returns the figures.
+    pub(crate) fn run(
+        mut self,
+    ) -> (
+        Vec<FlowReport>,
+        Vec<PortReport>,
+        Vec<BackgroundReport>,
+        u64,
+        u64,
+    ) {
+        for f in 0..self.flows.len() {
+            let t = self.m.flows[f].start_ns;
+            self.flows[f].wake = t;
+            self.push(t, Ev::Flow(f as u32));
+        }
+        for b in 0..self.bgs.len() {
+            if self.m.backgrounds[b].start_ns < self.m.backgrounds[b].stop_ns {
+                let t = self.bgs[b].next_ns;
+                self.bgs[b].wake = t;
+                self.push(t, Ev::Bg(b as u32));
+            }
+        }
+        while let Some(Reverse(e)) = self.heap.pop() {
+            if e.at > self.end_ns {
+                break;
+            }
+            self.now = e.at;
+            self.events += 1;
+            match e.ev {
+                Ev::Flow(f) => {
+                    let f = f as usize;
+                    if self.flows[f].wake == e.at {
+                        self.flows[f].wake = NEVER;
+                    }
+                    self.pump_flow(f);
+                }
+                Ev::Iface(i) => {
+                    let i = i as usize;
+                    if self.ifaces[i].wake == e.at {
+                        self.ifaces[i].wake = NEVER;
+                    }
+                    self.service(i);
+                }
+                Ev::Arrive(i) => {
+                    let i = i as usize;
+                    if self.ifaces[i].arrive_wake == e.at {
+                        self.ifaces[i].arrive_wake = NEVER;
+                    }
+                    self.arrivals(i);
+                }
+                Ev::Shape(s) => {
+                    let s = s as usize;
+                    if self.streams[s].shape_wake == e.at {
+                        self.streams[s].shape_wake = NEVER;
+                    }
+                    self.shape_release(s);
+                }
+                Ev::Bg(b) => {
+                    let b = b as usize;
+                    if self.bgs[b].wake == e.at {
+                        self.bgs[b].wake = NEVER;
+                    }
+                    self.background(b);
+                }
+            }
+        }
+        self.reports()
+    }
+
+    fn ensure_iface(&mut self, i: usize) {
+        let next = match &self.ifaces[i].kind {
+            IfaceKind::Atm(p) => p.poll_timeout(),
+            IfaceKind::Ip(ip) => ip.cur.map(|(_, end)| end),
+        };
+        if let Some(t) = next {
+            if t < self.ifaces[i].wake || self.ifaces[i].wake < self.now {
+                self.ifaces[i].wake = t;
+                self.push(t, Ev::Iface(i as u32));
+            }
+        }
+    }
+
+    fn ensure_arrive(&mut self, i: usize) {
+        if let Some(&(t, _)) = self.ifaces[i].flight.front() {
+            if t < self.ifaces[i].arrive_wake || self.ifaces[i].arrive_wake < self.now {
+                self.ifaces[i].arrive_wake = t;
+                self.push(t, Ev::Arrive(i as u32));
+            }
+        }
+    }
+
+    fn ensure_flow(&mut self, f: usize, t: Option<u64>) {
+        if let Some(t) = t {
+            let t = t.max(self.now);
+            if t < self.flows[f].wake || self.flows[f].wake < self.now {
+                self.flows[f].wake = t;
+                self.push(t, Ev::Flow(f as u32));
+            }
+        }
+    }
+
+    /// Sources: emit what is due, run TCP, schedule the next wake-up.
+    fn pump_flow(&mut self, f: usize) {
+        let now = self.now;
+        let m = self.m;
+        let spec = &m.flows[f];
+        let stop = spec.stop_ns;
+        let count = spec.count.unwrap_or(u64::MAX);
+        let fwd = self.flows[f].fwd;
+        match &mut self.flows[f].source {
+            Source::Udp(sched) => {
+                let sched = *sched;
+                let mut next = None;
+                loop {
+                    let k = self.flows[f].next_k;
+                    let due = sched.deadline(k);
+                    if k >= count || due >= stop {
+                        break;
+                    }
+                    if due > now {
+                        next = Some(due);
+                        break;
+                    }
+                    self.flows[f].next_k += 1;
+                    self.emit(fwd, Payload::Udp { seq: k }, spec.size, Some(due));
+                }
+                self.ensure_flow(f, next);
+            }
+            Source::Ping { interval_ns } => {
+                let interval = *interval_ns;
+                if interval == NEVER {
+                    return;
+                }
+                let mut next = None;
+                loop {
+                    let k = self.flows[f].next_k;
+                    let due = spec.start_ns.saturating_add(k.saturating_mul(interval));
+                    if k >= count || due >= stop {
+                        break;
+                    }
+                    if due > now {
+                        next = Some(due);
+                        break;
+                    }
+                    self.flows[f].next_k += 1;
+                    self.emit(fwd, Payload::PingReq { seq: k }, spec.size, Some(due));
+                }
+                self.ensure_flow(f, next);
+            }
+            Source::Tcp(_) => self.pump_tcp(f),
+        }
+    }
+
+    fn pump_tcp(&mut self, f: usize) {
+        let now = self.now;
+        let stop = self.m.flows[f].stop_ns;
+        if now >= stop || self.flows[f].finished_ns.is_some() {
+            return;
+        }
+        let (fwd, rev) = (self.flows[f].fwd, self.flows[f].rev);
+        let mut segs: Vec<Segment> = Vec::new();
+        let mut acks: Vec<Ack> = Vec::new();
+        let next;
+        let finished;
+        {
+            let Source::Tcp(pair) = &mut self.flows[f].source else {
+                return;
+            };
+            let (tx, rx) = &mut **pair;
+            if tx.poll_timeout().is_some_and(|t| t <= now) {
+                tx.handle_timeout(now);
+            }
+            while let Some(s) = tx.poll_transmit(now) {
+                segs.push(s);
+            }
+            while let Some(a) = rx.poll_transmit(now) {
+                acks.push(a);
+            }
+            finished = tx.is_finished();
+            next = match (tx.poll_timeout(), rx.poll_timeout()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        if finished {
+            self.flows[f].finished_ns = Some(now);
+        }
+        for seg in segs {
+            let txn = self.flows[f].txn;
+            self.flows[f].txn += 1;
+            self.emit(fwd, Payload::Seg { seg, txn }, seg.wire_size, None);
+        }
+        for ack in acks {
+            self.emit(rev, Payload::Ack(ack), ack.wire_size, None);
+        }
+        if self.flows[f].finished_ns.is_none() {
+            self.ensure_flow(f, next.filter(|&t| t < stop));
+        }
+    }
+
+    /// A host sends a packet on `stream` (its first hop).
+    fn emit(&mut self, s: usize, payload: Payload, size: u32, deadline: Option<u64>) {
+        let now = self.now;
+        let st = &mut self.streams[s];
+        let frame = st.next_frame;
+        st.next_frame = st.next_frame.wrapping_add(1);
+        st.inflight.push_back(Pkt {
+            size,
+            cells: 0,
+            sent_ns: now,
+            payload,
+        });
+        if !st.reverse {
+            let fl = &mut self.flows[st.flow];
+            let seq = match payload {
+                Payload::Udp { seq } | Payload::PingReq { seq } => seq,
+                Payload::Seg { txn, .. } => txn,
+                _ => 0,
+            };
+            fl.sender.on_sent(0, seq, size, now, deadline, now);
+            fl.sent += 1;
+        }
+        self.forward(s, 0, frame);
+    }
+
+    /// Hands packet `frame` of stream `s` to the interface of hop `hop`.
+    fn forward(&mut self, s: usize, hop: usize, frame: u32) {
+        let now = self.now;
+        let Some(&i) = self.streams[s].ifaces.get(hop) else {
+            return;
+        };
+        let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
+            return;
+        };
+        let Some(size) = self.streams[s].inflight.get(idx).map(|p| p.size) else {
+            return;
+        };
+        let encap = self.ifaces[i].atm_encap;
+        match &mut self.ifaces[i].kind {
+            IfaceKind::Atm(port) => {
+                let n =
+                    cells_per_packet(size as usize, encap.unwrap_or(Encapsulation::LlcSnapRouted))
+                        as u32;
+                if let Some(p) = self.streams[s].inflight.get_mut(idx) {
+                    p.cells = n;
+                }
+                let vc = VcId(s as u32);
+                let st = &mut self.streams[s];
+                if hop == 0 && st.shaper.is_some() {
+                    let was_empty = st.shape_q.is_empty();
+                    for j in 0..n {
+                        st.shape_q
+                            .push_back(CellMeta::user_data(vc, frame, j + 1 == n));
+                    }
+                    if was_empty {
+                        if let Some(sh) = st.shaper.as_mut() {
+                            let t = sh.departure_ns(now);
+                            st.shape_wake = t;
+                            self.push(t, Ev::Shape(s as u32));
+                        }
+                    }
+                } else {
+                    for j in 0..n {
+                        port.enqueue(now, CellMeta::user_data(vc, frame, j + 1 == n));
+                    }
+                    self.ensure_iface(i);
+                }
+            }
+            IfaceKind::Ip(ip) => {
+                let charged = match ip.over_atm {
+                    Some(e) => {
+                        let n = cells_per_packet(size as usize, e);
+                        if let Some(p) = self.streams[s].inflight.get_mut(idx) {
+                            p.cells = n as u32;
+                        }
+                        (n * 53) as u32
+                    }
+                    None => size,
+                };
+                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now)
+                    .with_dscp(self.streams[s].dscp);
+                if ip.sched.enqueue(now, ip.classifier.classify(&pkt), pkt) != Verdict::Queued {
+                    ip.packets_dropped += 1;
+                }
+                ip_fill(ip, now);
+                self.ensure_iface(i);
+            }
+        }
+    }
+
+    fn shape_release(&mut self, s: usize) {
+        let now = self.now;
+        let Some(&i) = self.streams[s].ifaces.first() else {
+            return;
+        };
+        let st = &mut self.streams[s];
+        let Some(cell) = st.shape_q.pop_front() else {
+            return;
+        };
+        if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
+            port.enqueue(now, cell);
+        }
+        if !st.shape_q.is_empty() {
+            if let Some(sh) = st.shaper.as_mut() {
+                let t = sh.departure_ns(now);
+                st.shape_wake = t;
+                self.push(t, Ev::Shape(s as u32));
+            }
+        }
+        self.ensure_iface(i);
+    }
+
+    /// An output port's transmissions due by now.
+    fn service(&mut self, i: usize) {
+        let now = self.now;
+        let delay = self.ifaces[i].delay_ns;
+        let iface = &mut self.ifaces[i];
+        match &mut iface.kind {
+            IfaceKind::Atm(port) => {
+                while port.poll_timeout().is_some_and(|t| t <= now) {
+                    let Some(d) = port.poll_transmit(now) else {
+                        break;
+                    };
+                    self.cells_sent += 1;
+                    match self.owners.get(d.cell.vc.0 as usize) {
+                        Some(VcOwner::Stream(_)) => {
+                            iface
+                                .flight
+                                .push_back((d.tx_end_ns.saturating_add(delay), Unit::Cell(d.cell)));
+                        }
+                        Some(VcOwner::Background(b)) => {
+                            let b = *b;
+                            recirculate(&mut self.bgs[b], &d);
+                        }
+                        None => {}
+                    }
+                }
+            }
+            IfaceKind::Ip(ip) => {
+                while let Some((start, end)) = ip.cur.filter(|&(_, e)| e <= now) {
+                    ip.cur = None;
+                    if let Some(pkt) = ip.ring.pop_front() {
+                        let stream = pkt.flow;
+                        let frame = pkt.id as u32;
+                        match ip.over_atm {
+                            None => iface.flight.push_back((
+                                end.saturating_add(delay),
+                                Unit::Packet { stream, frame },
+                            )),
+                            Some(_) => {
+                                let n = u64::from(pkt.size / 53).max(1);
+                                let span = end - start;
+                                for j in 0..n {
+                                    let t = start + (span * (j + 1)).div_ceil(n);
+                                    let cell = CellMeta::user_data(VcId(stream), frame, j + 1 == n);
+                                    iface
+                                        .flight
+                                        .push_back((t.saturating_add(delay), Unit::Cell(cell)));
+                                    self.cells_sent += 1;
+                                }
+                            }
+                        }
+                    }
+                    ip_fill(ip, end);
+                }
+            }
+        }
+        self.ensure_iface(i);
+        self.ensure_arrive(i);
+        // Recirculated background cells come back later.
+        for b in 0..self.bgs.len() {
+            if self.bgs[b].port_iface == i {
+                self.ensure_bg(b);
+            }
+        }
+    }
+
+    /// Units reaching the far end of interface `i`'s link.
+    fn arrivals(&mut self, i: usize) {
+        let now = self.now;
+        let node = self.ifaces[i].to;
+        while let Some(&(t, unit)) = self.ifaces[i].flight.front() {
+            if t > now {
+                break;
+            }
+            self.ifaces[i].flight.pop_front();
+            match unit {
+                Unit::Cell(cell) => self.cell_at(node, cell),
+                Unit::Packet { stream, frame } => {
+                    let s = stream as usize;
+                    if let Some(hop) = self
+                        .streams
+                        .get(s)
+                        .and_then(|st| st.path.iter().position(|&n| n == node))
+                    {
+                        self.packet_at(s, hop, frame);
+                    }
+                }
+            }
+        }
+        self.ensure_arrive(i);
+    }
+
+    fn cell_at(&mut self, node: usize, mut cell: CellMeta) {
+        let s = cell.vc.0 as usize;
+        let Some(st) = self.streams.get_mut(s) else {
+            return;
+        };
+        let Some(hop) = st.path.iter().position(|&n| n == node) else {
+            return;
+        };
+        if self.m.nodes[node].kind == NodeKind::AtmSwitch {
+            if st.police_hop == Some(hop) {
+                if let Some(p) = st.policer.as_mut() {
+                    match p.police(self.now, cell.clp) {
+                        PolicerVerdict::Pass => {}
+                        PolicerVerdict::Tag => cell.clp = true,
+                        PolicerVerdict::Drop => return,
+                    }
+                }
+            }
+            let Some(&i) = st.ifaces.get(hop) else {
+                return;
+            };
+            if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
+                port.enqueue(self.now, cell);
+            }
+            self.ensure_iface(i);
+            return;
+        }
+        // A host or router: AAL5 reassembly. A frame is good only if exactly its own cells
+        // arrived; a lost last cell merges two frames and both fail the CRC.
+        let frame = cell.frame;
+        let r = &mut st.reasm[hop];
+        if !r.active {
+            *r = Reasm {
+                active: true,
+                frame,
+                count: 0,
+                broken: false,
+            };
+        } else if r.frame != frame {
+            r.broken = true;
+            r.frame = frame;
+        }
+        r.count += 1;
+        if !cell.is_end_of_frame() {
+            return;
+        }
+        let r = std::mem::take(&mut st.reasm[hop]);
+        let expected = frame
+            .checked_sub(st.base)
+            .and_then(|d| st.inflight.get(d as usize))
+            .map(|p| p.cells);
+        if !r.broken && expected == Some(r.count) {
+            self.packet_at(s, hop, frame);
+        }
+    }
+
+    fn packet_at(&mut self, s: usize, hop: usize, frame: u32) {
+        if hop + 1 < self.streams[s].path.len() {
+            self.forward(s, hop, frame);
+            return;
+        }
+        let now = self.now;
+        let st = &mut self.streams[s];
+        let Some(idx) = frame.checked_sub(st.base) else {
+            return;
+        };
+        let Some(pkt) = st.inflight.get(idx as usize).copied() else {
+            return;
+        };
+        // Delivered in order along a fixed path: everything before this frame is settled.
+        for _ in 0..=idx {
+            st.inflight.pop_front();
+        }
+        st.base = frame.wrapping_add(1);
+        let f = st.flow;
+        let reverse = st.reverse;
+        let delay = now.saturating_sub(pkt.sent_ns);
+        match pkt.payload {
+            Payload::Udp { seq } => self.record(f, seq, pkt, None),
+            Payload::Seg { seg, txn } => {
+                self.record(f, txn, pkt, None);
+                if let Source::Tcp(pair) = &mut self.flows[f].source {
+                    pair.1.on_segment(now, &seg);
+                }
+                self.pump_tcp(f);
+            }
+            Payload::Ack(ack) => {
+                if let Source::Tcp(pair) = &mut self.flows[f].source {
+                    pair.0.on_ack(now, &ack);
+                }
+                self.pump_tcp(f);
+            }
+            Payload::PingReq { seq } => {
+                self.flows[f].one_way.push(delay as i64);
+                let rev = self.flows[f].rev;
+                let echo = Payload::PingEcho {
+                    seq,
+                    req_sent: pkt.sent_ns,
+                    echoed: now,
+                };
+                self.emit(rev, echo, pkt.size, None);
+            }
+            Payload::PingEcho {
+                seq,
+                req_sent,
+                echoed,
+            } => {
+                let _ = reverse;
+                self.flows[f].receiver.on_packet(
+                    0,
+                    Arrived {
+                        seq,
+                        size: pkt.size,
+                        sent_ns: req_sent,
+                        echoed_ns: Some(echoed),
+                        arrival_ns: now,
+                        kernel_stamp: true,
+                    },
+                );
+            }
+        }
+    }
+
+    fn record(&mut self, f: usize, seq: u64, pkt: Pkt, echoed: Option<u64>) {
+        let now = self.now;
+        let fl = &mut self.flows[f];
+        fl.one_way.push(now.saturating_sub(pkt.sent_ns) as i64);
+        fl.receiver.on_packet(
+            0,
+            Arrived {
+                seq,
+                size: pkt.size,
+                sent_ns: pkt.sent_ns,
+                echoed_ns: echoed,
+                arrival_ns: now,
+                kernel_stamp: true,
+            },
+        );
+    }
+
+    fn ensure_bg(&mut self, b: usize) {
+        let stop = self.m.backgrounds[b].stop_ns;
+        let bg = &self.bgs[b];
+        let emit = (bg.next_ns < stop).then_some(bg.next_ns);
+        let ret = bg.returns.front().map(|r| r.0);
+        let t = match (emit, ret) {
+            (Some(a), Some(r)) => Some(a.min(r)),
+            (a, r) => a.or(r),
+        };
+        if let Some(t) = t {
+            if t < self.bgs[b].wake || self.bgs[b].wake < self.now {
+                self.bgs[b].wake = t;
+                self.push(t, Ev::Bg(b as u32));
+            }
+        }
+    }
+
+    fn background(&mut self, b: usize) {
+        let now = self.now;
+        let m = self.m;
+        let spec = &m.backgrounds[b];
+        let i = self.bgs[b].port_iface;
+        let IfaceKind::Atm(port) = &mut self.ifaces[i].kind else {
+            return;
+        };
+        let bg = &mut self.bgs[b];
+        while let Some(&(t, cell)) = bg.returns.front() {
+            if t > now {
+                break;
+            }
+            bg.returns.pop_front();
+            port.enqueue(now, cell);
+        }
+        while bg.next_ns <= now && bg.next_ns < spec.stop_ns {
+            let Some(vc) = bg.recirc.first_vc() else {
+                break;
+            };
+            bg.in_frame += 1;
+            let end = bg.in_frame >= spec.cells_per_frame;
+            let mut cell = CellMeta::user_data(vc, bg.frame, end);
+            cell.clp = spec.clp;
+            if end {
+                bg.in_frame = 0;
+                bg.frame = bg.frame.wrapping_add(1);
+            }
+            port.enqueue(now, cell);
+            bg.injected += 1;
+            bg.k += 1;
+            bg.next_ns = if spec.poisson {
+                let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let gap = -(1.0 - u).ln() * bg.mean_ns;
+                bg.next_ns.saturating_add(gap.round().max(0.0) as u64)
+            } else {
+                spec.start_ns.saturating_add(bg.interval.times_floor(bg.k))
+            };
+        }
+        self.ensure_iface(i);
+        self.ensure_bg(b);
+    }
+
+    fn reports(
+        self,
+    ) -> (
+        Vec<FlowReport>,
+        Vec<PortReport>,
+        Vec<BackgroundReport>,
+        u64,
+        u64,
+    ) {
+        let m = self.m;
+        let mut flows = Vec::new();
+        for (fi, f) in m.flows.iter().enumerate() {
+            let rt = &self.flows[fi];
+            let st = &self.streams[rt.fwd];
+            let sender = rt.sender.report();
+            let receiver = rt.receiver.report(Some(&[rt.sent]));
+            let one_way = rt.one_way.summary();
+            let end = rt.finished_ns.unwrap_or(f.stop_ns).max(f.start_ns + 1);
+            let span = end - f.start_ns;
+            let (goodput_bytes, tcp) = match &rt.source {
+                Source::Tcp(pair) => {
+                    let (tx, rx) = &**pair;
+                    let stats = tx.stats();
+                    (
+                        rx.delivered(),
+                        Some(TcpReport {
+                            segments_sent: stats.segments_sent,
+                            retransmitted_segments: stats.retransmitted_segments,
+                            fast_retransmits: stats.fast_retransmits,
+                            timeouts: stats.timeouts,
+                            delivered_bytes: rx.delivered(),
+                            finished_ns: rt.finished_ns,
+                            window_shift: tx.window_shift(),
+                            final_cwnd: tx.cwnd(),
+                        }),
+                    )
+                }
+                _ => {
+                    let hdr = 28u64;
+                    let pkts = receiver.packets.unique;
+                    (receiver.bytes_received.saturating_sub(pkts * hdr), None)
+                }
+            };
+            let sent = rt.sent.max(1);
+            let lost = receiver.packets.lost;
+            flows.push(FlowReport {
+                name: f.name.clone(),
+                protocol: match f.protocol {
+                    Protocol::Udp { .. } => "udp",
+                    Protocol::Ping { .. } => "ping",
+                    Protocol::Tcp => "tcp",
+                }
+                .to_string(),
+                path: st.path.iter().map(|&n| m.nodes[n].name.clone()).collect(),
+                service: format!("{:?}", f.service).to_lowercase(),
+                dscp: f.dscp,
+                packet_bytes: f.size,
+                cells_per_packet: st
+                    .ifaces
+                    .first()
+                    .and_then(|&i| self.ifaces[i].atm_encap)
+                    .map(|e| cells_per_packet(f.size as usize, e) as u64),
+                delay_variation_ns: one_way.map_or(0.0, |s| s.peak_to_peak_ns),
+                one_way_delay: one_way,
+                loss_ratio: if rt.sent == 0 {
+                    0.0
+                } else {
+                    lost as f64 / sent as f64
+                },
+                throughput_bps: receiver.bytes_received as f64 * 8e9 / span as f64,
+                goodput_bps: goodput_bytes as f64 * 8e9 / span as f64,
+                policer: st.policer.as_ref().map(|p| {
+                    let c = p.counters();
+                    PolicerReport {
+                        passed: c.passed,
+                        tagged: c.tagged,
+                        dropped: c.dropped,
+                    }
+                }),
+                tcp,
+                sender,
+                receiver,
+            });
+        }
+        let vc_name = |vc: u32| -> String {
+            match self.owners.get(vc as usize) {
+                Some(VcOwner::Stream(s)) => {
+                    let st = &self.streams[*s];
+                    format!(
+                        "{}/{}",
+                        m.flows[st.flow].name,
+                        if st.reverse { "rev" } else { "fwd" }
+                    )
+                }
+                Some(VcOwner::Background(b)) => {
+                    let pass = self.bgs[*b]
+                        .recirc
+                        .vcs()
+                        .iter()
+                        .position(|v| v.0 == vc)
+                        .unwrap_or(0);
+                    format!("{}/pass{}", m.backgrounds[*b].name, pass)
+                }
+                None => format!("vc{vc}"),
+            }
+        };
+        let mut ports = Vec::new();
+        for iface in &self.ifaces {
+            match &iface.kind {
+                IfaceKind::Atm(p) => {
+                    let c = p.counters();
+                    if c.cells_in == 0 {
+                        continue;
+                    }
+                    let vcs = (0..self.owners.len() as u32)
+                        .filter_map(|v| {
+                            p.vc_counters(VcId(v))
+                                .filter(|vc| vc.cells_in > 0)
+                                .map(|vc| VcReport {
+                                    name: vc_name(v),
+                                    cells_in: vc.cells_in,
+                                    cells_out: vc.cells_out,
+                                    cells_dropped: vc.cells_dropped,
+                                    frames_epd: vc.frames_epd,
+                                    frames_ppd: vc.frames_ppd,
+                                })
+                        })
+                        .collect();
+                    ports.push(PortReport {
+                        name: iface.name.clone(),
+                        kind: "atm".into(),
+                        rate_bps: iface.rate_bps,
+                        cells_in: c.cells_in,
+                        cells_out: c.cells_out,
+                        cells_dropped: c.dropped(),
+                        dropped_buffer_full: c.dropped_buffer_full,
+                        dropped_epd: c.dropped_epd,
+                        dropped_ppd: c.dropped_ppd,
+                        dropped_clp: c.dropped_clp,
+                        frames_epd: c.frames_epd,
+                        frames_ppd: c.frames_ppd,
+                        max_occupancy_cells: c.max_occupancy,
+                        vcs,
+                        classes: Vec::new(),
+                    });
+                }
+                IfaceKind::Ip(ip) => {
+                    let classes: Vec<ClassReport> = ip
+                        .class_names
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, name)| {
+                            ip.sched.counters(k).map(|c| ClassReport {
+                                name: name.clone(),
+                                enqueued: c.enqueued,
+                                sent: c.sent,
+                                dropped: c.dropped,
+                                sent_bytes: c.sent_bytes,
+                            })
+                        })
+                        .collect();
+                    if classes.iter().all(|c| c.enqueued == 0 && c.dropped == 0) {
+                        continue;
+                    }
+                    ports.push(PortReport {
+                        name: iface.name.clone(),
+                        kind: if ip.over_atm.is_some() {
+                            "ip-over-atm"
+                        } else {
+                            "ip"
+                        }
+                        .into(),
+                        rate_bps: iface.rate_bps,
+                        cells_in: 0,
+                        cells_out: 0,
+                        cells_dropped: 0,
+                        dropped_buffer_full: ip.packets_dropped,
+                        dropped_epd: 0,
+                        dropped_ppd: 0,
+                        dropped_clp: 0,
+                        frames_epd: 0,
+                        frames_ppd: 0,
+                        max_occupancy_cells: 0,
+                        vcs: Vec::new(),
+                        classes,
+                    });
+                }
+            }
+        }
+        let bgs = m
+            .backgrounds
+            .iter()
+            .zip(&self.bgs)
+            .map(|(s, b)| BackgroundReport {
+                name: s.name.clone(),
+                cells_injected: b.injected,
+                passes: s.passes as u64,
+            })
+            .collect();
+        (flows, ports, bgs, self.events, self.cells_sent)
+    }
+}
+
+/// Moves packets from the scheduler into the transmit ring and starts the head if the line
+/// is idle; transmission times come from the busy period's start so they never drift.
+fn ip_fill(ip: &mut IpIface, now: u64) {
+    while ip.ring.len() < ip.ring_size {
+        match ip.sched.dequeue(now) {
+            Some(d) => ip.ring.push_back(d.packet),
+            None => break,
+        }
+    }
+    if ip.cur.is_none() {
+        if let Some(head) = ip.ring.front() {
+            if now > ip.busy_end || ip.busy_bits == 0 {
+                ip.busy_start = now.max(ip.busy_end);
+                ip.busy_bits = 0;
+            }
+            let start = now.max(ip.busy_end);
+            ip.busy_bits += u128::from(head.size) * 8;
+            let end = ip.busy_start as u128
+                + (ip.busy_bits * 1_000_000_000).div_ceil(u128::from(ip.rate_bps));
+            let end = u64::try_from(end).unwrap_or(u64::MAX);
+            ip.busy_end = end;
+            ip.cur = Some((start, end));
+        }
+    }
+}
+
+fn recirculate(bg: &mut Background, d: &Departure) {
+    if let LoopStep::Recirculate { arrival_ns, cell } = bg.recirc.next_pass(d) {
+        bg.returns.push_back((arrival_ns, cell));
+    }
+}

@@ -1,0 +1,234 @@
+//! What a run reports: per flow the same sender/receiver reports as a real test, plus what
+//! only a simulator can know exactly (absolute one-way delay, per-port and per-VC counters).
+
+use std::fmt::Write as _;
+
+use flowlab_results::{ReceiverReport, SenderReport};
+use flowlab_stats::LatencySummary;
+use serde::Serialize;
+
+/// Bumped when a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The result of [`crate::run`]: one run, or one per sweep value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimReport {
+    pub schema_version: u32,
+    pub description: String,
+    pub runs: Vec<RunReport>,
+}
+
+/// The swept parameter and its value in this run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepPoint {
+    pub param: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    pub sweep: Option<SweepPoint>,
+    pub seed: u64,
+    pub duration_ns: u64,
+    /// Events the engine processed (a measure of work, not of the network).
+    pub events: u64,
+    /// Cells put on a line by any port, background cells included.
+    pub cells_transmitted: u64,
+    pub flows: Vec<FlowReport>,
+    pub ports: Vec<PortReport>,
+    pub backgrounds: Vec<BackgroundReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowReport {
+    pub name: String,
+    pub protocol: String,
+    pub path: Vec<String>,
+    pub service: String,
+    pub dscp: u8,
+    /// IP bytes per packet (TCP: a full segment).
+    pub packet_bytes: u32,
+    /// Cells per packet on the first hop, when it is ATM.
+    pub cells_per_packet: Option<u64>,
+    /// Absolute one-way delay (ping: of the requests): the simulated clock is perfect.
+    pub one_way_delay: Option<LatencySummary>,
+    /// Peak-to-peak one-way delay variation (max − min), exact in simulation.
+    pub delay_variation_ns: f64,
+    /// Packets sent but not delivered (ping: requests without an echo), over packets sent.
+    pub loss_ratio: f64,
+    /// IP bytes received per second of the flow's active time.
+    pub throughput_bps: f64,
+    /// Application bytes delivered (TCP: in order, once) per second of active time.
+    pub goodput_bps: f64,
+    pub policer: Option<PolicerReport>,
+    pub tcp: Option<TcpReport>,
+    pub sender: SenderReport,
+    pub receiver: ReceiverReport,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PolicerReport {
+    pub passed: u64,
+    pub tagged: u64,
+    pub dropped: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TcpReport {
+    pub segments_sent: u64,
+    pub retransmitted_segments: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    pub delivered_bytes: u64,
+    /// When a fixed-size transfer was fully acknowledged.
+    pub finished_ns: Option<u64>,
+    pub window_shift: u8,
+    pub final_cwnd: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VcReport {
+    pub name: String,
+    pub cells_in: u64,
+    pub cells_out: u64,
+    pub cells_dropped: u64,
+    pub frames_epd: u64,
+    pub frames_ppd: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassReport {
+    pub name: String,
+    pub enqueued: u64,
+    pub sent: u64,
+    pub dropped: u64,
+    pub sent_bytes: u64,
+}
+
+/// One output port (one direction of a link).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortReport {
+    pub name: String,
+    /// "atm" (cell port), "ip" or "ip-over-atm" (packet scheduler).
+    pub kind: String,
+    pub rate_bps: u64,
+    pub cells_in: u64,
+    pub cells_out: u64,
+    pub cells_dropped: u64,
+    /// ATM: cells lost to a full buffer; IP: packets tail-dropped.
+    pub dropped_buffer_full: u64,
+    pub dropped_epd: u64,
+    pub dropped_ppd: u64,
+    pub dropped_clp: u64,
+    pub frames_epd: u64,
+    pub frames_ppd: u64,
+    pub max_occupancy_cells: u64,
+    pub vcs: Vec<VcReport>,
+    pub classes: Vec<ClassReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackgroundReport {
+    pub name: String,
+    pub cells_injected: u64,
+    pub passes: u64,
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.3} ms", ns / 1e6)
+}
+
+/// A plain-text summary for people.
+pub fn render_human(r: &SimReport) -> String {
+    let mut out = String::new();
+    if !r.description.is_empty() {
+        let _ = writeln!(out, "{}", r.description);
+    }
+    for run in &r.runs {
+        match &run.sweep {
+            Some(p) => {
+                let _ = writeln!(
+                    out,
+                    "== {} = {} (seed {}, {} simulated)",
+                    p.param,
+                    p.value,
+                    run.seed,
+                    ms(run.duration_ns as f64)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "== seed {}, {} simulated",
+                    run.seed,
+                    ms(run.duration_ns as f64)
+                );
+            }
+        }
+        for f in &run.flows {
+            let _ = write!(
+                out,
+                "flow {:<12} {:<4} {:<7} sent {:>8} lost {:>6} ({:.2}%)  thr {:>10}  goodput {:>10}",
+                f.name,
+                f.protocol,
+                f.service,
+                f.sender.packets_sent,
+                f.receiver.packets.lost,
+                f.loss_ratio * 100.0,
+                flowlab_units::format_rate(f.throughput_bps),
+                flowlab_units::format_rate(f.goodput_bps),
+            );
+            if let Some(d) = &f.one_way_delay {
+                let _ = write!(
+                    out,
+                    "  delay min {} max {} p99 {} pdv {}",
+                    ms(d.min_ns),
+                    ms(d.max_ns),
+                    ms(d.p99_ns),
+                    ms(f.delay_variation_ns)
+                );
+            }
+            if let Some(rtt) = &f.receiver.round_trip {
+                let _ = write!(out, "  rtt mean {}", ms(rtt.mean_ns));
+            }
+            if let Some(p) = &f.policer {
+                let _ = write!(
+                    out,
+                    "  policer pass {} tag {} drop {}",
+                    p.passed, p.tagged, p.dropped
+                );
+            }
+            if let Some(t) = &f.tcp {
+                let _ = write!(
+                    out,
+                    "  retx {} timeouts {}",
+                    t.retransmitted_segments, t.timeouts
+                );
+            }
+            out.push('\n');
+        }
+        for p in &run.ports {
+            if p.kind == "atm" {
+                let loss = if p.cells_in > 0 {
+                    p.cells_dropped as f64 / p.cells_in as f64 * 100.0
+                } else {
+                    0.0
+                };
+                let _ = writeln!(
+                    out,
+                    "port {:<16} atm  cells in {:>10} out {:>10} dropped {:>8} ({:.3}%) epd frames {} ppd frames {} max occupancy {}",
+                    p.name, p.cells_in, p.cells_out, p.cells_dropped, loss, p.frames_epd, p.frames_ppd, p.max_occupancy_cells
+                );
+            } else {
+                let sent: u64 = p.classes.iter().map(|c| c.sent).sum();
+                let dropped: u64 = p.classes.iter().map(|c| c.dropped).sum();
+                let _ = writeln!(
+                    out,
+                    "port {:<16} {}  packets sent {:>8} dropped {:>6}",
+                    p.name, p.kind, sent, dropped
+                );
+            }
+        }
+    }
+    out
+}

@@ -23,7 +23,7 @@ pub use udp::{udp_echo, udp_receive, udp_send};
 /// How long a blocking socket call may wait before the loop checks its stop flag again.
 pub const POLL_PERIOD: Duration = Duration::from_millis(50);
 /// Packets due within this window leave as one train (the pacing resolution).
-pub const TRAIN_WINDOW_NS: u64 = 20_000;
+pub const TRAIN_WINDOW_NS: u64 = 4_000;
 /// Sleep until this long before a deadline, then spin: the wake-up latency of a sleep.
 pub const SPIN_NS: u64 = 60_000;
 /// Largest train handed to the kernel in one call.

@@ -9,7 +9,13 @@ use flowlab_sys::{socket, tcp, udp};
 
 use crate::FlowParams;
 
-fn common(fd: impl AsFd + Copy, ipv6: bool, flow: &FlowParams, sending: bool, notes: &mut Vec<String>) {
+fn common(
+    fd: impl AsFd + Copy,
+    ipv6: bool,
+    flow: &FlowParams,
+    sending: bool,
+    notes: &mut Vec<String>,
+) {
     let o = &flow.socket;
     if let Some(dscp) = o.dscp {
         // DSCP is the top six bits of the former TOS byte; ECN bits stay 0.

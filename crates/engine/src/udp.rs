@@ -398,10 +398,15 @@ pub fn udp_receive(
     let read_rate = flow.socket.read_rate_bps.filter(|&r| r > 0);
     let gro = prepare_receivers(socks, flow, read_rate.is_none() && wants_gro(flow));
     let mut meter = ReceiverMeter::new(socks.len(), round_trip, flow.packet_log);
-    let batch_size = if read_rate.is_some() { 1 } else { MAX_BATCH as usize };
+    let batch_size = if read_rate.is_some() {
+        1
+    } else {
+        MAX_BATCH as usize
+    };
     let mut batch = udp::RecvBatch::new(batch_size, MAX_RECEIVE);
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
     let mut next_read_ns = 0u64;
+    let mut scratch = TrainScratch::default();
     let mut error = None;
     match Readiness::new(socks, flow.busy_poll) {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
@@ -414,11 +419,22 @@ pub fn udp_receive(
                         if n > 0 {
                             let meta = batch.meta(0);
                             let bits = meta.len as u64 * 8;
-                            next_read_ns = next_read_ns.max(clock::monotonic_ns()) + bits * 1_000_000_000 / rate;
+                            next_read_ns = next_read_ns.max(clock::monotonic_ns())
+                                + bits * 1_000_000_000 / rate;
                             // The delay a slow application sees ends when it reads, not when
                             // the kernel queued the datagram.
-                            let read_now = udp::RecvMeta { kernel_rx_ns: None, ..meta };
-                            record_datagram(&mut meter, i, flow.session, batch.payload(0), read_now);
+                            let read_now = udp::RecvMeta {
+                                kernel_rx_ns: None,
+                                ..meta
+                            };
+                            record_datagram(
+                                &mut meter,
+                                i,
+                                flow.session,
+                                batch.payload(0),
+                                read_now,
+                                &mut scratch,
+                            );
                         }
                         return Ok(n);
                     }
@@ -430,6 +446,7 @@ pub fn udp_receive(
                             flow.session,
                             batch.payload(k),
                             batch.meta(k),
+                            &mut scratch,
                         );
                     }
                     Ok(n)
@@ -474,12 +491,19 @@ fn datagrams<'a>(payload: &'a [u8], meta: &udp::RecvMeta) -> impl Iterator<Item 
     payload.chunks(segment)
 }
 
+/// Reusable scratch for grouping the datagrams of a coalesced buffer into trains.
+#[derive(Default)]
+struct TrainScratch {
+    seqs: Vec<u64>,
+}
+
 fn record_datagram(
     meter: &mut ReceiverMeter,
     flow_index: usize,
     session: u32,
     payload: &[u8],
     meta: udp::RecvMeta,
+    scratch: &mut TrainScratch,
 ) {
     if let Some(drops) = meta.rxq_drops {
         meter.set_socket_drops(flow_index, u64::from(drops));
@@ -491,21 +515,43 @@ fn record_datagram(
         Some(ns) => (ns, true),
         None => (clock::realtime_ns(), false),
     };
+    // Consecutive datagrams with the same send stamp and size (one GSO train, coalesced by
+    // GRO) share every figure but their sequence numbers: account them as one train.
+    let mut train: Option<Arrived> = None;
+    scratch.seqs.clear();
     for datagram in datagrams(payload, &meta) {
-        match ProbeRepr::parse(datagram) {
-            Ok(p) if p.session == session => meter.on_packet(
-                flow_index,
-                Arrived {
-                    seq: p.seq,
-                    size: datagram.len() as u32,
-                    sent_ns: p.sent_ns,
-                    echoed_ns: p.is_echo().then_some(p.echoed_ns),
-                    arrival_ns,
-                    kernel_stamp,
-                },
-            ),
-            _ => meter.on_malformed(),
+        let probe = match ProbeRepr::parse(datagram) {
+            Ok(p) if p.session == session => p,
+            _ => {
+                meter.on_malformed();
+                continue;
+            }
+        };
+        let arrived = Arrived {
+            seq: probe.seq,
+            size: datagram.len() as u32,
+            sent_ns: probe.sent_ns,
+            echoed_ns: probe.is_echo().then_some(probe.echoed_ns),
+            arrival_ns,
+            kernel_stamp,
+        };
+        match train {
+            Some(t)
+                if Arrived {
+                    seq: t.seq,
+                    ..arrived
+                } == t => {}
+            Some(t) => {
+                meter.on_train(flow_index, t, &scratch.seqs);
+                scratch.seqs.clear();
+                train = Some(arrived);
+            }
+            None => train = Some(arrived),
         }
+        scratch.seqs.push(probe.seq);
+    }
+    if let Some(t) = train {
+        meter.on_train(flow_index, t, &scratch.seqs);
     }
 }
 

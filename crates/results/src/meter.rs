@@ -84,51 +84,67 @@ impl ReceiverMeter {
     }
 
     pub fn on_packet(&mut self, flow: usize, p: Arrived) {
+        self.on_train(flow, p, &[p.seq]);
+    }
+
+    /// Packets that share everything but their sequence numbers (`p.seq` is ignored): a train
+    /// the kernel coalesced (GRO) carries one arrival stamp, and a GSO train one send stamp.
+    /// Sequence accounting stays per packet; the distributions take the train at once, which
+    /// keeps a receiver at millions of packets per second.
+    pub fn on_train(&mut self, flow: usize, p: Arrived, seqs: &[u64]) {
         let Some(f) = self.flows.get_mut(flow) else {
-            return self.on_malformed();
+            self.malformed += seqs.len() as u64;
+            return;
         };
-        match f.seq.on_packet(p.seq) {
-            Arrival::Duplicate => return,
-            Arrival::Gap { missing } => self.interval.lost += missing,
-            Arrival::Late | Arrival::TooOld => self.interval.reordered += 1,
-            Arrival::InOrder => {}
+        let mut fresh = 0u64;
+        for &seq in seqs {
+            match f.seq.on_packet(seq) {
+                Arrival::Duplicate => continue,
+                Arrival::Gap { missing } => self.interval.lost += missing,
+                Arrival::Late | Arrival::TooOld => self.interval.reordered += 1,
+                Arrival::InOrder => {}
+            }
+            fresh += 1;
+            if let Some(log) = &mut self.log {
+                if log.len() < MAX_PACKET_RECORDS {
+                    log.push(PacketRecord {
+                        flow: flow as u32,
+                        seq,
+                        size: p.size,
+                        sent_ns: Some(p.sent_ns),
+                        received_ns: Some(p.arrival_ns),
+                        echoed_ns: p.echoed_ns,
+                    });
+                }
+            }
         }
-        f.bytes += u64::from(p.size);
+        if fresh == 0 {
+            return;
+        }
+        f.bytes += u64::from(p.size) * fresh;
         f.first_arrival.get_or_insert(p.arrival_ns);
         f.last_arrival = f.last_arrival.max(p.arrival_ns);
-        f.inter_arrival.push(p.arrival_ns);
+        f.inter_arrival.push_n(p.arrival_ns, fresh);
         // One-way: to the agent when echoed, else to here. Clocks may differ: only relative
         // values of this difference are reported.
         let transit = p.echoed_ns.unwrap_or(p.arrival_ns) as i64 - p.sent_ns as i64;
-        f.jitter.push(transit);
-        f.transit.push(transit as f64);
-        self.delay.push(transit);
-        self.interval.packets += 1;
-        self.interval.bytes += u64::from(p.size);
+        f.jitter.push_n(transit, fresh);
+        f.transit.push_n(transit as f64, fresh);
+        self.delay.push_n(transit, fresh);
+        self.interval.packets += fresh;
+        self.interval.bytes += u64::from(p.size) * fresh;
         match &mut self.round_trip {
             Some(rtt) => {
                 let value = p.arrival_ns as i64 - p.sent_ns as i64;
-                rtt.push(value);
-                self.interval.delay.push(value);
+                rtt.push_n(value, fresh);
+                self.interval.delay.push_n(value, fresh);
             }
-            None => self.interval.delay.push(transit),
+            None => self.interval.delay.push_n(transit, fresh),
         }
         if p.kernel_stamp {
-            self.kernel_stamps += 1;
+            self.kernel_stamps += fresh;
         } else {
-            self.user_stamps += 1;
-        }
-        if let Some(log) = &mut self.log {
-            if log.len() < MAX_PACKET_RECORDS {
-                log.push(PacketRecord {
-                    flow: flow as u32,
-                    seq: p.seq,
-                    size: p.size,
-                    sent_ns: Some(p.sent_ns),
-                    received_ns: Some(p.arrival_ns),
-                    echoed_ns: p.echoed_ns,
-                });
-            }
+            self.user_stamps += fresh;
         }
     }
 
@@ -552,6 +568,24 @@ mod tests {
         assert_eq!(rtt.min_ns, 100_000.0);
         assert_eq!(rtt.count, 4);
         assert_eq!(r.relative_delay.unwrap().max_ns, 3_000.0);
+    }
+
+    #[test]
+    fn a_train_counts_like_its_packets_one_by_one() {
+        let mut one_by_one = ReceiverMeter::new(1, false, true);
+        let mut train = ReceiverMeter::new(1, false, true);
+        let seqs = [0, 1, 3, 3, 2];
+        for &seq in &seqs {
+            one_by_one.on_packet(0, arrived(seq, 1_000, 5_000));
+        }
+        train.on_train(0, arrived(99, 1_000, 5_000), &seqs);
+        let (a, b) = (one_by_one.report(Some(&[5])), train.report(Some(&[5])));
+        assert_eq!(a.packets, b.packets);
+        assert_eq!(a.bytes_received, b.bytes_received);
+        assert_eq!(a.relative_delay, b.relative_delay);
+        assert_eq!(a.inter_arrival, b.inter_arrival);
+        assert!((a.jitter_ns - b.jitter_ns).abs() < 1e-9);
+        assert_eq!(one_by_one.take_log(), train.take_log());
     }
 
     #[test]

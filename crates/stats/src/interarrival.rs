@@ -24,6 +24,16 @@ impl InterArrival {
         self.last_arrival_ns = Some(arrival_ns);
     }
 
+    /// `n` arrivals at the same instant (one coalesced train): one gap from the previous
+    /// arrival, then `n - 1` gaps of zero.
+    pub fn push_n(&mut self, arrival_ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.push(arrival_ns);
+        self.gaps_ns.push_n(0.0, n - 1);
+    }
+
     /// The gap distribution, e.g. to merge several flows' gaps.
     pub fn gaps(&self) -> &Welford {
         &self.gaps_ns

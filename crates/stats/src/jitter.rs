@@ -25,6 +25,17 @@ impl Rfc3550Jitter {
         self.last_transit_ns = Some(transit_ns);
     }
 
+    /// `n` packets in a row with the same transit: the first moves J as usual, the others
+    /// (D = 0) each shrink it by 1/16.
+    pub fn push_n(&mut self, transit_ns: i64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.push(transit_ns);
+        let repeats = i32::try_from(n - 1).unwrap_or(i32::MAX);
+        self.jitter_ns *= (15.0f64 / 16.0).powi(repeats);
+    }
+
     pub fn value_ns(&self) -> f64 {
         self.jitter_ns
     }
@@ -33,6 +44,16 @@ impl Rfc3550Jitter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_n_equals_repeated_push() {
+        let (mut a, mut b) = (Rfc3550Jitter::new(), Rfc3550Jitter::new());
+        for (t, n) in [(100, 1u64), (180, 5), (90, 3)] {
+            a.push_n(t, n);
+            (0..n).for_each(|_| b.push(t));
+        }
+        assert!((a.value_ns() - b.value_ns()).abs() < 1e-9);
+    }
 
     #[test]
     fn hand_computed_example() {

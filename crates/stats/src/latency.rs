@@ -67,13 +67,22 @@ impl LatencyStats {
     }
 
     pub fn push(&mut self, ns: i64) {
+        self.push_n(ns, 1);
+    }
+
+    /// Records `ns` `n` times, as cheaply as once (datagrams coalesced into one train share
+    /// their timestamps).
+    pub fn push_n(&mut self, ns: i64, n: u64) {
+        if n == 0 {
+            return;
+        }
         let (first, min, max) = self.first_min_max_ns.get_or_insert((ns, ns, ns));
         *min = (*min).min(ns);
         *max = (*max).max(ns);
         let offset = i128::from(ns) - i128::from(*first);
-        self.offsets_from_first.push(offset as f64);
-        self.absolute.record_n(i128::from(ns), 1);
-        self.from_first.record_n(offset, 1);
+        self.offsets_from_first.push_n(offset as f64, n);
+        self.absolute.record_n(i128::from(ns), n);
+        self.from_first.record_n(offset, n);
     }
 
     pub fn count(&self) -> u64 {

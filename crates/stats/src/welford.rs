@@ -55,6 +55,20 @@ impl Welford {
         self.max = self.max.max(x);
     }
 
+    /// Pushes `x` `n` times at the cost of one merge (a coalesced train of equal samples).
+    pub fn push_n(&mut self, x: f64, n: u64) {
+        if n == 0 || !x.is_finite() {
+            return;
+        }
+        self.merge(&Welford {
+            count: n,
+            mean: x,
+            m2: 0.0,
+            min: x,
+            max: x,
+        });
+    }
+
     /// Chan et al. parallel merge: the result equals pushing both sample sets into one.
     pub fn merge(&mut self, other: &Welford) {
         if other.count == 0 {
@@ -140,6 +154,19 @@ fn finite_or_max(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_n_equals_repeated_push() {
+        let mut a = Welford::new();
+        let mut b = Welford::new();
+        for (x, n) in [(3.0, 4u64), (10.0, 1), (-2.5, 7)] {
+            a.push_n(x, n);
+            (0..n).for_each(|_| b.push(x));
+        }
+        let (a, b) = (a.summary().unwrap(), b.summary().unwrap());
+        assert_eq!(a.count, b.count);
+        assert!((a.mean - b.mean).abs() < 1e-12 && (a.variance - b.variance).abs() < 1e-9);
+    }
     use proptest::prelude::*;
 
     fn two_pass(samples: &[f64]) -> (f64, f64) {

@@ -355,8 +355,11 @@ fn parallel_flows_each_keep_their_own_accounting() {
         let o = flowlab(&all);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         let v = json(&o);
-        assert_eq!(f64_at(&v, "/summary/packets_sent"), 320.0, "{args:?}");
-        assert_eq!(f64_at(&v, "/summary/packets_received"), 320.0, "{args:?}");
+        // A slot the sender woke too late for (a loaded machine) is skipped and counted.
+        let sent = f64_at(&v, "/summary/packets_sent");
+        assert_eq!(sent + f64_at(&v, "/summary/lost_by_sender"), 320.0, "{args:?}");
+        assert!(sent >= 300.0, "{args:?}: only {sent} sent");
+        assert_eq!(f64_at(&v, "/summary/packets_received"), sent, "{args:?}");
         assert_eq!(f64_at(&v, "/summary/duplicates"), 0.0, "{args:?}");
         // Per-flow tables at the receiving end: 8 flows of 40 packets each.
         let receiving = if args.contains(&"--reverse") || args.contains(&"loopback") {

@@ -31,8 +31,32 @@ pub enum Command {
     )]
     Test(Box<TestArgs>),
     /// Run a scenario (ATM switches, IP routers, links, flows) in the deterministic simulator.
-    #[command(after_help = "Examples:\n  flowlab sim examples/sim/e1-aquila-ip.toml\n  flowlab sim examples/sim/tcp-190ms.toml --seed 7 --json\n  flowlab sim examples/sim/policing-cdvt.toml --duration 5s")]
+    #[command(
+        after_help = "Examples:\n  flowlab sim examples/sim/e1-aquila-ip.toml\n  flowlab sim examples/sim/tcp-190ms.toml --seed 7 --json\n  flowlab sim examples/sim/policing-cdvt.toml --duration 5s"
+    )]
     Sim(crate::sim_cmd::SimArgs),
+    /// Run a test at every point of a parameter grid, repeated, and store the results.
+    #[command(
+        after_help = "Examples:\n  flowlab sweep 10.0.0.2 --vary size=100..8000:100 --vary proto=udp,tcp --repeat 3\n  flowlab sweep host --mode loopback --rate 2M --duration 2s --vary size=100,1000,8000 --until-ci 2% --shuffle\n  flowlab sweep host --vary rate=1M..10M:1M --resume 12"
+    )]
+    Sweep(Box<crate::sweep_cmd::SweepArgs>),
+    /// List the runs in the results database.
+    History(crate::history_cmd::HistoryArgs),
+    /// Show one stored run: parameters, environment and a table of its results.
+    Show(crate::history_cmd::ShowArgs),
+    /// Export one stored run as CSV (metrics) or JSON (everything).
+    #[command(
+        after_help = "Examples:\n  flowlab export 12 --csv -o run12.csv\n  flowlab export 12 --json > run12.json"
+    )]
+    Export(crate::history_cmd::ExportArgs),
+    /// Plot a stored run as SVG.
+    #[command(
+        after_help = "Examples:\n  flowlab plot 12 --x size --y rtt,loss,cpu --by proto -o rtt.svg\n  flowlab plot 12 --kind timeseries --y throughput -o ts.svg\n  flowlab plot 12 --kind loss-index -o loss.svg"
+    )]
+    Plot(crate::plot_cmd::PlotArgs),
+    /// Write one self-contained HTML report of a stored run.
+    #[command(after_help = "Examples:\n  flowlab report 12\n  flowlab report 12 -o sweep.html")]
+    Report(crate::plot_cmd::ReportArgs),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
@@ -180,6 +204,12 @@ pub struct TestArgs {
     /// Pre-shared key, when the agent requires one.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Do not store this test in the results database.
+    #[arg(long)]
+    pub no_store: bool,
     /// How long to wait for packets still in flight after the last one is sent.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub drain: Duration,
@@ -210,4 +240,10 @@ pub struct DemoArgs {
     /// Where to write all results as JSON (default: flowlab-demo.json in the current directory).
     #[arg(long, default_value = "flowlab-demo.json")]
     pub out: PathBuf,
+    /// Where to write the HTML report.
+    #[arg(long, default_value = "flowlab-demo.html")]
+    pub report: PathBuf,
+    /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
 }

@@ -2,9 +2,12 @@
 
 mod args;
 mod demo;
+mod history_cmd;
 mod output;
+mod plot_cmd;
 mod serve;
 mod sim_cmd;
+mod sweep_cmd;
 mod test_cmd;
 
 use std::process::ExitCode;
@@ -38,6 +41,12 @@ fn main() -> ExitCode {
         args::Command::Test(a) => test_cmd::run(*a),
         args::Command::Demo(a) => demo::run(a),
         args::Command::Sim(a) => sim_cmd::run(a),
+        args::Command::Sweep(a) => sweep_cmd::run(*a),
+        args::Command::History(a) => history_cmd::run_history(a),
+        args::Command::Show(a) => history_cmd::run_show(a),
+        args::Command::Export(a) => history_cmd::run_export(a),
+        args::Command::Plot(a) => plot_cmd::run_plot(a),
+        args::Command::Report(a) => plot_cmd::run_report(a),
     };
     match result {
         Ok(code) => code,

@@ -29,8 +29,10 @@ pub struct SimArgs {
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?;
-    let mut scenario = flowlab_sim::load(&text).map_err(|e| anyhow::anyhow!("{}", e.with_file(&name)))?;
+    let text =
+        std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?;
+    let mut scenario =
+        flowlab_sim::load(&text).map_err(|e| anyhow::anyhow!("{}", e.with_file(&name)))?;
     if let Some(d) = args.duration {
         if d.is_zero() {
             anyhow::bail!("invalid duration: must be above 0 s");
@@ -40,7 +42,8 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let report = flowlab_sim::run(&scenario, args.seed);
     let json = flowlab_sim::to_json(&report);
     if let Some(path) = &args.output {
-        std::fs::write(path, format!("{json}\n")).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -149,6 +149,12 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     };
     let run = run_test(&options, &mut on_interval)?;
     save(&args, &run)?;
+    if !args.no_store {
+        match crate::history_cmd::store_single_test(args.db.as_deref(), &options, &run) {
+            Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
+            Err(e) => eprintln!("flowlab: warning: result not stored: {e:#}"),
+        }
+    }
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&run.result)?)?;
     } else if args.json_stream {

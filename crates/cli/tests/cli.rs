@@ -245,6 +245,7 @@ fn ctrl_c_stops_cleanly_with_partial_results_as_valid_json() {
     let agent = loopback_agent(&[]);
     let client = Command::new(FLOWLAB)
         .args(["test", &agent.addr, "-d", "20s", "--rate", "1M", "--json"])
+        .env("FLOWLAB_DB", test_db())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -357,7 +358,11 @@ fn parallel_flows_each_keep_their_own_accounting() {
         let v = json(&o);
         // A slot the sender woke too late for (a loaded machine) is skipped and counted.
         let sent = f64_at(&v, "/summary/packets_sent");
-        assert_eq!(sent + f64_at(&v, "/summary/lost_by_sender"), 320.0, "{args:?}");
+        assert_eq!(
+            sent + f64_at(&v, "/summary/lost_by_sender"),
+            320.0,
+            "{args:?}"
+        );
         assert!(sent >= 300.0, "{args:?}: only {sent} sent");
         assert_eq!(f64_at(&v, "/summary/packets_received"), sent, "{args:?}");
         assert_eq!(f64_at(&v, "/summary/duplicates"), 0.0, "{args:?}");
@@ -509,18 +514,146 @@ fn presets_and_traffic_models_run_with_one_flow_per_sub_flow() {
 
 #[test]
 fn sim_runs_a_scenario_deterministically_and_names_bad_lines() {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sim/e1-aquila-ip.toml");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/sim/e1-aquila-ip.toml"
+    );
     let run = || flowlab(&["sim", file, "--duration", "2s", "--json"]);
     let (a, b) = (run(), run());
     assert!(a.status.success(), "{}", stderr(&a));
-    assert_eq!(a.stdout, b.stdout, "same file and seed: bit-identical output");
+    assert_eq!(
+        a.stdout, b.stdout,
+        "same file and seed: bit-identical output"
+    );
     assert!(json(&a)["schema_version"].is_number());
     let bad = std::env::temp_dir().join(format!("flowlab-bad-{}.toml", std::process::id()));
-    std::fs::write(&bad, "[sim]\nduration = \"1s\"\n\n[[link]]\nfrom = \"a\"\nto = \"nowhere\"\nrate = \"1M\"\n").unwrap();
+    std::fs::write(
+        &bad,
+        "[sim]\nduration = \"1s\"\n\n[[link]]\nfrom = \"a\"\nto = \"nowhere\"\nrate = \"1M\"\n",
+    )
+    .unwrap();
     let o = flowlab(&["sim", bad.to_str().unwrap()]);
     let err = stderr(&o);
     assert!(!o.status.success());
     assert!(err.contains(&format!("{}:", bad.display())), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_file(bad);
+}
+
+#[test]
+fn a_sweep_interrupted_half_way_resumes_to_the_full_table_and_is_plotted() {
+    let agent = loopback_agent(&[]);
+    let db = std::env::temp_dir().join(format!("flowlab-sweep-{}.sqlite3", std::process::id()));
+    let _ = std::fs::remove_file(&db);
+    let sweep = |extra: &[&str]| {
+        let mut cmd = Command::new(FLOWLAB);
+        cmd.args([
+            "sweep",
+            &agent.addr,
+            "--vary",
+            "size=100,200,300,400,500,600",
+            "-d",
+            "500ms",
+            "--rate",
+            "1M",
+        ])
+        .args(["--db", db.to_str().unwrap()])
+        .args(extra);
+        cmd
+    };
+    let child = sweep(&[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let interrupted = child.wait_with_output().unwrap();
+    assert_eq!(
+        interrupted.status.code(),
+        Some(130),
+        "{}",
+        stderr(&interrupted)
+    );
+    let db_arg = ["--db", db.to_str().unwrap()];
+    let export = || {
+        let o = flowlab(&[&["export", "1", "--json"][..], &db_arg].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&o)
+    };
+    let points = |v: &serde_json::Value| v["points"].as_array().map_or(0, Vec::len);
+    let kept = points(&export());
+    assert!(
+        (1..6).contains(&kept),
+        "{kept} points kept after the interruption"
+    );
+    let resumed = sweep(&["--resume", "1"]).output().unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(points(&export()), 6, "the resumed sweep has every point");
+    let history = flowlab(&[&["history"][..], &db_arg].concat());
+    assert!(String::from_utf8_lossy(&history.stdout).contains("sweep"));
+    let svg = std::env::temp_dir().join(format!("flowlab-sweep-{}.svg", std::process::id()));
+    let plot = |out: &std::path::Path| {
+        flowlab(
+            &[
+                &[
+                    "plot",
+                    "1",
+                    "--x",
+                    "size",
+                    "--y",
+                    "loss,throughput",
+                    "-o",
+                    out.to_str().unwrap(),
+                ][..],
+                &db_arg,
+            ]
+            .concat(),
+        )
+    };
+    assert!(plot(&svg).status.success());
+    let first = std::fs::read(&svg).unwrap();
+    assert!(first.starts_with(b"<svg"));
+    assert!(plot(&svg).status.success());
+    assert_eq!(
+        std::fs::read(&svg).unwrap(),
+        first,
+        "re-plotting a stored run is identical"
+    );
+    let missing = flowlab(
+        &[
+            &[
+                "plot",
+                "1",
+                "--x",
+                "size",
+                "--y",
+                "no_such_metric",
+                "-o",
+                "/dev/null",
+            ][..],
+            &db_arg,
+        ]
+        .concat(),
+    );
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("goodput"),
+        "the error lists the metrics the run has: {}",
+        stderr(&missing)
+    );
+    let html = std::env::temp_dir().join(format!("flowlab-sweep-{}.html", std::process::id()));
+    assert!(
+        flowlab(&[&["report", "1", "-o", html.to_str().unwrap()][..], &db_arg].concat())
+            .status
+            .success()
+    );
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    for f in [&db, &svg, &html] {
+        let _ = std::fs::remove_file(f);
+    }
 }

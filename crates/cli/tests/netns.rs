@@ -156,6 +156,7 @@ fn two_clients_test_against_one_agent_at_the_same_time() {
             .arg("test")
             .args(args)
             .arg("--json")
+            .env("FLOWLAB_DB", test_db())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

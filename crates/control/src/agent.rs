@@ -275,7 +275,9 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
         return Err("a DSCP is 0..=63".into());
     }
     if spec.socket.read_rate_bps.is_some() && spec.protocol == Protocol::Tcp {
-        return Err("--read-rate models a slow UDP reader; TCP's own flow control slows its sender".into());
+        return Err(
+            "--read-rate models a slow UDP reader; TCP's own flow control slows its sender".into(),
+        );
     }
     if let Some(traffic) = &spec.traffic {
         if spec.protocol == Protocol::Tcp {

@@ -58,9 +58,15 @@ pub fn loopback_agent(extra: &[&str]) -> Agent {
     start_agent(cmd)
 }
 
+/// A results database of this test process, so tests never write into the user's home.
+pub fn test_db() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("flowlab-tests-{}.sqlite3", std::process::id()))
+}
+
 pub fn flowlab(args: &[&str]) -> Output {
     Command::new(FLOWLAB)
         .args(args)
+        .env("FLOWLAB_DB", test_db())
         .output()
         .expect("run flowlab")
 }

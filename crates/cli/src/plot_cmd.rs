@@ -1,0 +1,115 @@
+//! `flowlab plot RUN` and `flowlab report RUN`: figures and a self-contained HTML page from a
+//! stored run, so results can be looked at again without re-running anything.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use flowlab_report::{PlotKind, PlotRequest};
+use flowlab_store::RunId;
+
+use crate::history_cmd::open_store;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// Metric means against a swept parameter, 95 % confidence intervals as error bars.
+    Lines,
+    /// Per-interval values over time (tests run with --interval).
+    Timeseries,
+    /// Packet delay histogram (runs with a packet log).
+    Histogram,
+    /// Packet delay CDF.
+    Cdf,
+    /// Lost packets against packet index.
+    LossIndex,
+    /// Packet delay against send time.
+    DelayTime,
+}
+
+impl From<Kind> for PlotKind {
+    fn from(k: Kind) -> PlotKind {
+        match k {
+            Kind::Lines => PlotKind::Lines,
+            Kind::Timeseries => PlotKind::TimeSeries,
+            Kind::Histogram => PlotKind::Histogram,
+            Kind::Cdf => PlotKind::Cdf,
+            Kind::LossIndex => PlotKind::LossIndex,
+            Kind::DelayTime => PlotKind::DelayTime,
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlotArgs {
+    /// Run id, as `flowlab history` lists them.
+    pub run: RunId,
+    /// Swept parameter on the x axis (lines); default: the first numeric one.
+    #[arg(long)]
+    pub x: Option<String>,
+    /// Metrics, one panel each: rtt, loss, cpu, delay, throughput, jitter or exact names.
+    #[arg(long, value_delimiter = ',')]
+    pub y: Vec<String>,
+    /// One line per value of these parameters (lines).
+    #[arg(long, value_delimiter = ',')]
+    pub by: Vec<String>,
+    #[arg(long, value_enum, default_value = "lines")]
+    pub kind: Kind,
+    /// Point whose packet log to plot (index in `flowlab show`); default: the first with one.
+    #[arg(long)]
+    pub point: Option<usize>,
+    /// SVG file to write.
+    #[arg(long, short, default_value = "plot.svg")]
+    pub output: PathBuf,
+    /// Results database.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+/// `flowlab plot RUN ...`.
+pub fn run_plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(args.db.as_deref())?;
+    let run = store.load_run(args.run)?;
+    let req = PlotRequest {
+        kind: args.kind.into(),
+        x: args.x,
+        ys: args.y,
+        by: args.by,
+        point: args.point,
+    };
+    let svg = flowlab_report::plot(&store, &run, &req)?;
+    std::fs::write(&args.output, svg)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    println!("{}", args.output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Run id.
+    pub run: RunId,
+    /// HTML file to write (default: flowlab-run-RUN.html).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Results database.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+}
+
+/// `flowlab report RUN`.
+pub fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let out = args
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("flowlab-run-{}.html", args.run)));
+    write_report(args.db.as_deref(), args.run, &out)?;
+    println!("{}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the HTML report of a stored run (for `flowlab demo` to end with one).
+pub fn write_report(db: Option<&Path>, run: RunId, out: &Path) -> anyhow::Result<()> {
+    let store = open_store(db)?;
+    let loaded = store.load_run(run)?;
+    let html = flowlab_report::html::report(&store, &loaded)?;
+    std::fs::write(out, html).with_context(|| format!("cannot write {}", out.display()))
+}

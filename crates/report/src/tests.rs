@@ -1,0 +1,85 @@
+use super::*;
+use flowlab_store::Environment;
+use serde_json::json;
+
+fn sweep() -> (Store, Run) {
+    let mut s = Store::open_in_memory().unwrap();
+    let run = s
+        .begin_run("sweep", &json!({}), &Environment::default())
+        .unwrap();
+    for (size, proto, rep, rtt) in [
+        (100, "udp", 0, 10.0),
+        (100, "udp", 1, 12.0),
+        (200, "udp", 0, 20.0),
+        (100, "tcp", 0, 30.0),
+    ] {
+        s.add_point(
+            run,
+            &json!({"size": size, "proto": proto}),
+            rep,
+            &json!({}),
+            &[("rtt_mean_us".into(), rtt)],
+            None,
+        )
+        .unwrap();
+    }
+    let r = s.load_run(run).unwrap();
+    (s, r)
+}
+
+#[test]
+fn aggregates_repetitions_in_point_order() {
+    let (_, run) = sweep();
+    assert_eq!(swept_params(&run), vec!["proto", "size"]);
+    let rows = aggregate(&run, &[]);
+    assert_eq!(rows.len(), 3);
+    let e = rows[1].estimates[0].1;
+    assert_eq!((e.n, e.mean), (2, 11.0));
+    // Sorted by proto, then size.
+    assert_eq!(rows[0].params, json!({"size": 100, "proto": "tcp"}));
+    assert_eq!(rows[1].params, json!({"size": 100, "proto": "udp"}));
+    let t = text_table(&run, &[]);
+    assert!(t.lines().next().unwrap().contains("rtt_mean_us"), "{t}");
+    assert!(t.contains("11.00 ± 12.71"), "{t}");
+}
+
+#[test]
+fn fmt_num_keeps_four_digits() {
+    assert_eq!(fmt_num(12.706), "12.71");
+    assert_eq!(fmt_num(0.5), "0.5000");
+    assert_eq!(fmt_num(2_000_000.0), "2000000");
+    assert_eq!(fmt_num(0.0), "0");
+    assert_eq!(fmt_num(1e12), "1.000e12");
+}
+
+#[test]
+fn plotting_unknown_things_says_what_exists() {
+    let (s, run) = sweep();
+    let req = |kind, x: Option<&str>, y: &str| PlotRequest {
+        kind,
+        x: x.map(String::from),
+        ys: vec![y.to_string()],
+        by: Vec::new(),
+        point: None,
+    };
+    let e = plot(&s, &run, &req(PlotKind::Lines, Some("size"), "loss")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the run has no metric 'loss'; it has: rtt_mean_us"
+    );
+    let e = plot(&s, &run, &req(PlotKind::Lines, Some("rate"), "rtt")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the run has no parameter 'rate'; its points vary: proto, size"
+    );
+    let e = plot(&s, &run, &req(PlotKind::Lines, Some("proto"), "rtt")).unwrap_err();
+    assert!(e.to_string().contains("not numeric"), "{e}");
+    let e = plot(&s, &run, &req(PlotKind::Histogram, None, "rtt")).unwrap_err();
+    assert!(e.to_string().contains("no packet log"), "{e}");
+    let e = plot(&s, &run, &req(PlotKind::TimeSeries, None, "rtt")).unwrap_err();
+    assert!(e.to_string().contains("no live intervals"), "{e}");
+    // Default x: the first numeric swept parameter.
+    assert!(plot(&s, &run, &req(PlotKind::Lines, None, "rtt"))
+        .unwrap()
+        .starts_with("<svg"));
+}

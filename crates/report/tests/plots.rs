@@ -1,0 +1,215 @@
+//! Rendered output: a snapshot of a plot against a committed file, byte-identical re-plots, and
+//! a self-contained report. Regenerate snapshots with `FLOWLAB_UPDATE_SNAPSHOTS=1 cargo test`.
+
+use flowlab_report::{html, plot, PlotKind, PlotRequest};
+use flowlab_results::PacketRecord;
+use flowlab_store::{Environment, RunId, Store};
+use serde_json::json;
+
+/// A small sweep: sizes × protocols, 3 repetitions, with intervals and one packet log.
+fn fixture(store: &mut Store) -> RunId {
+    let env = Environment {
+        hostname: "lab1".into(),
+        kernel: "6.1.0".into(),
+        cpu_model: "Test CPU".into(),
+        flowlab_version: "0.1.0".into(),
+        clock_source: "tsc".into(),
+    };
+    let run = store
+        .begin_run(
+            "sweep",
+            &json!({"vary": ["size", "proto"], "rate": "2M"}),
+            &env,
+        )
+        .unwrap();
+    for proto in ["udp", "tcp"] {
+        for size in [100u32, 500, 1000, 2000] {
+            for rep in 0..3u32 {
+                let base = if proto == "udp" { 50.0 } else { 80.0 };
+                let rtt = base + f64::from(size) * 0.02 + f64::from(rep) * 1.5;
+                let loss = f64::from(size) / 1000.0 + f64::from(rep) * 0.1;
+                let intervals: Vec<_> = (0..4)
+                    .map(|i| json!({"index": i, "start_ns": i * 250_000_000u64, "end_ns": (i + 1) * 250_000_000u64,
+                        "throughput_bps": 2.0e6 - f64::from(i as u32) * 1e4, "packets_per_sec": 250.0, "lost": 0, "reordered": 0,
+                        "delay": null, "jitter_ns": 1000.0, "tcp_info": null}))
+                    .collect();
+                let packets: Vec<PacketRecord> = (0..200u64)
+                    .map(|seq| PacketRecord {
+                        flow: 0,
+                        seq,
+                        size,
+                        sent_ns: Some(1_000_000_000 + seq * 4_000_000),
+                        received_ns: (seq % 37 != 5).then_some(
+                            1_000_000_000 + seq * 4_000_000 + 50_000 + (seq * 7919 % 97) * 1000,
+                        ),
+                        echoed_ns: Some(1_000_000_000 + seq * 4_000_000 + 25_000),
+                    })
+                    .collect();
+                let with_packets = proto == "udp" && size == 100 && rep == 0;
+                store
+                    .add_point(
+                        run,
+                        &json!({"size": size, "proto": proto}),
+                        rep,
+                        &json!({"intervals": intervals}),
+                        &[
+                            ("rtt_mean_us".into(), rtt),
+                            ("loss_pct".into(), loss),
+                            ("rtt_p99_us".into(), rtt * 1.3),
+                        ],
+                        with_packets.then_some(packets.as_slice()),
+                    )
+                    .unwrap();
+            }
+        }
+    }
+    run
+}
+
+fn check_snapshot(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("FLOWLAB_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {}: run with FLOWLAB_UPDATE_SNAPSHOTS=1",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{name} differs from its snapshot; if intended, regenerate with FLOWLAB_UPDATE_SNAPSHOTS=1"
+    );
+}
+
+fn lines_request() -> PlotRequest {
+    PlotRequest {
+        kind: PlotKind::Lines,
+        x: Some("size".into()),
+        ys: vec!["rtt".into(), "loss".into()],
+        by: vec!["proto".into()],
+        point: None,
+    }
+}
+
+#[test]
+fn lines_plot_matches_snapshot() {
+    let mut s = Store::open_in_memory().unwrap();
+    let id = fixture(&mut s);
+    let run = s.load_run(id).unwrap();
+    let svg = flowlab_report::plot(&s, &run, &lines_request()).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.contains("<text"));
+    check_snapshot("lines_rtt_loss_by_proto.svg", &svg);
+}
+
+#[test]
+fn loss_index_plot_matches_snapshot() {
+    let mut s = Store::open_in_memory().unwrap();
+    let id = fixture(&mut s);
+    let run = s.load_run(id).unwrap();
+    let req = PlotRequest {
+        kind: PlotKind::LossIndex,
+        x: None,
+        ys: vec![],
+        by: Vec::new(),
+        point: None,
+    };
+    check_snapshot(
+        "loss_index.svg",
+        &flowlab_report::plot(&s, &run, &req).unwrap(),
+    );
+}
+
+/// Re-plotting the same stored run, from a reopened database file, gives identical bytes.
+#[test]
+fn replotting_a_stored_run_is_byte_identical() {
+    let dir = std::env::temp_dir().join(format!("flowlab-report-{}", std::process::id()));
+    let path = dir.join("h.sqlite3");
+    let _ = std::fs::remove_dir_all(&dir);
+    let id = fixture(&mut Store::open(&path).unwrap());
+    let render = || {
+        let s = Store::open(&path).unwrap();
+        let run = s.load_run(id).unwrap();
+        let mut out = Vec::new();
+        for kind in [
+            PlotKind::Lines,
+            PlotKind::TimeSeries,
+            PlotKind::Histogram,
+            PlotKind::Cdf,
+            PlotKind::LossIndex,
+            PlotKind::DelayTime,
+        ] {
+            let req = PlotRequest {
+                kind,
+                ..lines_request()
+            };
+            let req = if kind == PlotKind::TimeSeries {
+                PlotRequest {
+                    ys: vec!["goodput_bps".into()],
+                    ..req
+                }
+            } else {
+                req
+            };
+            out.push(flowlab_report::plot(&s, &run, &req).unwrap());
+        }
+        out.push(html::report(&s, &run).unwrap());
+        out
+    };
+    assert_eq!(render(), render());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_is_self_contained() {
+    let mut s = Store::open_in_memory().unwrap();
+    let id = fixture(&mut s);
+    let run = s.load_run(id).unwrap();
+    let page = html::report(&s, &run).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert_eq!(
+        page.matches("<svg").count(),
+        6,
+        "lines, time series and 4 packet plots"
+    );
+    assert!(page.contains("Test CPU"));
+    assert!(page.contains("±"));
+    for external in [
+        "<script", "<link", "src=", "url(", "@import", "http://", "https://",
+    ] {
+        // The SVG namespace is an identifier, not a resource.
+        let hits = page.matches(external).count()
+            - if external == "http://" {
+                page.matches("http://www.w3.org").count()
+            } else {
+                0
+            };
+        assert_eq!(hits, 0, "report refers to {external}");
+    }
+    assert!(!page.contains("<?xml"));
+}
+
+#[test]
+fn packet_delays_use_round_trip_when_echoed() {
+    let p = |seq, sent, recv, echo| PacketRecord {
+        flow: 0,
+        seq,
+        size: 100,
+        sent_ns: Some(sent),
+        received_ns: recv,
+        echoed_ns: echo,
+    };
+    let (d, label) =
+        plot::packet_delays(&[p(0, 1000, Some(3000), Some(2000)), p(1, 2000, None, None)]);
+    assert_eq!(d, vec![(1000, 2.0)]);
+    assert!(label.starts_with("round-trip"));
+    let (d, label) =
+        plot::packet_delays(&[p(0, 1000, Some(9000), None), p(1, 2000, Some(13000), None)]);
+    assert_eq!(d, vec![(1000, 0.0), (2000, 3.0)]);
+    assert!(label.starts_with("relative"));
+}

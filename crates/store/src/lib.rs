@@ -1,0 +1,625 @@
+//! The results history: every run (a test, a sweep and its points, later experiments and
+//! simulations) in one embedded SQLite database, so results can be listed, compared, plotted
+//! and exported long after the terminal output is gone.
+//!
+//! Each write is one transaction: a run's header, then each point (its result document, its flat
+//! metrics and its packet log) atomically. An interrupted sweep keeps every finished point, and a
+//! full disk or a crash never leaves half a point behind.
+
+mod schema;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use flowlab_results::PacketRecord;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use schema::SCHEMA_VERSION;
+
+/// A run's id: a small integer users type (`flowlab show 12`).
+pub type RunId = i64;
+/// A point's id, unique over the database.
+pub type PointId = i64;
+
+/// How long to wait for another flowlab writing the same database before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the history could not be read or written, in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("results database {path}: {reason}")]
+    Open { path: String, reason: String },
+    #[error("results database {path} is locked by another process (waited {secs} s); try again when it finishes", secs = BUSY_TIMEOUT.as_secs())]
+    Locked { path: String },
+    #[error(
+        "results database {path} is read-only: cannot record results (use --db PATH or FLOWLAB_DB)"
+    )]
+    ReadOnly { path: String },
+    #[error("disk full writing results database {path}: this write was rolled back, earlier runs are intact")]
+    DiskFull { path: String },
+    #[error("results database {path} was written by a newer flowlab (schema {found}, this one knows up to {known})")]
+    TooNew {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("no run {0} in the results database (see `flowlab history`)")]
+    NoSuchRun(RunId),
+    #[error("results database {path}: {reason}")]
+    Sql { path: String, reason: String },
+    #[error("results database: bad stored JSON: {0}")]
+    Json(String),
+    #[error("cannot write export: {0}")]
+    Io(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Facts about the machine that ran a run, collected by the caller (the CLI) so the store
+/// stays free of system calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub flowlab_version: String,
+    pub clock_source: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Started and not finished: still going, or the process died.
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> RunStatus {
+        match s {
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            "failed" => RunStatus::Failed,
+            _ => RunStatus::Running,
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One line of `flowlab history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    pub id: RunId,
+    pub kind: String,
+    /// Unix time in ns.
+    pub created_at_ns: i64,
+    pub finished_at_ns: Option<i64>,
+    pub status: RunStatus,
+    pub params: Value,
+    pub env: Environment,
+    pub points: u64,
+}
+
+/// One measured point of a run: a test at one setting of the swept parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub id: PointId,
+    pub params: Value,
+    pub repetition: u32,
+    /// The `TestResult` document as stored.
+    pub result: Value,
+    /// Flat metrics, in the order they were stored.
+    pub metrics: Vec<(String, f64)>,
+    /// Number of per-packet records stored (load them with `load_packets`).
+    pub packets: u64,
+}
+
+/// A run with all its points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub info: RunInfo,
+    pub points: Vec<Point>,
+}
+
+impl Run {
+    /// Every metric name present in any point, sorted: what can be plotted.
+    pub fn metric_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .points
+            .iter()
+            .flat_map(|p| p.metrics.iter().map(|(n, _)| n.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// The results database.
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+/// `$FLOWLAB_DB`, else `$XDG_DATA_HOME/flowlab/history.sqlite3`, else
+/// `~/.local/share/flowlab/history.sqlite3`. Does not create anything.
+pub fn default_path() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = var("FLOWLAB_DB") {
+        return Some(PathBuf::from(p));
+    }
+    let base = match var("XDG_DATA_HOME") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(var("HOME")?).join(".local/share"),
+    };
+    Some(base.join("flowlab").join("history.sqlite3"))
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn to_i64(v: u64, what: &str) -> Result<i64> {
+    i64::try_from(v)
+        .map_err(|_| StoreError::Json(format!("{what} {v} does not fit a 64-bit signed integer")))
+}
+
+fn opt_i64(v: Option<u64>) -> Result<Option<i64>> {
+    v.map(|v| to_i64(v, "timestamp")).transpose()
+}
+
+impl Store {
+    /// Opens (creating if needed, with its directory) and migrates the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        let shown = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                path: shown.clone(),
+                reason: format!("cannot create directory {}: {e}", dir.display()),
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| classify(&shown, e))?;
+        Store::setup(conn, shown)
+    }
+
+    /// A database in memory, for tests and dry runs.
+    pub fn open_in_memory() -> Result<Store> {
+        let conn = Connection::open_in_memory().map_err(|e| classify(":memory:", e))?;
+        Store::setup(conn, ":memory:".to_string())
+    }
+
+    fn setup(conn: Connection, path: String) -> Result<Store> {
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| classify(&path, e))?;
+        // Foreign keys keep points tied to runs; WAL lets `history` read during a sweep.
+        conn.execute_batch("PRAGMA foreign_keys = ON;")
+            .map_err(|e| classify(&path, e))?;
+        if path != ":memory:" {
+            // Read-only files cannot switch journal mode; that is reported on the first write.
+            let _ = conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()));
+        }
+        let mut store = Store { conn, path };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The path shown in messages.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        classify(&self.path, e)
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        schema::migrate(&mut self.conn).map_err(|e| match e {
+            schema::MigrateError::TooNew(found) => StoreError::TooNew {
+                path: path.clone(),
+                found,
+                known: SCHEMA_VERSION,
+            },
+            schema::MigrateError::Sql(e) => classify(&path, e),
+        })
+    }
+
+    /// The schema version the file is at (after migration: `SCHEMA_VERSION`).
+    pub fn schema_version(&self) -> Result<i64> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records the start of a run; its points follow with `add_point`.
+    pub fn begin_run(&mut self, kind: &str, params: &Value, env: &Environment) -> Result<RunId> {
+        let env = serde_json::to_string(env).map_err(|e| StoreError::Json(e.to_string()))?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| classify(&self.path, e))?;
+        tx.execute(
+            "INSERT INTO runs (kind, created_at_ns, status, params_json, env_json) VALUES (?1, ?2, 'running', ?3, ?4)",
+            params![kind, now_ns(), params.to_string(), env],
+        )
+        .map_err(|e| classify(&self.path, e))?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(|e| classify(&self.path, e))?;
+        Ok(id)
+    }
+
+    /// Stores one finished point (result, metrics and packet log) in one transaction.
+    pub fn add_point(
+        &mut self,
+        run: RunId,
+        point_params: &Value,
+        repetition: u32,
+        result: &Value,
+        metrics: &[(String, f64)],
+        packets: Option<&[PacketRecord]>,
+    ) -> Result<PointId> {
+        let path = self.path.clone();
+        let c = |e| classify(&path, e);
+        let tx = self.conn.transaction().map_err(c)?;
+        let exists: Option<i64> = tx
+            .query_row("SELECT id FROM runs WHERE id = ?1", [run], |r| r.get(0))
+            .optional()
+            .map_err(c)?;
+        if exists.is_none() {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        let ordinal: i64 = tx
+            .query_row(
+                "SELECT COUNT(*) FROM points WHERE run_id = ?1",
+                [run],
+                |r| r.get(0),
+            )
+            .map_err(c)?;
+        tx.execute(
+            "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![run, ordinal, point_params.to_string(), repetition, result.to_string(), now_ns()],
+        )
+        .map_err(c)?;
+        let point = tx.last_insert_rowid();
+        {
+            let mut m = tx
+                .prepare("INSERT INTO metrics (run_id, point_id, repetition, name, value) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .map_err(c)?;
+            for (name, value) in metrics.iter().filter(|(_, v)| v.is_finite()) {
+                m.execute(params![run, point, repetition, name, value])
+                    .map_err(c)?;
+            }
+            if let Some(packets) = packets {
+                let mut p = tx
+                    .prepare("INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                    .map_err(c)?;
+                for r in packets {
+                    p.execute(params![
+                        point,
+                        r.flow,
+                        to_i64(r.seq, "sequence number")?,
+                        r.size,
+                        opt_i64(r.sent_ns)?,
+                        opt_i64(r.received_ns)?,
+                        opt_i64(r.echoed_ns)?
+                    ])
+                    .map_err(c)?;
+                }
+            }
+        }
+        tx.commit().map_err(c)?;
+        Ok(point)
+    }
+
+    /// Marks a run finished with `status`.
+    pub fn finish_run(&mut self, run: RunId, status: RunStatus) -> Result<()> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE runs SET status = ?1, finished_at_ns = ?2 WHERE id = ?3",
+                params![status.as_str(), now_ns(), run],
+            )
+            .map_err(|e| self.err(e))?;
+        if n == 0 {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        Ok(())
+    }
+
+    /// The newest `limit` runs, newest first.
+    pub fn list_runs(&self, limit: usize) -> Result<Vec<RunInfo>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.id, r.kind, r.created_at_ns, r.finished_at_ns, r.status, r.params_json, r.env_json,
+                        (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id)
+                 FROM runs r ORDER BY r.id DESC LIMIT ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([limit], raw_info)
+            .map_err(|e| self.err(e))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        rows.into_iter().map(RawInfo::parse).collect()
+    }
+
+    /// One run with its points and metrics (not its packets).
+    pub fn load_run(&self, id: RunId) -> Result<Run> {
+        let raw = self
+            .conn
+            .query_row(
+                "SELECT r.id, r.kind, r.created_at_ns, r.finished_at_ns, r.status, r.params_json, r.env_json,
+                        (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id)
+                 FROM runs r WHERE r.id = ?1",
+                [id],
+                raw_info,
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or(StoreError::NoSuchRun(id))?;
+        let info = raw.parse()?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT p.id, p.params_json, p.repetition, p.result_json,
+                        (SELECT COUNT(*) FROM packets k WHERE k.point_id = p.id)
+                 FROM points p WHERE p.run_id = ?1 ORDER BY p.ordinal, p.id",
+            )
+            .map_err(|e| self.err(e))?;
+        let raw_points = stmt
+            .query_map([id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, u32>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut mstmt = self
+            .conn
+            .prepare("SELECT name, value FROM metrics WHERE point_id = ?1 ORDER BY rowid")
+            .map_err(|e| self.err(e))?;
+        let mut points = Vec::with_capacity(raw_points.len());
+        for (pid, params, repetition, result, packets) in raw_points {
+            let metrics = mstmt
+                .query_map([pid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+                .map_err(|e| self.err(e))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?;
+            points.push(Point {
+                id: pid,
+                params: parse_json(&params)?,
+                repetition,
+                result: parse_json(&result)?,
+                metrics,
+                packets: u64::try_from(packets).unwrap_or(0),
+            });
+        }
+        Ok(Run { info, points })
+    }
+
+    /// The packet log of one point, sorted by flow then sequence number.
+    pub fn load_packets(&self, point: PointId) -> Result<Vec<PacketRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT flow, seq, size, sent_ns, received_ns, echoed_ns FROM packets WHERE point_id = ?1 ORDER BY flow, seq")
+            .map_err(|e| self.err(e))?;
+        let u = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+        let rows = stmt
+            .query_map([point], |r| {
+                Ok(PacketRecord {
+                    flow: r.get(0)?,
+                    seq: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                    size: r.get(2)?,
+                    sent_ns: u(r.get(3)?),
+                    received_ns: u(r.get(4)?),
+                    echoed_ns: u(r.get(5)?),
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// The run as one JSON document: run header, environment, and every point with its result
+    /// document and metrics.
+    pub fn export_json(&self, id: RunId, out: &mut dyn Write) -> Result<()> {
+        let run = self.load_run(id)?;
+        let doc = run_to_json(&run);
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| StoreError::Json(e.to_string()))?;
+        writeln!(out, "{text}").map_err(|e| StoreError::Io(e.to_string()))
+    }
+
+    /// The run's metrics as CSV, one row per point and metric: `point,repetition`, one column
+    /// per swept parameter, then `metric,value` (long form, what spreadsheets pivot).
+    pub fn export_csv(&self, id: RunId, out: &mut dyn Write) -> Result<()> {
+        let run = self.load_run(id)?;
+        let mut keys: Vec<String> = Vec::new();
+        for p in &run.points {
+            if let Value::Object(m) = &p.params {
+                for k in m.keys() {
+                    if !keys.contains(k) {
+                        keys.push(k.clone());
+                    }
+                }
+            }
+        }
+        let io = |e: std::io::Error| StoreError::Io(e.to_string());
+        let mut header = vec!["run".to_string(), "point".into(), "repetition".into()];
+        header.extend(keys.iter().map(|k| csv_field(k)));
+        header.extend(["metric".to_string(), "value".into()]);
+        writeln!(out, "{}", header.join(",")).map_err(io)?;
+        for (i, p) in run.points.iter().enumerate() {
+            let params: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    p.params
+                        .get(k)
+                        .map_or(String::new(), |v| csv_field(&plain(v)))
+                })
+                .collect();
+            for (name, value) in &p.metrics {
+                let mut row = vec![id.to_string(), i.to_string(), p.repetition.to_string()];
+                row.extend(params.iter().cloned());
+                row.push(csv_field(name));
+                row.push(value.to_string());
+                writeln!(out, "{}", row.join(",")).map_err(io)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// (point parameters, repetition) of every point already stored: what `--resume` skips.
+    pub fn done_points(&self, run: RunId) -> Result<Vec<(Value, u32)>> {
+        Ok(self
+            .load_run(run)?
+            .points
+            .into_iter()
+            .map(|p| (p.params, p.repetition))
+            .collect())
+    }
+}
+
+/// A JSON value as a person reads it: strings without quotes.
+pub fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The JSON export document of a run.
+pub fn run_to_json(run: &Run) -> Value {
+    let i = &run.info;
+    serde_json::json!({
+        "run": i.id,
+        "kind": i.kind,
+        "created_at_ns": i.created_at_ns,
+        "finished_at_ns": i.finished_at_ns,
+        "status": i.status.as_str(),
+        "params": i.params,
+        "environment": i.env,
+        "points": run.points.iter().map(|p| serde_json::json!({
+            "params": p.params,
+            "repetition": p.repetition,
+            "metrics": p.metrics.iter().map(|(n, v)| (n.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "result": p.result,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn parse_json(s: &str) -> Result<Value> {
+    serde_json::from_str(s).map_err(|e| StoreError::Json(e.to_string()))
+}
+
+struct RawInfo {
+    id: i64,
+    kind: String,
+    created: i64,
+    finished: Option<i64>,
+    status: String,
+    params: String,
+    env: String,
+    points: i64,
+}
+
+fn raw_info(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
+    Ok(RawInfo {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        created: r.get(2)?,
+        finished: r.get(3)?,
+        status: r.get(4)?,
+        params: r.get(5)?,
+        env: r.get(6)?,
+        points: r.get(7)?,
+    })
+}
+
+impl RawInfo {
+    fn parse(self) -> Result<RunInfo> {
+        Ok(RunInfo {
+            id: self.id,
+            kind: self.kind,
+            created_at_ns: self.created,
+            finished_at_ns: self.finished,
+            status: RunStatus::parse(&self.status),
+            params: parse_json(&self.params)?,
+            // Older or foreign rows may lack fields: keep what is there.
+            env: serde_json::from_str(&self.env).unwrap_or_default(),
+            points: u64::try_from(self.points).unwrap_or(0),
+        })
+    }
+}
+
+/// Turns SQLite's error codes into the one-line errors users can act on.
+fn classify(path: &str, e: rusqlite::Error) -> StoreError {
+    let path = path.to_string();
+    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
+        return match f.code {
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Locked { path },
+            ErrorCode::ReadOnly => StoreError::ReadOnly { path },
+            ErrorCode::DiskFull => StoreError::DiskFull { path },
+            ErrorCode::CannotOpen => StoreError::Open {
+                path,
+                reason: "cannot open the file (missing directory or no permission)".into(),
+            },
+            ErrorCode::NotADatabase => StoreError::Open {
+                path,
+                reason: "not a SQLite database".into(),
+            },
+            ErrorCode::DatabaseCorrupt => StoreError::Open {
+                path,
+                reason: "the database file is corrupt".into(),
+            },
+            _ => StoreError::Sql {
+                path,
+                reason: msg.clone().unwrap_or_else(|| f.to_string()),
+            },
+        };
+    }
+    StoreError::Sql {
+        path,
+        reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -288,6 +288,7 @@ pub fn run_test(
     let flow = flow_params(&spec, session);
     let stop_receiving = AtomicBool::new(false);
     let stop_sending = AtomicBool::new(false);
+    let sending_done = AtomicBool::new(false);
     let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();
     let mut session_state = Session::default();
     let mut client_outcome = RoleOutcome::default();
@@ -300,6 +301,7 @@ pub fn run_test(
             &flow,
             &stop_sending,
             &stop_receiving,
+            &sending_done,
             interval_tx,
         );
         let mut drain_from: Option<Instant> = None;
@@ -313,7 +315,8 @@ pub fn run_test(
                 session_state.interrupted = true;
                 break;
             }
-            let local_sender_done = sender.as_ref().is_some_and(|s| s.is_finished());
+            let local_sender_done = sender.as_ref().is_some_and(|s| s.is_finished())
+                || sending_done.load(Ordering::Relaxed);
             if drain_from.is_none() && (local_sender_done || session_state.agent_sender_done) {
                 drain_from = Some(Instant::now());
             }
@@ -484,8 +487,37 @@ fn spawn_roles<'scope, 'env>(
     flow: &'env flowlab_engine::FlowParams,
     stop_sending: &'env AtomicBool,
     stop_receiving: &'env AtomicBool,
+    sending_done: &'env AtomicBool,
     intervals: mpsc::Sender<IntervalReport>,
 ) -> (RoleHandle<'scope>, RoleHandle<'scope>) {
+    // A UDP loopback client sends and takes the echoes on one thread.
+    if let (Data::Udp(socks), Direction::Loopback) = (data, spec.direction) {
+        let ping = scope.spawn(move || {
+            let mut on_interval = |r: IntervalReport| {
+                let _ = intervals.send(r);
+            };
+            let ((sent, received), time) = ThreadTime::measure(|| {
+                flowlab_engine::udp_ping(
+                    socks,
+                    flow,
+                    stop_sending,
+                    stop_receiving,
+                    sending_done,
+                    &mut on_interval,
+                )
+            });
+            RoleOutcome {
+                time,
+                sender: Some(sent.report),
+                receiver: Some(received.report),
+                sent_log: sent.log,
+                log: received.log,
+                error: sent.error.or(received.error),
+                ..RoleOutcome::default()
+            }
+        });
+        return (None, Some(ping));
+    }
     let sends = matches!(spec.direction, Direction::Oneway | Direction::Loopback);
     let receives = matches!(spec.direction, Direction::Reverse | Direction::Loopback);
     let round_trip = spec.direction == Direction::Loopback;
@@ -499,8 +531,8 @@ fn spawn_roles<'scope, 'env>(
             if let Data::Tcp(streams) = data {
                 out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
             }
-            (out.sender, out.log, out.error, out.time) =
-                (Some(outcome.report), outcome.log, outcome.error, time);
+            out.time = time.with_workers(outcome.worker_cpu_ns);
+            (out.sender, out.log, out.error) = (Some(outcome.report), outcome.log, outcome.error);
             out
         })
     });

@@ -18,7 +18,7 @@ use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig};
 
 pub use setup::{configure_tcp, configure_udp};
 pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
-pub use udp::{udp_echo, udp_receive, udp_send};
+pub use udp::{udp_echo, udp_ping, udp_receive, udp_send};
 
 /// How long a blocking socket call may wait before the loop checks its stop flag again.
 pub const POLL_PERIOD: Duration = Duration::from_millis(50);

@@ -6,10 +6,12 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::UdpSocket;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::AtomicBool;
 
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::EchoReport;
+use flowlab_sys::poll::wait_readable;
 use flowlab_sys::{clock, udp};
 use flowlab_traffic::Action;
 use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
@@ -236,76 +238,144 @@ fn send_loop(
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
-    let paced = flow.rate_bps.is_some();
-    let mut meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
-    let mut error = None;
-    let size = flow.size as usize;
-    // A GSO train is one IP datagram of segments; each segment must also fit the path MTU,
-    // which only the first send tells (EINVAL): then the sender falls back to sendmmsg.
-    // Transmit stamps are matched one per datagram, so they rule out GSO trains.
-    let stamping = flow.socket.tx_timestamps && paced;
-    let mut departures = Departures::new(socks.len());
-    let mut gso = !stamping
-        && !flow.modelled()
-        && size * 2 <= MAX_GSO_BYTES
-        && socks.first().is_some_and(udp::gso_supported);
-    // A traffic model picks each packet's size: slots must hold the largest datagram.
-    let stride = if flow.modelled() { MAX_GSO_BYTES } else { size };
-    let max_train = if gso {
-        (MAX_GSO_BYTES / size).min(MAX_BATCH as usize)
-    } else {
-        MAX_BATCH as usize
+    let mut sender = match Sender::new(socks, first_flow, flow) {
+        Ok(s) => s,
+        Err(failed) => return failed,
     };
-    let mut train = Train::new(stride, max_train);
-    let start = clock::monotonic_ns();
-    let realtime_offset = clock::realtime_minus_monotonic_ns();
-    // Flows start spread over one packet interval, so they do not all leave in lockstep.
-    let stagger = flow
-        .interval_ns()
-        .map_or(0, |i| i / socks.len().max(1) as u64);
-    let pacers: Result<Vec<_>, String> = (0..socks.len())
-        .map(|i| flow.pacer_for(first_flow + i, start + stagger * i as u64, max_train as u64))
-        .collect();
-    let mut pacers = match pacers {
-        Ok(p) => p,
-        Err(e) => return (meter, Some(format!("traffic model: {e}"))),
-    };
-    let mut seqs = vec![0u64; socks.len()];
-    let mut due: BinaryHeap<Reverse<(u64, usize)>> = (0..socks.len())
-        .map(|i| Reverse((start + stagger * i as u64, i)))
-        .collect();
-    while let Some(&Reverse((next, i))) = due.peek() {
-        if error.is_some() || stopped(stop) {
-            break;
+    while !stopped(stop) {
+        match sender.step(clock::monotonic_ns()) {
+            Step::Sent => {}
+            Step::Idle { until_ns } => {
+                let spun = wait_until(until_ns);
+                sender.meter.on_pacing_spin(spun);
+            }
+            Step::Done => break,
         }
-        let now = clock::monotonic_ns();
+    }
+    sender.finish()
+}
+
+/// What a sender did in one step.
+enum Step {
+    /// Sent a train (or skipped slots); call again at once.
+    Sent,
+    /// Nothing is due before `until_ns`.
+    Idle { until_ns: u64 },
+    /// Every flow is over, or sending failed.
+    Done,
+}
+
+/// The sending half of an event loop: a timer heap over its flows' pacers. Driven by
+/// [`send_loop`] alone, or interleaved with receiving by [`udp_ping`].
+struct Sender<'a> {
+    socks: &'a [UdpSocket],
+    flow: &'a FlowParams,
+    meter: SenderMeter,
+    error: Option<String>,
+    paced: bool,
+    size: usize,
+    stamping: bool,
+    departures: Departures,
+    gso: bool,
+    train: Train,
+    realtime_offset: i64,
+    pacers: Vec<flowlab_traffic::Pacer>,
+    seqs: Vec<u64>,
+    due: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
+impl<'a> Sender<'a> {
+    fn new(
+        socks: &'a [UdpSocket],
+        first_flow: usize,
+        flow: &'a FlowParams,
+    ) -> Result<Self, (SenderMeter, Option<String>)> {
+        let paced = flow.rate_bps.is_some();
+        let meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
+        let size = flow.size as usize;
+        // A GSO train is one IP datagram of segments; each segment must also fit the path
+        // MTU, which only the first send tells (EINVAL): then the sender falls back to
+        // sendmmsg. Transmit stamps are matched one per datagram, so they rule out GSO trains.
+        let stamping = flow.socket.tx_timestamps && paced;
+        let gso = !stamping
+            && !flow.modelled()
+            && size * 2 <= MAX_GSO_BYTES
+            && socks.first().is_some_and(udp::gso_supported);
+        // A traffic model picks each packet's size: slots must hold the largest datagram.
+        let stride = if flow.modelled() { MAX_GSO_BYTES } else { size };
+        let max_train = if gso {
+            (MAX_GSO_BYTES / size).min(MAX_BATCH as usize)
+        } else {
+            MAX_BATCH as usize
+        };
+        let start = clock::monotonic_ns();
+        // Flows start spread over one packet interval, so they do not all leave in lockstep.
+        let stagger = flow
+            .interval_ns()
+            .map_or(0, |i| i / socks.len().max(1) as u64);
+        let pacers: Result<Vec<_>, String> = (0..socks.len())
+            .map(|i| flow.pacer_for(first_flow + i, start + stagger * i as u64, max_train as u64))
+            .collect();
+        let pacers = match pacers {
+            Ok(p) => p,
+            Err(e) => return Err((meter, Some(format!("traffic model: {e}")))),
+        };
+        Ok(Sender {
+            socks,
+            flow,
+            meter,
+            error: None,
+            paced,
+            size,
+            stamping,
+            departures: Departures::new(socks.len()),
+            gso,
+            train: Train::new(stride, max_train),
+            realtime_offset: clock::realtime_minus_monotonic_ns(),
+            pacers,
+            seqs: vec![0; socks.len()],
+            due: (0..socks.len())
+                .map(|i| Reverse((start + stagger * i as u64, i)))
+                .collect(),
+        })
+    }
+
+    /// Sends what is due at `now` (on the monotonic clock), or says when something will be.
+    fn step(&mut self, now: u64) -> Step {
+        let Some(&Reverse((next, i))) = self.due.peek() else {
+            return Step::Done;
+        };
+        if self.error.is_some() {
+            return Step::Done;
+        }
         if next > now {
-            meter.on_pacing_spin(wait_until(next));
-            continue;
+            return Step::Idle { until_ns: next };
         }
-        due.pop();
-        let (first, count) = match pacers[i].poll(now) {
-            Action::Done => continue,
+        self.due.pop();
+        let (first, count) = match self.pacers[i].poll(now) {
+            Action::Done => return Step::Sent,
             Action::Wait { until_ns } => {
-                due.push(Reverse((until_ns, i)));
-                continue;
+                self.due.push(Reverse((until_ns, i)));
+                return Step::Sent;
             }
             Action::Send { first, count } => (first, count as usize),
         };
         let now_mono = clock::monotonic_ns();
-        let sent_ns = now_mono.saturating_add_signed(realtime_offset);
-        let pacer = &pacers[i];
-        train.stamp(count, flow.session, seqs[i], sent_ns, |k| {
-            pacer.size(first + k as u64).map_or(size, |s| s as usize)
-        });
-        let mut sent = train.send(&socks[i], count, gso, !paced);
-        if gso
+        let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
+        let (pacer, size) = (&self.pacers[i], self.size);
+        self.train
+            .stamp(count, self.flow.session, self.seqs[i], sent_ns, |k| {
+                pacer.size(first + k as u64).map_or(size, |s| s as usize)
+            });
+        let sock = &self.socks[i];
+        let mut sent = self.train.send(sock, count, self.gso, !self.paced);
+        if self.gso
             && sent
                 .as_ref()
                 .is_err_and(|e| e.kind() == io::ErrorKind::InvalidInput)
         {
-            gso = false;
-            sent = train.send(&socks[i], count, gso, !paced);
+            self.gso = false;
+            sent = self.train.send(sock, count, false, !self.paced);
         }
         let taken = match sent {
             Ok(n) => n,
@@ -313,53 +383,177 @@ fn send_loop(
             // An ICMP port unreachable for an earlier packet: the peer socket is gone. The
             // control connection decides the end; these packets are send errors.
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                meter.on_send_error(i, count as u64);
-                pacers[i].advance(count as u64);
-                due.push(Reverse((now, i)));
-                continue;
+                self.meter.on_send_error(i, count as u64);
+                self.pacers[i].advance(count as u64);
+                self.due.push(Reverse((now, i)));
+                return Step::Sent;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
             Err(e) => {
-                meter.on_send_error(i, count as u64);
-                error = Some(format!("send failed: {e}"));
-                break;
+                self.meter.on_send_error(i, count as u64);
+                self.error = Some(format!("send failed: {e}"));
+                return Step::Done;
             }
         };
         if taken > 0 {
-            meter.on_batch(taken as u64);
+            self.meter.on_batch(taken as u64);
         }
         for k in 0..taken {
-            let deadline = pacers[i].deadline(first + k as u64);
-            meter.on_sent(i, seqs[i], train.len(k) as u32, sent_ns, deadline, now_mono);
-            if let (true, Some(deadline)) = (stamping, deadline) {
-                departures.on_sent(i, deadline);
+            let deadline = self.pacers[i].deadline(first + k as u64);
+            let len = self.train.len(k) as u32;
+            self.meter
+                .on_sent(i, self.seqs[i], len, sent_ns, deadline, now_mono);
+            if let (true, Some(deadline)) = (self.stamping, deadline) {
+                self.departures.on_sent(i, deadline);
             }
-            seqs[i] += 1;
+            self.seqs[i] += 1;
         }
-        if stamping {
-            departures.collect(&socks[i], i, realtime_offset, &mut meter);
+        if self.stamping {
+            self.departures
+                .collect(sock, i, self.realtime_offset, &mut self.meter);
         }
-        if paced {
+        if self.paced {
             // What the kernel refused stays refused: resending later would break the schedule.
-            meter.on_send_buffer_full(i, (count - taken) as u64);
-            pacers[i].advance(count as u64);
+            self.meter.on_send_buffer_full(i, (count - taken) as u64);
+            self.pacers[i].advance(count as u64);
         } else {
-            pacers[i].advance(taken as u64);
+            self.pacers[i].advance(taken as u64);
         }
-        due.push(Reverse((now, i)));
+        self.due.push(Reverse((now, i)));
+        Step::Sent
     }
-    for (i, pacer) in pacers.iter().enumerate() {
-        meter.set_missed_slots(i, pacer.missed_slots());
+
+    fn finish(mut self) -> (SenderMeter, Option<String>) {
+        for (i, pacer) in self.pacers.iter().enumerate() {
+            self.meter.set_missed_slots(i, pacer.missed_slots());
+        }
+        if self.stamping {
+            // The last packets' stamps arrive just after they leave.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            for (i, sock) in self.socks.iter().enumerate() {
+                self.departures
+                    .collect(sock, i, self.realtime_offset, &mut self.meter);
+            }
+        }
+        let gso = self.gso && self.meter.packets_sent() > 0;
+        self.meter.set_gso(gso);
+        (self.meter, self.error)
     }
-    if stamping {
-        // The last packets' stamps arrive just after they leave.
-        std::thread::sleep(std::time::Duration::from_millis(2));
+}
+
+/// The client of a UDP loopback test, on one thread: each packet leaves on its schedule and
+/// the echoes are taken in between, so no second thread competes with the sender for a core.
+/// That is what keeps round trips short on a small machine, above all with busy polling
+/// (the agent's echo thread spins on the other core). `sending_done` is raised when the last
+/// packet has left; receiving goes on until `stop_receiving`.
+pub fn udp_ping(
+    socks: &[UdpSocket],
+    flow: &FlowParams,
+    stop_sending: &AtomicBool,
+    stop_receiving: &AtomicBool,
+    sending_done: &AtomicBool,
+    on_interval: IntervalSink<'_>,
+) -> (SenderOutcome, ReceiverOutcome) {
+    prepare_receivers(socks, flow, false);
+    let mut error = socks
+        .iter()
+        .find_map(|s| s.set_nonblocking(true).err())
+        .map(|e| format!("cannot configure a data socket: {e}"));
+    let fds: Vec<BorrowedFd<'_>> = socks.iter().map(|s| s.as_fd()).collect();
+    let mut meter = ReceiverMeter::new(socks.len(), true, flow.packet_log);
+    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
+    let mut scratch = TrainScratch::default();
+    let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
+    let (mut sender, mut sending) = match Sender::new(socks, 0, flow) {
+        Ok(s) => (Some(s), true),
+        Err((_, e)) => {
+            error = error.or(e);
+            (None, false)
+        }
+    };
+    'test: while !stopped(stop_receiving) {
         for (i, sock) in socks.iter().enumerate() {
-            departures.collect(sock, i, realtime_offset, &mut meter);
+            loop {
+                match udp::recv_batch(sock, &mut batch) {
+                    Ok(0) => break,
+                    Ok(n) => (0..n).for_each(|k| {
+                        record_datagram(
+                            &mut meter,
+                            i,
+                            flow.session,
+                            batch.payload(k),
+                            batch.meta(k),
+                            &mut scratch,
+                        )
+                    }),
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                    Err(e) => {
+                        error = Some(format!("receive failed: {e}"));
+                        break 'test;
+                    }
+                }
+            }
+        }
+        while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+            on_interval(meter.take_interval(index, start, end));
+        }
+        let now = clock::monotonic_ns();
+        let mut next_send = None;
+        if let (true, Some(s)) = (sending, sender.as_mut()) {
+            match s.step(now) {
+                _ if stopped(stop_sending) => sending = false,
+                Step::Sent => continue,
+                Step::Done => sending = false,
+                Step::Idle { until_ns } => next_send = Some(until_ns),
+            }
+            if !sending {
+                sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        if flow.busy_poll {
+            continue;
+        }
+        match next_send {
+            // Close to a deadline: spin to it (echoes keep their kernel stamps meanwhile).
+            Some(t) if t <= now + crate::SPIN_NS => {
+                let spun = wait_until(t);
+                if let Some(s) = sender.as_mut() {
+                    s.meter.on_pacing_spin(spun);
+                }
+            }
+            Some(t) => {
+                let wait = (t - crate::SPIN_NS - now).min(crate::POLL_PERIOD.as_nanos() as u64);
+                // A failed wait returns at once; the next read reports the error.
+                let _ = wait_readable(&fds, std::time::Duration::from_nanos(wait));
+            }
+            None => {
+                let _ = wait_readable(&fds, crate::POLL_PERIOD);
+            }
         }
     }
-    meter.set_gso(gso && meter.packets_sent() > 0);
-    (meter, error)
+    sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
+        on_interval(meter.take_interval(index, start, end));
+    }
+    let (mut sent_meter, send_error) = match sender {
+        Some(s) => s.finish(),
+        None => (
+            SenderMeter::new(socks.len(), flow.rate_bps.is_some(), false),
+            None,
+        ),
+    };
+    let sent = SenderOutcome {
+        report: sent_meter.report(),
+        log: sent_meter.take_log(),
+        error: send_error,
+        worker_cpu_ns: (0, 0),
+    };
+    let received = ReceiverOutcome {
+        report: meter.report(None),
+        log: meter.take_log(),
+        error,
+    };
+    (sent, received)
 }
 
 /// Whether a receiver of this flow should let the kernel coalesce datagrams.

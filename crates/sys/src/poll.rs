@@ -8,6 +8,43 @@ use std::time::Duration;
 /// Events returned per `epoll_wait` call; more stay queued for the next.
 const MAX_EVENTS: usize = 256;
 
+/// Waits until any of `fds` is readable or `timeout` passes, with nanosecond resolution
+/// (ppoll), where epoll's millisecond timeout is too coarse for pacing. Returns whether one
+/// is readable; EINTR counts as a timeout.
+pub fn wait_readable(fds: &[std::os::fd::BorrowedFd<'_>], timeout: Duration) -> io::Result<bool> {
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `polled` is a live array of `polled.len()` pollfds the kernel may write
+    // `revents` into; `ts` is a valid timespec; a null signal mask keeps the current one.
+    let rc = unsafe {
+        libc::ppoll(
+            polled.as_mut_ptr(),
+            polled.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        return if err.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(err)
+        };
+    }
+    Ok(rc > 0)
+}
+
 /// An epoll instance. Level-triggered: a socket stays ready until drained.
 #[derive(Debug)]
 pub struct Poller {
@@ -117,6 +154,17 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_readable_times_out_then_sees_a_datagram() {
+        let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let started = std::time::Instant::now();
+        assert!(!wait_readable(&[a.as_fd()], Duration::from_micros(300)).unwrap());
+        assert!(started.elapsed() >= Duration::from_micros(300));
+        b.send_to(b"x", a.local_addr().unwrap()).unwrap();
+        assert!(wait_readable(&[b.as_fd(), a.as_fd()], Duration::from_secs(1)).unwrap());
+    }
     use std::net::UdpSocket;
 
     #[test]

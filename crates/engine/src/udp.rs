@@ -240,7 +240,12 @@ fn send_loop(
 ) -> (SenderMeter, Option<String>) {
     let mut sender = match Sender::new(socks, first_flow, flow) {
         Ok(s) => s,
-        Err(failed) => return failed,
+        Err(e) => {
+            return (
+                SenderMeter::new(socks.len(), flow.rate_bps.is_some(), false),
+                Some(e),
+            )
+        }
     };
     while !stopped(stop) {
         match sender.step(clock::monotonic_ns()) {
@@ -289,7 +294,7 @@ impl<'a> Sender<'a> {
         socks: &'a [UdpSocket],
         first_flow: usize,
         flow: &'a FlowParams,
-    ) -> Result<Self, (SenderMeter, Option<String>)> {
+    ) -> Result<Self, String> {
         let paced = flow.rate_bps.is_some();
         let meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
         let size = flow.size as usize;
@@ -318,7 +323,7 @@ impl<'a> Sender<'a> {
             .collect();
         let pacers = match pacers {
             Ok(p) => p,
-            Err(e) => return Err((meter, Some(format!("traffic model: {e}")))),
+            Err(e) => return Err(format!("traffic model: {e}")),
         };
         Ok(Sender {
             socks,
@@ -466,8 +471,8 @@ pub fn udp_ping(
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
     let (mut sender, mut sending) = match Sender::new(socks, 0, flow) {
         Ok(s) => (Some(s), true),
-        Err((_, e)) => {
-            error = error.or(e);
+        Err(e) => {
+            error = error.or(Some(e));
             (None, false)
         }
     };

@@ -286,24 +286,13 @@ pub fn run_test(
     conn.send(&Message::Start).map_err(setup_error)?;
 
     let flow = flow_params(&spec, session);
-    let stop_receiving = AtomicBool::new(false);
-    let stop_sending = AtomicBool::new(false);
-    let sending_done = AtomicBool::new(false);
+    let signals = RoleSignals::default();
     let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();
     let mut session_state = Session::default();
     let mut client_outcome = RoleOutcome::default();
 
     std::thread::scope(|scope| {
-        let (sender, receiver) = spawn_roles(
-            scope,
-            &data,
-            &spec,
-            &flow,
-            &stop_sending,
-            &stop_receiving,
-            &sending_done,
-            interval_tx,
-        );
+        let (sender, receiver) = spawn_roles(scope, &data, &spec, &flow, &signals, interval_tx);
         let mut drain_from: Option<Instant> = None;
         let mut last_heard = Instant::now();
         loop {
@@ -316,7 +305,7 @@ pub fn run_test(
                 break;
             }
             let local_sender_done = sender.as_ref().is_some_and(|s| s.is_finished())
-                || sending_done.load(Ordering::Relaxed);
+                || signals.sending_done.load(Ordering::Relaxed);
             if drain_from.is_none() && (local_sender_done || session_state.agent_sender_done) {
                 drain_from = Some(Instant::now());
             }
@@ -355,8 +344,8 @@ pub fn run_test(
                 }
             }
         }
-        stop_sending.store(true, Ordering::Relaxed);
-        stop_receiving.store(true, Ordering::Relaxed);
+        signals.stop_sending.store(true, Ordering::Relaxed);
+        signals.stop_receiving.store(true, Ordering::Relaxed);
         let join = |h: Option<std::thread::ScopedJoinHandle<'_, RoleOutcome>>| {
             h.map(|h| {
                 h.join()
@@ -477,6 +466,15 @@ impl Session {
     }
 }
 
+/// Flags between the client's control loop and its role threads.
+#[derive(Default)]
+struct RoleSignals {
+    stop_sending: AtomicBool,
+    stop_receiving: AtomicBool,
+    /// Raised by a loopback client's single thread when its last packet has left.
+    sending_done: AtomicBool,
+}
+
 type RoleHandle<'scope> = Option<std::thread::ScopedJoinHandle<'scope, RoleOutcome>>;
 
 /// Starts the client's sender and/or receiver threads for this direction.
@@ -485,11 +483,14 @@ fn spawn_roles<'scope, 'env>(
     data: &'env Data,
     spec: &TestSpec,
     flow: &'env flowlab_engine::FlowParams,
-    stop_sending: &'env AtomicBool,
-    stop_receiving: &'env AtomicBool,
-    sending_done: &'env AtomicBool,
+    signals: &'env RoleSignals,
     intervals: mpsc::Sender<IntervalReport>,
 ) -> (RoleHandle<'scope>, RoleHandle<'scope>) {
+    let RoleSignals {
+        stop_sending,
+        stop_receiving,
+        sending_done,
+    } = signals;
     // A UDP loopback client sends and takes the echoes on one thread.
     if let (Data::Udp(socks), Direction::Loopback) = (data, spec.direction) {
         let ping = scope.spawn(move || {

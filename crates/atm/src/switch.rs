@@ -344,6 +344,7 @@ impl OutputPort {
     }
 
     /// Offers a cell arriving at `now_ns`.
+    #[inline]
     pub fn enqueue(&mut self, now_ns: u64, cell: CellMeta) -> Verdict {
         self.counters.cells_in += 1;
         let occupancy = self.occupancy;
@@ -477,6 +478,7 @@ impl OutputPort {
         self.slot_rem = (u128::from(k) * cell.numer()) % cell.denom();
     }
 
+    #[inline]
     fn step_slot(&mut self) {
         self.slot_ns = self.slot_ns.saturating_add(self.step_whole);
         self.slot_rem += self.step_rem;
@@ -487,6 +489,7 @@ impl OutputPort {
     }
 
     /// When the next cell will start transmission, if any is queued.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         (self.occupancy > 0).then_some(self.slot_ns)
     }
@@ -494,6 +497,7 @@ impl OutputPort {
     /// Takes the cell that starts transmission in the slot beginning at or before `now_ns`,
     /// choosing the highest-priority queue. Call it at [`OutputPort::poll_timeout`] for exact
     /// priority decisions.
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Departure> {
         if self.nonempty == 0 || self.slot_ns > now_ns {
             return None;

@@ -51,6 +51,7 @@ enum Ev {
     Bg(u32),
 }
 
+#[derive(Clone, Copy)]
 struct Entry {
     at: u64,
     seq: u64,
@@ -71,6 +72,97 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     fn cmp(&self, o: &Self) -> Ordering {
         (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+impl Entry {
+    /// (time, insertion number) as one integer: cheaper to compare than a tuple.
+    #[inline]
+    fn key(&self) -> u128 {
+        (u128::from(self.at) << 64) | u128::from(self.seq)
+    }
+}
+
+/// How many of the earliest pending events are kept in a sorted array instead of the heap
+/// (a power of two: indices are masked, which lets the compiler drop bounds checks).
+const NEAR: usize = 16;
+const MASK: usize = NEAR - 1;
+
+/// The future-event list: pops entries in (time, insertion number) order, exactly as one
+/// binary heap would. A simulation usually has only a handful of pending wake-ups, and a new
+/// one is usually the latest, so they live in a small array sorted earliest first: pop
+/// advances `head`, push is an append after a short scan from the end. When the array is
+/// full, the latest entries overflow into a binary heap, and `pop` takes the smaller of the
+/// two minima, so the order never depends on where an entry was kept.
+struct EventQueue {
+    near: [Entry; NEAR],
+    head: usize,
+    len: usize,
+    far: BinaryHeap<Reverse<Entry>>,
+}
+
+impl EventQueue {
+    fn new() -> EventQueue {
+        let blank = Entry {
+            at: 0,
+            seq: 0,
+            ev: Ev::Flow(0),
+        };
+        EventQueue {
+            near: [blank; NEAR],
+            head: 0,
+            len: 0,
+            far: BinaryHeap::new(),
+        }
+    }
+
+    /// Adds `e`, whose insertion number must be above every pending one (the engine numbers
+    /// pushes in order), so it goes after every pending entry of the same time and only
+    /// times need comparing.
+    #[inline(always)]
+    fn push(&mut self, e: Entry) {
+        if self.len == NEAR {
+            if self.head > 0 {
+                self.near.copy_within(self.head..self.len, 0);
+                self.len -= self.head;
+                self.head = 0;
+            } else {
+                let last = self.near[NEAR - 1];
+                if last.at <= e.at {
+                    self.far.push(Reverse(e));
+                    return;
+                }
+                self.far.push(Reverse(last));
+                self.len -= 1;
+            }
+        }
+        // Here len < NEAR, so every index below is in range and the masks change nothing.
+        let mut i = self.len;
+        while i > self.head && self.near[(i - 1) & MASK].at > e.at {
+            self.near[i & MASK] = self.near[(i - 1) & MASK];
+            i -= 1;
+        }
+        self.near[i & MASK] = e;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Entry> {
+        if self.head == self.len {
+            return self.far.pop().map(|r| r.0);
+        }
+        let a = self.near[self.head & MASK];
+        if let Some(Reverse(b)) = self.far.peek() {
+            if b.key() < a.key() {
+                return self.far.pop().map(|r| r.0);
+            }
+        }
+        self.head += 1;
+        if self.head == self.len {
+            self.head = 0;
+            self.len = 0;
+        }
+        Some(a)
     }
 }
 
@@ -114,6 +206,10 @@ struct Iface {
     wake: u64,
     arrive_wake: u64,
     atm_encap: Option<Encapsulation>,
+    /// Whether the far end is an ATM switch (cells are switched, not reassembled).
+    to_switch: bool,
+    /// The background sources loading this port, in index order.
+    bgs: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -210,7 +306,7 @@ enum VcOwner {
 
 pub(crate) struct Sim<'m> {
     m: &'m Model,
-    heap: BinaryHeap<Reverse<Entry>>,
+    queue: EventQueue,
     seq: u64,
     now: u64,
     end_ns: u64,
@@ -338,6 +434,8 @@ impl<'m> Sim<'m> {
                     wake: NEVER,
                     arrive_wake: NEVER,
                     atm_encap: l.atm.as_ref().map(|a| a.encap),
+                    to_switch: m.nodes[to].kind == NodeKind::AtmSwitch,
+                    bgs: Vec::new(),
                 });
             }
         }
@@ -451,6 +549,7 @@ impl<'m> Sim<'m> {
             } else {
                 2 * b.link + 1
             };
+            ifaces[port_iface].bgs.push(bi);
             let base = owners.len();
             let vcs: Vec<VcId> = (0..b.passes).map(|p| VcId((base + p) as u32)).collect();
             for &vc in &vcs {
@@ -481,7 +580,7 @@ impl<'m> Sim<'m> {
 
         Sim {
             m,
-            heap: BinaryHeap::with_capacity(1024),
+            queue: EventQueue::new(),
             seq: 0,
             now: 0,
             end_ns: m.duration_ns.saturating_add(m.drain_ns),
@@ -496,12 +595,13 @@ impl<'m> Sim<'m> {
         }
     }
 
+    #[inline]
     fn push(&mut self, at: u64, ev: Ev) {
-        self.heap.push(Reverse(Entry {
+        self.queue.push(Entry {
             at,
             seq: self.seq,
             ev,
-        }));
+        });
         self.seq += 1;
     }
 
@@ -527,7 +627,7 @@ impl<'m> Sim<'m> {
                 self.push(t, Ev::Bg(b as u32));
             }
         }
-        while let Some(Reverse(e)) = self.heap.pop() {
+        while let Some(e) = self.queue.pop() {
             if e.at > self.end_ns {
                 break;
             }
@@ -824,12 +924,21 @@ impl<'m> Sim<'m> {
         let iface = &mut self.ifaces[i];
         match &mut iface.kind {
             IfaceKind::Atm(port) => {
+                let n_streams = self.streams.len();
                 while port.poll_timeout().is_some_and(|t| t <= now) {
                     let Some(d) = port.poll_transmit(now) else {
                         break;
                     };
                     self.cells_sent += 1;
-                    match self.owners.get(d.cell.vc.0 as usize) {
+                    let vc = d.cell.vc.0 as usize;
+                    // Stream VCs come first (dense indices), background passes after them.
+                    if vc < n_streams {
+                        iface
+                            .flight
+                            .push_back((d.tx_end_ns.saturating_add(delay), Unit::Cell(d.cell)));
+                        continue;
+                    }
+                    match self.owners.get(vc) {
                         Some(VcOwner::Stream(_)) => {
                             iface
                                 .flight
@@ -875,10 +984,9 @@ impl<'m> Sim<'m> {
         self.ensure_iface(i);
         self.ensure_arrive(i);
         // Recirculated background cells come back later.
-        for b in 0..self.bgs.len() {
-            if self.bgs[b].port_iface == i {
-                self.ensure_bg(b);
-            }
+        for k in 0..self.ifaces[i].bgs.len() {
+            let b = self.ifaces[i].bgs[k];
+            self.ensure_bg(b);
         }
     }
 
@@ -886,13 +994,14 @@ impl<'m> Sim<'m> {
     fn arrivals(&mut self, i: usize) {
         let now = self.now;
         let node = self.ifaces[i].to;
+        let to_switch = self.ifaces[i].to_switch;
         while let Some(&(t, unit)) = self.ifaces[i].flight.front() {
             if t > now {
                 break;
             }
             self.ifaces[i].flight.pop_front();
             match unit {
-                Unit::Cell(cell) => self.cell_at(node, cell),
+                Unit::Cell(cell) => self.cell_at(node, to_switch, cell),
                 Unit::Packet { stream, frame } => {
                     let s = stream as usize;
                     if let Some(hop) = self
@@ -908,7 +1017,7 @@ impl<'m> Sim<'m> {
         self.ensure_arrive(i);
     }
 
-    fn cell_at(&mut self, node: usize, mut cell: CellMeta) {
+    fn cell_at(&mut self, node: usize, to_switch: bool, mut cell: CellMeta) {
         let s = cell.vc.0 as usize;
         let Some(st) = self.streams.get_mut(s) else {
             return;
@@ -916,7 +1025,7 @@ impl<'m> Sim<'m> {
         let Some(hop) = st.path.iter().position(|&n| n == node) else {
             return;
         };
-        if self.m.nodes[node].kind == NodeKind::AtmSwitch {
+        if to_switch {
             if st.police_hop == Some(hop) {
                 if let Some(p) = st.policer.as_mut() {
                     match p.police(self.now, cell.clp) {
@@ -1340,5 +1449,54 @@ fn ip_fill(ip: &mut IpIface, now: u64) {
 fn recirculate(bg: &mut Background, d: &Departure) {
     if let LoopStep::Recirculate { arrival_ns, cell } = bg.recirc.next_pass(d) {
         bg.returns.push_back((arrival_ns, cell));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The event queue pops exactly what one binary heap of (time, insertion number) would,
+    /// including when more than `NEAR` entries are pending and some live in the heap.
+    #[test]
+    fn event_queue_pops_in_heap_order() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut q = EventQueue::new();
+        let mut heap = BinaryHeap::new();
+        let (mut seq, mut now) = (0u64, 0u64);
+        for round in 0..20_000u64 {
+            // Bursts of pushes (sometimes many at once) at or after the current time.
+            let pushes = if round % 500 == 0 { 40 } else { rnd(4) };
+            for _ in 0..pushes {
+                let span = if rnd(3) == 0 { 1 } else { 50 };
+                let at = now + rnd(span);
+                let e = Entry {
+                    at,
+                    seq,
+                    ev: Ev::Iface(rnd(8) as u32),
+                };
+                seq += 1;
+                q.push(e);
+                heap.push(Reverse(e));
+            }
+            for _ in 0..rnd(4) {
+                let a = q.pop().map(|e| (e.at, e.seq, e.ev));
+                let b = heap.pop().map(|Reverse(e)| (e.at, e.seq, e.ev));
+                assert_eq!(a, b);
+                if let Some((at, _, _)) = a {
+                    now = at;
+                }
+            }
+        }
+        while let Some(Reverse(e)) = heap.pop() {
+            assert_eq!(q.pop().map(|e| (e.at, e.seq)), Some((e.at, e.seq)));
+        }
+        assert!(q.pop().is_none());
     }
 }

@@ -57,6 +57,11 @@ pub enum Command {
     /// Write one self-contained HTML report of a stored run.
     #[command(after_help = "Examples:\n  flowlab report 12\n  flowlab report 12 -o sweep.html")]
     Report(crate::plot_cmd::ReportArgs),
+    /// Build a local testbed of hosts as network namespaces from a TOML file.
+    #[command(
+        after_help = "Examples:\n  flowlab lab up examples/lab/three-hosts.toml\n  flowlab lab exec h1 -- ip route\n  flowlab lab status\n  flowlab lab down three"
+    )]
+    Lab(crate::lab_cmd::LabArgs),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
@@ -92,6 +97,14 @@ pub struct ServeArgs {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Proto {
+    Udp,
+    Tcp,
+    /// Native link-layer frames (AF_PACKET).
+    Raw,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// Client sends, agent receives.
     Oneway,
@@ -104,11 +117,21 @@ pub struct TestArgs {
     /// The agent: HOST, HOST:PORT, [IPV6]:PORT.
     pub target: String,
     /// Send UDP datagrams (default).
-    #[arg(long, conflicts_with = "tcp")]
+    #[arg(long, conflicts_with_all = ["tcp", "proto"])]
     pub udp: bool,
     /// Send TCP messages of --size bytes.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "proto")]
     pub tcp: bool,
+    /// udp, tcp, or raw: native link-layer frames with flowlab's EtherType (no IP, no UDP),
+    /// on the interface of the control connection (needs root).
+    #[arg(long, value_enum)]
+    pub proto: Option<Proto>,
+    /// --proto raw: this end's interface, if not the one holding the control connection.
+    #[arg(long)]
+    pub interface: Option<String>,
+    /// --proto raw: the agent's interface, if not the one holding the control connection.
+    #[arg(long)]
+    pub agent_interface: Option<String>,
     /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.
     #[arg(long, short, value_parser = parse_rate)]
     pub rate: Option<Rate>,

@@ -43,6 +43,7 @@ fn spec(
         interval_ns: None,
         flows: 1,
         client_udp_ports: Vec::new(),
+        raw: None,
         busy_poll: false,
         packet_log: false,
         socket: Default::default(),
@@ -105,6 +106,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 spec: spec.clone(),
                 key: None,
                 drain: Duration::from_millis(100),
+                interface: None,
+                agent_interface: None,
             };
             match run_test(&options, &mut |_| {}) {
                 Ok(run) => {
@@ -173,10 +176,7 @@ fn row(name: &str, runs: &[TestResult]) -> String {
         mean(&|r: &TestResult| f(r).map(|c| c.user_pct + c.system_pct - c.pacing_spin_pct))
             .map_or("-".into(), |v| format!("{v:.1}%"))
     };
-    let protocol = match first.spec.protocol {
-        Protocol::Udp => "UDP",
-        Protocol::Tcp => "TCP",
-    };
+    let protocol = crate::output::protocol_name(first.spec.protocol);
     format!(
         "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>7.2}%  {:>10} {:>10}",
         name,

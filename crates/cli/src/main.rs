@@ -3,6 +3,7 @@
 mod args;
 mod demo;
 mod history_cmd;
+mod lab_cmd;
 mod output;
 mod plot_cmd;
 mod serve;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         args::Command::Test(a) => test_cmd::run(*a),
         args::Command::Demo(a) => demo::run(a),
         args::Command::Sim(a) => sim_cmd::run(a),
+        args::Command::Lab(a) => lab_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(*a),
         args::Command::History(a) => history_cmd::run_history(a),
         args::Command::Show(a) => history_cmd::run_show(a),

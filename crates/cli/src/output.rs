@@ -9,10 +9,11 @@ use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate}
 use flowlab_wire::{Direction, Protocol, TestSpec};
 use serde::Serialize;
 
-fn protocol_name(p: Protocol) -> &'static str {
+pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
         Protocol::Udp => "UDP",
         Protocol::Tcp => "TCP",
+        Protocol::Raw => "native frames",
     }
 }
 

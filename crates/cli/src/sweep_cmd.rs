@@ -204,8 +204,8 @@ pub fn parse_vary(spec: &str) -> anyhow::Result<(String, Vec<Value>)> {
             _ if kind == Kind::Text => {
                 let v = item.to_ascii_lowercase();
                 match name.as_str() {
-                    "proto" if !matches!(v.as_str(), "udp" | "tcp") => {
-                        bail!("invalid --vary '{spec}': proto is udp or tcp")
+                    "proto" if !matches!(v.as_str(), "udp" | "tcp" | "raw") => {
+                        bail!("invalid --vary '{spec}': proto is udp, tcp or raw")
                     }
                     "mode" if !matches!(v.as_str(), "oneway" | "loopback" | "reverse") => {
                         bail!("invalid --vary '{spec}': mode is oneway, loopback or reverse")
@@ -295,7 +295,7 @@ fn point_flags(point: &Value) -> Vec<String> {
     let Value::Object(m) = point else { return f };
     for (name, v) in m {
         match (name.as_str(), v) {
-            ("proto", v) => f.push(format!("--{}", plain(v))),
+            ("proto", v) => f.extend(["--proto".to_string(), plain(v)]),
             ("mode", Value::String(m)) if m == "reverse" => f.push("--reverse".into()),
             (name, Value::Number(n)) if kind_of(name) == Kind::Seconds => {
                 let ns = (n.as_f64().unwrap_or(0.0) * 1e9).round() as u64;
@@ -548,6 +548,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     drain_default
                 },
+                interface: targs.interface.clone(),
+                agent_interface: targs.agent_interface.clone(),
             };
             let test = match run_test(&options, &mut |_| {}) {
                 Ok(t) => t,
@@ -703,7 +705,8 @@ mod tests {
             true,
         )
         .unwrap();
-        assert!(a.tcp && !a.udp);
+        assert_eq!(a.proto, Some(crate::args::Proto::Tcp));
+        assert!(!a.udp);
         assert_eq!(a.size, Some(500));
         assert_eq!(a.duration, Some(std::time::Duration::from_millis(1500)));
         assert!(a.packet_log.is_some());

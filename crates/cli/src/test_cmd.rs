@@ -10,17 +10,17 @@ use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
 
-use crate::args::{Mode, TestArgs};
+use crate::args::{Mode, Proto, TestArgs};
 use crate::output;
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
-    let protocol = if args.tcp {
-        Protocol::Tcp
-    } else {
-        Protocol::Udp
+    let protocol = match (args.tcp, args.udp, args.proto) {
+        (true, _, _) | (_, _, Some(Proto::Tcp)) => Protocol::Tcp,
+        (_, true, _) | (_, _, Some(Proto::Udp)) | (_, _, None) => Protocol::Udp,
+        (_, _, Some(Proto::Raw)) => Protocol::Raw,
     };
     let direction = match (args.reverse, args.mode) {
         (true, _) => Direction::Reverse,
@@ -28,11 +28,12 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         (false, Mode::Loopback) => Direction::Loopback,
     };
     let rate = args.rate.unwrap_or(match protocol {
-        Protocol::Udp => Rate::BitsPerSec(1_000_000),
+        Protocol::Udp | Protocol::Raw => Rate::BitsPerSec(1_000_000),
         Protocol::Tcp => Rate::Max,
     });
     let size = args.size.unwrap_or(match protocol {
         Protocol::Udp => 1200,
+        Protocol::Raw => 1000,
         Protocol::Tcp => 128 * 1024,
     });
     let size =
@@ -72,6 +73,7 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         interval_ns: args.interval.map(|i| i.as_nanos() as u64),
         flows,
         client_udp_ports: Vec::new(),
+        raw: None,
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
         socket: SocketOptions {
@@ -127,6 +129,8 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         spec,
         key,
         drain: args.drain,
+        interface: args.interface.clone(),
+        agent_interface: args.agent_interface.clone(),
     };
     flowlab_sys::signal::interrupt_flag();
     let mut stdout = std::io::stdout().lock();

@@ -329,3 +329,59 @@ fn a_slow_reader_fills_its_buffer_then_drops_and_says_so() {
     let delay_max = f64_at(&v, "/summary/relative_one_way_delay/max_ns");
     assert!(delay_max > 200e6, "relative delay max {delay_max} ns");
 }
+
+#[test]
+fn native_frames_cross_the_veth_and_a_sweep_compares_them_with_udp() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("raw_frames") else {
+        return;
+    };
+    let _agent = agent_in_b(&pair, AGENT);
+    let v = json(&client_in_a(
+        &pair,
+        &[
+            AGENT, "--proto", "raw", "--rate", "2M", "--size", "500", "-d", "2s",
+        ],
+    ));
+    assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0);
+    assert!(within(
+        f64_at(&v, "/summary/receiver_goodput_bps"),
+        2e6,
+        0.01
+    ));
+    assert!(v["summary"]["wire_headers"]
+        .as_str()
+        .unwrap()
+        .contains("no IP"));
+    assert!(v["summary"]["relative_one_way_delay"]["p99_ns"].is_number());
+    let v = json(&client_in_a(
+        &pair,
+        &[
+            AGENT, "--proto", "raw", "--mode", "loopback", "--rate", "1M", "--size", "200", "-n",
+            "200",
+        ],
+    ));
+    assert_eq!(f64_at(&v, "/summary/round_trip/count"), 200.0);
+    // The seed's native-versus-IP comparison: one sweep, both stacks, several sizes.
+    let db = std::env::temp_dir().join(format!("flowlab-raw-sweep-{}.sqlite3", std::process::id()));
+    let o = pair
+        .command_in(&pair.ns_a, FLOWLAB)
+        .args([
+            "sweep",
+            AGENT,
+            "--vary",
+            "proto=udp,raw",
+            "--vary",
+            "size=200,800,1400",
+            "--rate",
+            "2M",
+            "-d",
+            "500ms",
+        ])
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let export = flowlab(&["export", "1", "--json", "--db", db.to_str().unwrap()]);
+    assert_eq!(json(&export)["points"].as_array().map(Vec::len), Some(6));
+    let _ = std::fs::remove_file(db);
+}

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use flowlab_engine::FlowParams;
 use flowlab_results::{IntervalReport, PacketRecord, SideReport};
 use flowlab_sys::cpu::CpuSnapshot;
+use flowlab_sys::raw::{self, RawSocket};
 use flowlab_wire::control::HELLO_FLAG_AUTH_REQUIRED;
 use flowlab_wire::{
     Direction, Hello, Message, Protocol, TestSpec, PROBE_HEADER_LEN, PROTOCOL_VERSION,
@@ -214,6 +215,7 @@ fn run_session(
     conn.send(&Message::Accepted {
         session,
         data_ports: data.ports(),
+        agent_mac: data.mac(&spec, local_ip),
     })
     .map_err(|e| e.to_string())?;
     log(format!(
@@ -252,6 +254,7 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
     let (max_size, what) = match spec.protocol {
         Protocol::Udp => (MAX_UDP_PAYLOAD, "the UDP maximum"),
         Protocol::Tcp => (MAX_TCP_MESSAGE, "the TCP message maximum"),
+        Protocol::Raw => (MAX_UDP_PAYLOAD, "the native frame maximum"),
     };
     if spec.size < PROBE_HEADER_LEN as u32 {
         return Err(format!(
@@ -277,6 +280,11 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
     if spec.socket.read_rate_bps.is_some() && spec.protocol == Protocol::Tcp {
         return Err(
             "--read-rate models a slow UDP reader; TCP's own flow control slows its sender".into(),
+        );
+    }
+    if spec.protocol == Protocol::Raw && spec.flows != 1 {
+        return Err(
+            "native frames carry one flow: every socket on an interface sees every frame".into(),
         );
     }
     if let Some(traffic) = &spec.traffic {
@@ -334,9 +342,59 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
     Ok(())
 }
 
+/// The interface native frames use: the one named, else the one holding the control
+/// connection's local address.
+pub fn raw_interface(named: Option<&str>, local_ip: IpAddr) -> Result<raw::Interface, String> {
+    match named {
+        Some(name) => raw::interface_named(name).map_err(|e| e.to_string()),
+        None => {
+            raw::interface_with_address(local_ip).map_err(|e| format!("{e}: name the interface"))
+        }
+    }
+}
+
+/// A native frame must fit the interface's MTU: there is no IP to fragment it.
+pub fn check_mtu(interface: &raw::Interface, size: u32) -> Result<(), String> {
+    let mtu = std::fs::read_to_string(format!("/sys/class/net/{}/mtu", interface.name))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok());
+    match mtu {
+        Some(mtu) if size > mtu => Err(format!(
+            "a native frame of {size} B exceeds the MTU of {} ({mtu} B)",
+            interface.name
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A failed AF_PACKET socket, in words a user can act on.
+pub fn raw_error(interface: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => {
+            "native frames (--proto raw) need CAP_NET_RAW: run as root".to_string()
+        }
+        _ => format!("cannot open a native socket on {interface}: {e}"),
+    }
+}
+
+/// Socket options that do not apply to native frames.
+fn raw_notes(flow: &FlowParams) -> Vec<String> {
+    let o = &flow.socket;
+    let ip_only = o.dscp.is_some() || o.mark.is_some() || o.kernel_pacing || o.tx_timestamps;
+    ip_only
+        .then(|| {
+            "DSCP, marks, kernel pacing and transmit stamps apply to IP sockets, not native frames"
+                .to_string()
+        })
+        .into_iter()
+        .collect()
+}
+
 /// The agent's data sockets, one per flow, before and after the client's side is known.
 enum DataSockets {
     Udp(Vec<UdpSocket>),
+    /// Native frames: one socket on the interface, sending to the client's MAC address.
+    Raw(Vec<RawSocket>),
     TcpListening(TcpListener, usize),
     Tcp(Vec<TcpStream>),
 }
@@ -362,7 +420,31 @@ impl DataSockets {
             Protocol::Tcp => TcpListener::bind(local)
                 .map(|l| DataSockets::TcpListening(l, spec.flows as usize))
                 .map_err(|e| format!("cannot open a TCP data socket: {e}")),
+            Protocol::Raw => {
+                let endpoint = spec
+                    .raw
+                    .as_ref()
+                    .ok_or("native frames need the client's MAC address")?;
+                let client_mac = raw::parse_mac(&endpoint.client_mac)
+                    .ok_or_else(|| format!("invalid MAC address '{}'", endpoint.client_mac))?;
+                let interface = raw_interface(endpoint.agent_interface.as_deref(), local_ip)?;
+                check_mtu(&interface, spec.size)?;
+                RawSocket::open(&interface, client_mac)
+                    .map(|s| DataSockets::Raw(vec![s]))
+                    .map_err(|e| raw_error(&interface.name, &e))
+            }
         }
+    }
+
+    /// This end's MAC address, for native frames.
+    fn mac(&self, spec: &TestSpec, local_ip: IpAddr) -> Option<String> {
+        let DataSockets::Raw(_) = self else {
+            return None;
+        };
+        let named = spec.raw.as_ref().and_then(|r| r.agent_interface.as_deref());
+        raw_interface(named, local_ip)
+            .ok()
+            .map(|i| raw::format_mac(&i.mac))
     }
 
     /// The ports the client sends to: one per UDP flow; TCP flows all connect to one port.
@@ -370,6 +452,7 @@ impl DataSockets {
         let port = |a: std::io::Result<SocketAddr>| a.map(|a| a.port()).unwrap_or(0);
         match self {
             DataSockets::Udp(socks) => socks.iter().map(|s| port(s.local_addr())).collect(),
+            DataSockets::Raw(_) => Vec::new(),
             DataSockets::TcpListening(l, _) => vec![port(l.local_addr())],
             DataSockets::Tcp(streams) => streams.iter().map(|s| port(s.local_addr())).collect(),
         }
@@ -379,6 +462,7 @@ impl DataSockets {
     fn configure(&self, flow: &FlowParams, sending: bool) -> Vec<String> {
         match self {
             DataSockets::Udp(socks) => flowlab_engine::configure_udp(socks, flow, sending),
+            DataSockets::Raw(_) => raw_notes(flow),
             DataSockets::Tcp(streams) => flowlab_engine::configure_tcp(streams, flow, sending),
             DataSockets::TcpListening(..) => Vec::new(),
         }
@@ -645,18 +729,11 @@ fn run_role(
 ) -> RoleOutcome {
     let mut out = RoleOutcome::default();
     match (data, spec.direction) {
-        (DataSockets::Udp(socks), Direction::Oneway) => {
-            let r = flowlab_engine::udp_receive(&socks, flow, false, stop, on_interval);
-            (out.receiver, out.log, out.error) = (Some(r.report), r.log, r.error);
+        (DataSockets::Udp(socks), direction) => {
+            datagram_role(&socks, direction, flow, stop, on_interval, events, &mut out)
         }
-        (DataSockets::Udp(socks), Direction::Reverse) => {
-            let s = flowlab_engine::udp_send(&socks, flow, stop);
-            let _ = events.send(Event::SenderDone);
-            (out.sender, out.log, out.error) = (Some(s.report), s.log, s.error);
-        }
-        (DataSockets::Udp(socks), Direction::Loopback) => {
-            let (echo, error) = flowlab_engine::udp_echo(&socks, flow, stop);
-            (out.echo, out.error) = (Some(echo), error);
+        (DataSockets::Raw(socks), direction) => {
+            datagram_role(&socks, direction, flow, stop, on_interval, events, &mut out)
         }
         (DataSockets::Tcp(streams), Direction::Oneway) => {
             let r = flowlab_engine::tcp_receive(&streams, flow, false, stop, on_interval);
@@ -680,6 +757,33 @@ fn run_role(
     out
 }
 
+/// The agent's role over UDP sockets or native frames: the same engine either way.
+fn datagram_role<S: flowlab_engine::DatagramSocket>(
+    socks: &[S],
+    direction: Direction,
+    flow: &FlowParams,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(IntervalReport),
+    events: &mpsc::Sender<Event>,
+    out: &mut RoleOutcome,
+) {
+    match direction {
+        Direction::Oneway => {
+            let r = flowlab_engine::udp_receive(socks, flow, false, stop, on_interval);
+            (out.receiver, out.log, out.error) = (Some(r.report), r.log, r.error);
+        }
+        Direction::Reverse => {
+            let s = flowlab_engine::udp_send(socks, flow, stop);
+            let _ = events.send(Event::SenderDone);
+            (out.sender, out.log, out.error) = (Some(s.report), s.log, s.error);
+        }
+        Direction::Loopback => {
+            let (echo, error) = flowlab_engine::udp_echo(socks, flow, stop);
+            (out.echo, out.error) = (Some(echo), error);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,6 +799,7 @@ mod tests {
             interval_ns: None,
             flows: 1,
             client_udp_ports: vec![5000],
+            raw: None,
             busy_poll: false,
             packet_log: false,
             socket: Default::default(),

@@ -47,6 +47,10 @@ pub struct TestOptions {
     pub key: Option<Vec<u8>>,
     /// How long to wait for in-flight packets after the last one was sent.
     pub drain: Duration,
+    /// Native frames: this end's interface and the agent's, when not the ones holding the
+    /// control connection's addresses.
+    pub interface: Option<String>,
+    pub agent_interface: Option<String>,
 }
 
 /// A finished (or stopped) test: the result document and, when asked for, per-packet records.
@@ -109,7 +113,10 @@ struct Accepted {
     spec: TestSpec,
     session: u32,
     data_ports: Vec<u16>,
+    agent_mac: Option<String>,
     udp: Vec<UdpSocket>,
+    /// Native frames: this end's interface.
+    raw_interface: Option<flowlab_sys::raw::Interface>,
 }
 
 /// Connects, shakes hands, authenticates and gets the test accepted.
@@ -175,7 +182,19 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         .map_err(|e| ClientError::Setup(e.to_string()))?
         .ip();
     let mut spec = options.spec.clone();
+    let mut raw_interface = None;
+    if spec.protocol == Protocol::Raw {
+        let interface = crate::agent::raw_interface(options.interface.as_deref(), local_ip)
+            .map_err(ClientError::Setup)?;
+        crate::agent::check_mtu(&interface, spec.size).map_err(ClientError::Setup)?;
+        spec.raw = Some(flowlab_wire::RawEndpoint {
+            client_mac: flowlab_sys::raw::format_mac(&interface.mac),
+            agent_interface: options.agent_interface.clone(),
+        });
+        raw_interface = Some(interface);
+    }
     let udp = match spec.protocol {
+        Protocol::Raw => Vec::new(),
         Protocol::Udp => (0..spec.flows)
             .map(|_| {
                 UdpSocket::bind(SocketAddr::new(local_ip, 0))
@@ -194,12 +213,15 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         Message::Accepted {
             session,
             data_ports,
+            agent_mac,
         } => Ok(Accepted {
             conn,
             spec,
             session,
             data_ports,
+            agent_mac,
             udp,
+            raw_interface,
         }),
         Message::Refused { reason } => Err(ClientError::Refused(reason)),
         Message::Error { message } => Err(ClientError::Setup(format!("agent: {message}"))),
@@ -213,6 +235,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
 /// The client's data sockets, one per flow.
 enum Data {
     Udp(Vec<UdpSocket>),
+    Raw(Vec<flowlab_sys::raw::RawSocket>),
     Tcp(Vec<TcpStream>),
 }
 
@@ -227,6 +250,19 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
         ))
     };
     match spec.protocol {
+        Protocol::Raw => {
+            let interface = accepted.raw_interface.as_ref().ok_or_else(bad_reply)?;
+            let mac = accepted
+                .agent_mac
+                .as_deref()
+                .and_then(flowlab_sys::raw::parse_mac)
+                .ok_or_else(|| {
+                    ClientError::Setup("the agent sent no MAC address for native frames".into())
+                })?;
+            flowlab_sys::raw::RawSocket::open(interface, mac)
+                .map(|s| Data::Raw(vec![s]))
+                .map_err(|e| ClientError::Setup(crate::agent::raw_error(&interface.name, &e)))
+        }
         Protocol::Udp => {
             if ports.len() != accepted.udp.len() {
                 return Err(bad_reply());
@@ -270,6 +306,7 @@ pub fn run_test(
         ..
     } = accepted;
     let notes = match &data {
+        Data::Raw(_) => Vec::new(),
         Data::Udp(socks) => flowlab_engine::configure_udp(
             socks,
             &flow_params(&spec, session),
@@ -489,35 +526,23 @@ fn spawn_roles<'scope, 'env>(
     let RoleSignals {
         stop_sending,
         stop_receiving,
-        sending_done,
+        ..
     } = signals;
-    // A UDP loopback client sends and takes the echoes on one thread.
-    if let (Data::Udp(socks), Direction::Loopback) = (data, spec.direction) {
-        let ping = scope.spawn(move || {
-            let mut on_interval = |r: IntervalReport| {
-                let _ = intervals.send(r);
-            };
-            let ((sent, received), time) = ThreadTime::measure(|| {
-                flowlab_engine::udp_ping(
-                    socks,
-                    flow,
-                    stop_sending,
-                    stop_receiving,
-                    sending_done,
-                    &mut on_interval,
-                )
-            });
-            RoleOutcome {
-                time,
-                sender: Some(sent.report),
-                receiver: Some(received.report),
-                sent_log: sent.log,
-                log: received.log,
-                error: sent.error.or(received.error),
-                ..RoleOutcome::default()
-            }
-        });
-        return (None, Some(ping));
+    // A datagram loopback client sends and takes the echoes on one thread.
+    match (data, spec.direction) {
+        (Data::Udp(socks), Direction::Loopback) => {
+            return (
+                None,
+                Some(spawn_ping(scope, socks, flow, signals, intervals)),
+            )
+        }
+        (Data::Raw(socks), Direction::Loopback) => {
+            return (
+                None,
+                Some(spawn_ping(scope, socks, flow, signals, intervals)),
+            )
+        }
+        _ => {}
     }
     let sends = matches!(spec.direction, Direction::Oneway | Direction::Loopback);
     let receives = matches!(spec.direction, Direction::Reverse | Direction::Loopback);
@@ -527,6 +552,7 @@ fn spawn_roles<'scope, 'env>(
             let mut out = RoleOutcome::default();
             let (outcome, time) = ThreadTime::measure(|| match data {
                 Data::Udp(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
+                Data::Raw(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
                 Data::Tcp(streams) => flowlab_engine::tcp_send(streams, flow, stop_sending),
             });
             if let Data::Tcp(streams) = data {
@@ -550,6 +576,13 @@ fn spawn_roles<'scope, 'env>(
                     stop_receiving,
                     &mut on_interval,
                 ),
+                Data::Raw(socks) => flowlab_engine::udp_receive(
+                    socks,
+                    flow,
+                    round_trip,
+                    stop_receiving,
+                    &mut on_interval,
+                ),
                 Data::Tcp(streams) => flowlab_engine::tcp_receive(
                     streams,
                     flow,
@@ -567,6 +600,40 @@ fn spawn_roles<'scope, 'env>(
         })
     });
     (sender, receiver)
+}
+
+/// A loopback client's single thread (see `flowlab_engine::udp_ping`).
+fn spawn_ping<'scope, 'env, S: flowlab_engine::DatagramSocket>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    socks: &'env [S],
+    flow: &'env flowlab_engine::FlowParams,
+    signals: &'env RoleSignals,
+    intervals: mpsc::Sender<IntervalReport>,
+) -> std::thread::ScopedJoinHandle<'scope, RoleOutcome> {
+    scope.spawn(move || {
+        let mut on_interval = |r: IntervalReport| {
+            let _ = intervals.send(r);
+        };
+        let ((sent, received), time) = ThreadTime::measure(|| {
+            flowlab_engine::udp_ping(
+                socks,
+                flow,
+                &signals.stop_sending,
+                &signals.stop_receiving,
+                &signals.sending_done,
+                &mut on_interval,
+            )
+        });
+        RoleOutcome {
+            time,
+            sender: Some(sent.report),
+            receiver: Some(received.report),
+            sent_log: sent.log,
+            log: received.log,
+            error: sent.error.or(received.error),
+            ..RoleOutcome::default()
+        }
+    })
 }
 
 /// The client's side is one report even when two threads (loopback) measured it.

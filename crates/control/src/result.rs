@@ -91,6 +91,10 @@ fn header_overhead(spec: &TestSpec, ipv6: bool, mss: Option<u32>) -> (f64, Strin
     let ip = if ipv6 { 40 } else { 20 };
     let ip_name = if ipv6 { "IPv6 40" } else { "IPv4 20" };
     match spec.protocol {
+        Protocol::Raw => (
+            ETHERNET_OVERHEAD as f64,
+            "Ethernet 14 + FCS 4 bytes per frame (native frames: no IP, no UDP)".to_string(),
+        ),
         Protocol::Udp => (
             (8 + ip + ETHERNET_OVERHEAD) as f64,
             format!("UDP 8 + {ip_name} + Ethernet 14 + FCS 4 bytes per datagram (IP fragments not counted)"),
@@ -152,8 +156,8 @@ impl Summary2 {
                     s.tcp_unreceived_at_end = Some(unreceived);
                     r.packets.lost
                 }
-                (Protocol::Udp, Some(_)) => unreceived,
-                (Protocol::Udp, None) => r.packets.lost,
+                (Protocol::Udp | Protocol::Raw, Some(_)) => unreceived,
+                (Protocol::Udp | Protocol::Raw, None) => r.packets.lost,
             };
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;

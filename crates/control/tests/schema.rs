@@ -324,6 +324,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         } else {
             Vec::new()
         },
+        raw: None,
         busy_poll: false,
         packet_log: false,
         socket: Default::default(),
@@ -562,6 +563,14 @@ fn built_documents_match_the_schema() {
     result.summary = Summary2::combine(&result.spec, None, None, false);
     check_document(&mut validator, &result);
 
+    // Native frames name the client's MAC address.
+    let mut result = built(Protocol::Raw, Direction::Oneway, true);
+    result.spec.raw = Some(flowlab_wire::RawEndpoint {
+        client_mac: "02:00:00:00:00:01".into(),
+        agent_interface: Some("eth1".into()),
+    });
+    check_document(&mut validator, &result);
+
     // Every type of the document was exercised by a non-null value.
     let defined: BTreeSet<&str> = schema["$defs"]
         .as_object()
@@ -727,6 +736,8 @@ fn run_against_local_agent(specs: &[TestSpec]) -> Vec<TestResult> {
                 spec: spec.clone(),
                 key: None,
                 drain: Duration::from_millis(150),
+                interface: None,
+                agent_interface: None,
             };
             let mut streamed = 0;
             let run = run_test(&options, &mut |_| streamed += 1).expect("test runs");
@@ -751,6 +762,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         interval_ns: Some(10_000_000),
         flows: 1,
         client_udp_ports: Vec::new(),
+        raw: None,
         busy_poll: false,
         packet_log: true,
         socket: SocketOptions {

@@ -16,6 +16,7 @@ use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport
 use flowlab_sys::clock;
 use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig};
 
+pub use readiness::{DataSocket, DatagramSocket};
 pub use setup::{configure_tcp, configure_udp};
 pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
 pub use udp::{udp_echo, udp_ping, udp_receive, udp_send};

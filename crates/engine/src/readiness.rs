@@ -6,13 +6,70 @@ use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 
 use flowlab_sys::poll::Poller;
+use flowlab_sys::raw::RawSocket;
+use flowlab_sys::udp;
 
 use crate::POLL_PERIOD;
 
 /// Sockets a role reads from.
-pub(crate) trait DataSocket: AsFd {
+pub trait DataSocket: AsFd {
     fn set_nonblocking(&self, on: bool) -> io::Result<()>;
     fn set_read_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()>;
+}
+
+/// Sockets that carry test datagrams: UDP, or native link-layer frames (`--proto raw`).
+/// Each is connected to its one peer.
+pub trait DatagramSocket: DataSocket + Sync {
+    /// Sends the datagrams; how many went. `nowait`: never block for buffer space.
+    fn send_frames(&self, frames: &[&[u8]], nowait: bool) -> io::Result<usize>;
+    /// Whether [`DatagramSocket::send_segments`] can send a train in one call (UDP GSO).
+    fn gso_supported(&self) -> bool;
+    /// Sends `buf` as datagrams of `segment` bytes in one call; bytes sent.
+    fn send_segments(&self, buf: &[u8], segment: u16, nowait: bool) -> io::Result<usize>;
+}
+
+impl DatagramSocket for UdpSocket {
+    fn send_frames(&self, frames: &[&[u8]], nowait: bool) -> io::Result<usize> {
+        if nowait {
+            udp::send_batch_nowait(self, frames)
+        } else {
+            udp::send_batch(self, frames)
+        }
+    }
+    fn gso_supported(&self) -> bool {
+        udp::gso_supported(self)
+    }
+    fn send_segments(&self, buf: &[u8], segment: u16, nowait: bool) -> io::Result<usize> {
+        if nowait {
+            udp::send_gso_nowait(self, buf, segment)
+        } else {
+            udp::send_gso(self, buf, segment)
+        }
+    }
+}
+
+impl DataSocket for RawSocket {
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        RawSocket::set_nonblocking(self, on)
+    }
+    fn set_read_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        RawSocket::set_read_timeout(self, t)
+    }
+}
+
+impl DatagramSocket for RawSocket {
+    fn send_frames(&self, frames: &[&[u8]], nowait: bool) -> io::Result<usize> {
+        self.send_batch(frames, nowait)
+    }
+    fn gso_supported(&self) -> bool {
+        false
+    }
+    fn send_segments(&self, _: &[u8], _: u16, _: bool) -> io::Result<usize> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no segmentation offload for raw frames",
+        ))
+    }
 }
 
 impl DataSocket for UdpSocket {

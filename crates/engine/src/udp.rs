@@ -5,7 +5,6 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
-use std::net::UdpSocket;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::AtomicBool;
 
@@ -16,7 +15,7 @@ use flowlab_sys::{clock, udp};
 use flowlab_traffic::Action;
 use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
 
-use crate::readiness::Readiness;
+use crate::readiness::{DatagramSocket, Readiness};
 use crate::{
     fill_payload, stopped, wait_until, FlowParams, IntervalClock, IntervalSink, ReceiverOutcome,
     SenderOutcome, MAX_BATCH,
@@ -79,17 +78,18 @@ impl Train {
 
     /// Hands the first `count` packets to the kernel; returns how many it took. `wait`:
     /// block for buffer space (max rate) or not (paced: a full buffer is a loss).
-    fn send(&self, sock: &UdpSocket, count: usize, gso: bool, wait: bool) -> io::Result<usize> {
+    fn send<S: DatagramSocket>(
+        &self,
+        sock: &S,
+        count: usize,
+        gso: bool,
+        wait: bool,
+    ) -> io::Result<usize> {
         let uniform = self.lens[..count].iter().all(|&l| l == self.stride);
         if gso && uniform && count > 1 {
             let buf = &self.bytes[..self.stride * count];
-            let segment = self.stride as u16;
-            let sent = if wait {
-                udp::send_gso(sock, buf, segment)
-            } else {
-                udp::send_gso_nowait(sock, buf, segment)
-            };
-            sent.map(|_| count)
+            sock.send_segments(buf, self.stride as u16, !wait)
+                .map(|_| count)
         } else {
             let slices: Vec<&[u8]> = self
                 .bytes
@@ -98,11 +98,7 @@ impl Train {
                 .take(count)
                 .map(|(slot, &len)| &slot[..len])
                 .collect();
-            if wait {
-                udp::send_batch(sock, &slices)
-            } else {
-                udp::send_batch_nowait(sock, &slices)
-            }
+            sock.send_frames(&slices, !wait)
         }
     }
 }
@@ -140,7 +136,7 @@ impl Departures {
     /// Reads the flow's queued stamps and records each packet's departure error.
     fn collect(
         &mut self,
-        sock: &UdpSocket,
+        sock: &impl AsFd,
         flow: usize,
         realtime_offset: i64,
         meter: &mut SenderMeter,
@@ -180,7 +176,11 @@ impl Departures {
 ///
 /// Many flows are shared among event loops, one per core (the calling thread runs the first):
 /// one loop would queue packets behind each other once sends fill its core.
-pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
+pub fn udp_send<S: DatagramSocket>(
+    socks: &[S],
+    flow: &FlowParams,
+    stop: &AtomicBool,
+) -> SenderOutcome {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores);
     let share = socks.len().div_ceil(loops).max(1);
@@ -232,8 +232,8 @@ pub fn udp_send(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> Se
 const FLOWS_PER_LOOP: usize = 128;
 
 /// One event loop: sends `socks`' flows, returns its meter (flows numbered from 0).
-fn send_loop(
-    socks: &[UdpSocket],
+fn send_loop<S: DatagramSocket>(
+    socks: &[S],
     first_flow: usize,
     flow: &FlowParams,
     stop: &AtomicBool,
@@ -272,8 +272,8 @@ enum Step {
 
 /// The sending half of an event loop: a timer heap over its flows' pacers. Driven by
 /// [`send_loop`] alone, or interleaved with receiving by [`udp_ping`].
-struct Sender<'a> {
-    socks: &'a [UdpSocket],
+struct Sender<'a, S> {
+    socks: &'a [S],
     flow: &'a FlowParams,
     meter: SenderMeter,
     error: Option<String>,
@@ -289,12 +289,8 @@ struct Sender<'a> {
     due: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
-impl<'a> Sender<'a> {
-    fn new(
-        socks: &'a [UdpSocket],
-        first_flow: usize,
-        flow: &'a FlowParams,
-    ) -> Result<Self, String> {
+impl<'a, S: DatagramSocket> Sender<'a, S> {
+    fn new(socks: &'a [S], first_flow: usize, flow: &'a FlowParams) -> Result<Self, String> {
         let paced = flow.rate_bps.is_some();
         let meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
         let size = flow.size as usize;
@@ -305,7 +301,7 @@ impl<'a> Sender<'a> {
         let gso = !stamping
             && !flow.modelled()
             && size * 2 <= MAX_GSO_BYTES
-            && socks.first().is_some_and(udp::gso_supported);
+            && socks.first().is_some_and(DatagramSocket::gso_supported);
         // A traffic model picks each packet's size: slots must hold the largest datagram.
         let stride = if flow.modelled() { MAX_GSO_BYTES } else { size };
         let max_train = if gso {
@@ -451,8 +447,8 @@ impl<'a> Sender<'a> {
 /// That is what keeps round trips short on a small machine, above all with busy polling
 /// (the agent's echo thread spins on the other core). `sending_done` is raised when the last
 /// packet has left; receiving goes on until `stop_receiving`.
-pub fn udp_ping(
-    socks: &[UdpSocket],
+pub fn udp_ping<S: DatagramSocket>(
+    socks: &[S],
     flow: &FlowParams,
     stop_sending: &AtomicBool,
     stop_receiving: &AtomicBool,
@@ -569,7 +565,7 @@ fn wants_gro(flow: &FlowParams) -> bool {
 
 /// Prepares receiving sockets: kernel timestamps, drop counters, GRO when asked, busy polling
 /// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
-fn prepare_receivers(socks: &[UdpSocket], flow: &FlowParams, gro: bool) -> bool {
+fn prepare_receivers<S: DatagramSocket>(socks: &[S], flow: &FlowParams, gro: bool) -> bool {
     let mut gro_on = gro;
     for sock in socks {
         let _ = udp::enable_rx_timestamps(sock);
@@ -586,8 +582,8 @@ fn prepare_receivers(socks: &[UdpSocket], flow: &FlowParams, gro: bool) -> bool 
 
 /// Receives every flow (one socket each) until `stop`. With `round_trip`, packets are echoes
 /// coming back to the client of a loopback test.
-pub fn udp_receive(
-    socks: &[UdpSocket],
+pub fn udp_receive<S: DatagramSocket>(
+    socks: &[S],
     flow: &FlowParams,
     round_trip: bool,
     stop: &AtomicBool,
@@ -704,6 +700,9 @@ fn record_datagram(
     meta: udp::RecvMeta,
     scratch: &mut TrainScratch,
 ) {
+    // Echoes come back to a loopback client; anything else goes one way. On a shared medium
+    // (native frames on `lo`) an end also sees the other direction's frames: not ours.
+    let expect_echo = meter.expects_echoes();
     if let Some(drops) = meta.rxq_drops {
         meter.set_socket_drops(flow_index, u64::from(drops));
     }
@@ -720,7 +719,8 @@ fn record_datagram(
     scratch.seqs.clear();
     for datagram in datagrams(payload, &meta) {
         let probe = match ProbeRepr::parse(datagram) {
-            Ok(p) if p.session == session => p,
+            Ok(p) if p.session == session && p.is_echo() == expect_echo => p,
+            Ok(p) if p.session == session => continue,
             _ => {
                 meter.on_malformed();
                 continue;
@@ -756,8 +756,8 @@ fn record_datagram(
 
 /// Echoes every probe of this session back on the socket it came in on (each connected to
 /// the client), stamped with its arrival time, until `stop`.
-pub fn udp_echo(
-    socks: &[UdpSocket],
+pub fn udp_echo<S: DatagramSocket>(
+    socks: &[S],
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> (EchoReport, Option<String>) {
@@ -781,6 +781,9 @@ pub fn udp_echo(
                         }
                         let mut packet = batch.payload(k).to_vec();
                         match ProbeHeader::new_checked(&mut packet[..]) {
+                            // An echo seen again (native frames on a shared medium) is not
+                            // echoed twice.
+                            Ok(h) if h.flags() & flowlab_wire::probe::FLAG_ECHO != 0 => {}
                             Ok(mut h) if h.session() == flow.session && !meta.truncated => {
                                 h.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
                                 out.push(packet);
@@ -791,7 +794,7 @@ pub fn udp_echo(
                     let slices: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
                     let mut done = 0;
                     while done < slices.len() {
-                        match udp::send_batch(&socks[i], &slices[done..]) {
+                        match socks[i].send_frames(&slices[done..], false) {
                             Ok(k) => {
                                 report.packets_echoed += k as u64;
                                 report.bytes_echoed += slices[done..done + k]

@@ -1,5 +1,5 @@
 //! Network namespaces joined by veth pairs, for flowlab's integration tests,
-//! benchmarks and (later) the `flowlab lab` testbed.
+//! benchmarks and the `flowlab lab` testbed ([`lab`]).
 //!
 //! # Why shell out to `ip` and `tc`?
 //!
@@ -46,6 +46,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+pub mod lab;
 
 /// Common prefix of every namespace this crate creates.
 pub const NS_PREFIX: &str = "flt-";
@@ -496,18 +498,37 @@ fn check_available() -> Result<(), String> {
 /// If the `CI` environment variable is set (and not "", "0" or "false"),
 /// it panics instead, so CI never silently skips.
 pub fn skip_unless_netns(test_name: &str) -> Option<VethPair> {
-    let result = netns_available()
-        .and_then(|()| VethPair::create().map_err(|e| format!("creating veth pair: {e}")));
-    match result {
+    if !netns_or_skip(test_name) {
+        return None;
+    }
+    match VethPair::create() {
         Ok(pair) => Some(pair),
-        Err(reason) => {
-            if in_ci() {
-                panic!("{test_name}: network namespaces are required when CI is set: {reason}");
-            }
-            eprintln!("{test_name}: skipped: needs root and iproute2 ({reason})");
+        Err(e) => {
+            skip(test_name, format!("creating veth pair: {e}"));
             None
         }
     }
+}
+
+/// Whether namespaces can be created here; if not, prints
+/// `"{test_name}: skipped: needs root and iproute2 ({reason})"` and returns
+/// `false` (or panics when `CI` is set, like [`skip_unless_netns`]). For tests
+/// that build their own namespaces, such as labs.
+pub fn netns_or_skip(test_name: &str) -> bool {
+    match netns_available() {
+        Ok(()) => true,
+        Err(reason) => {
+            skip(test_name, reason);
+            false
+        }
+    }
+}
+
+fn skip(test_name: &str, reason: String) {
+    if in_ci() {
+        panic!("{test_name}: network namespaces are required when CI is set: {reason}");
+    }
+    eprintln!("{test_name}: skipped: needs root and iproute2 ({reason})");
 }
 
 fn in_ci() -> bool {

@@ -230,6 +230,11 @@ impl ReceiverMeter {
         }
     }
 
+    /// Whether this meter takes echoes (a loopback client), even before any arrived.
+    pub fn expects_echoes(&self) -> bool {
+        self.round_trip.is_some()
+    }
+
     pub fn round_trip(&self) -> Option<LatencySummary> {
         self.round_trip.as_ref().and_then(LatencyStats::summary)
     }

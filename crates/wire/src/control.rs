@@ -103,6 +103,8 @@ impl Hello {
 pub enum Protocol {
     Udp,
     Tcp,
+    /// Native link-layer frames (AF_PACKET, flowlab's EtherType): no IP, no UDP.
+    Raw,
 }
 
 /// Which way the test traffic flows.
@@ -136,6 +138,9 @@ pub struct TestSpec {
     pub flows: u32,
     /// The client's UDP data ports (on the address it connected from), one per flow.
     pub client_udp_ports: Vec<u16>,
+    /// Native frames: the client's MAC address, and the agent's interface if the client
+    /// names one (else the agent uses the interface of its control connection).
+    pub raw: Option<RawEndpoint>,
     /// Busy-poll the receiving sockets (lower latency, one core spinning).
     pub busy_poll: bool,
     /// Whether the agent keeps and returns per-packet records.
@@ -147,6 +152,15 @@ pub struct TestSpec {
     pub traffic: Option<TrafficSpec>,
     /// Seed of random traffic models: the same seed replays the same traffic.
     pub seed: u64,
+}
+
+/// Where native link-layer frames go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEndpoint {
+    /// `aa:bb:cc:dd:ee:ff`.
+    pub client_mac: String,
+    pub agent_interface: Option<String>,
 }
 
 /// Data-socket settings, applied at both ends.
@@ -195,10 +209,11 @@ pub enum Message {
     Request {
         spec: TestSpec,
     },
-    /// The agent's data ports, one per flow.
+    /// The agent's data ports, one per flow; its MAC address for native frames.
     Accepted {
         session: u32,
         data_ports: Vec<u16>,
+        agent_mac: Option<String>,
     },
     /// Agent refuses a request (limits, bad parameters, failed authentication).
     Refused {
@@ -377,6 +392,7 @@ mod tests {
             interval_ns: Some(1_000_000_000),
             flows: 1,
             client_udp_ports: vec![40000],
+            raw: None,
             busy_poll: false,
             packet_log: false,
             socket: SocketOptions::default(),
@@ -392,7 +408,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"mss":null,"window_clamp":null,"read_rate_bps":null},"traffic":null,"seed":1}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"mss":null,"window_clamp":null,"read_rate_bps":null},"traffic":null,"seed":1}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);
@@ -437,7 +453,7 @@ mod tests {
 
         #[test]
         fn messages_round_trip(reason in ".{0,40}", session: u32, port: u16) {
-            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)] }, Message::Error { message: reason.clone() }] {
+            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)], agent_mac: None }, Message::Error { message: reason.clone() }] {
                 let mut d = FrameDecoder::new();
                 d.push(&m.encode());
                 prop_assert_eq!(d.next_message(), Ok(Some(m)));

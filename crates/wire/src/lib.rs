@@ -9,7 +9,7 @@ pub mod control;
 pub mod probe;
 
 pub use control::{
-    ClientHello, ControlError, Direction, FrameDecoder, Hello, Message, Protocol, SocketOptions,
-    TestSpec, PROTOCOL_VERSION,
+    ClientHello, ControlError, Direction, FrameDecoder, Hello, Message, Protocol, RawEndpoint,
+    SocketOptions, TestSpec, PROTOCOL_VERSION,
 };
 pub use probe::{ProbeError, ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};

@@ -1,0 +1,144 @@
+//! `flowlab lab`: a local testbed of hosts as network namespaces (see `flowlab_netns::lab`).
+//! This file only parses flags and prints; creating and removing labs lives in the netns
+//! crate, where it is tested.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use flowlab_netns::lab::{self, LabSpec, UpOptions};
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+    /// Where labs keep their state, pidfiles and agent logs (default: $FLOWLAB_LAB_DIR, else
+    /// /run/flowlab-lab).
+    #[arg(long, global = true)]
+    pub run_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabCommand {
+    /// Create the lab a TOML file describes and start an agent on every host.
+    #[command(
+        after_help = "Examples:\n  flowlab lab up examples/lab/three-hosts.toml\n  flowlab lab up examples/lab/bottleneck.toml --no-agents"
+    )]
+    Up {
+        /// The lab description ([lab], [[host]], [[switch]], [[link]]).
+        file: PathBuf,
+        /// Do not start agents.
+        #[arg(long)]
+        no_agents: bool,
+        /// Control port of the agents.
+        #[arg(long, default_value_t = lab::AGENT_PORT)]
+        port: u16,
+    },
+    /// Stop a lab's processes and remove its namespaces and state (all labs without NAME).
+    #[command(after_help = "Examples:\n  flowlab lab down three\n  flowlab lab down")]
+    Down {
+        /// The lab; without it, every lab (every `fl-` namespace).
+        name: Option<String>,
+    },
+    /// Run a command inside a host's namespace.
+    #[command(
+        after_help = "Examples:\n  flowlab lab exec h1 -- ip route\n  flowlab lab exec --lab three h1 -- flowlab test 10.77.0.2 --rate 4M"
+    )]
+    Exec {
+        /// The lab, if more than one has a host of that name.
+        #[arg(long)]
+        lab: Option<String>,
+        /// The host (or switch).
+        host: String,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// List labs and their hosts.
+    Status,
+}
+
+pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
+    let run_dir = args.run_dir.unwrap_or_else(lab::default_run_dir);
+    match args.command {
+        LabCommand::Up {
+            file,
+            no_agents,
+            port,
+        } => {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
+            let spec = LabSpec::parse(&text).map_err(|e| e.with_file(&name))?;
+            let mut opts = UpOptions::new(run_dir);
+            opts.file = Some(name.clone());
+            opts.agent_port = port;
+            if !no_agents {
+                opts.agent_exe = Some(
+                    std::env::current_exe().context("finding the flowlab binary for the agents")?,
+                );
+            }
+            let state = lab::up(&spec, &opts).map_err(|e| match e {
+                lab::LabError::Spec(e) => anyhow::anyhow!(e.with_file(&name)),
+                e => anyhow::anyhow!(e),
+            })?;
+            println!("lab {} is up:", state.name);
+            print!("{}", state.table());
+            println!(
+                "run commands with `flowlab lab exec HOST -- CMD`; remove it with `flowlab lab down {}`",
+                state.name
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Down { name } => {
+            let report = lab::down(name.as_deref(), &run_dir)?;
+            if report.labs.is_empty() {
+                println!("no labs");
+            }
+            for l in &report.labs {
+                println!("lab {l} is down");
+            }
+            if report.processes > 0 {
+                println!("stopped {} processes", report.processes);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Exec { lab, host, command } => {
+            use std::os::unix::process::CommandExt as _;
+            let ns = lab::find_node(&run_dir, lab.as_deref(), &host)?;
+            // exec replaces this process, so the command's exit status (and signals) are ours.
+            let err = lab::exec_command(&ns, &command).exec();
+            Err(anyhow::anyhow!("running `ip netns exec {ns}`: {err}"))
+        }
+        LabCommand::Status => {
+            let labs = lab::status(&run_dir)?;
+            if labs.is_empty() {
+                println!("no labs");
+            }
+            for (i, l) in labs.iter().enumerate() {
+                if i > 0 {
+                    println!();
+                }
+                let file = l
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.file.as_deref())
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default();
+                println!("lab {}{file}", l.name);
+                if let Some(p) = &l.problem {
+                    println!("  problem: {p}");
+                }
+                match &l.state {
+                    Some(s) => print!("{}", s.table()),
+                    None => {
+                        for ns in &l.namespaces {
+                            println!("  {ns}");
+                        }
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

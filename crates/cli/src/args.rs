@@ -57,6 +57,12 @@ pub enum Command {
     /// Write one self-contained HTML report of a stored run.
     #[command(after_help = "Examples:\n  flowlab report 12\n  flowlab report 12 -o sweep.html")]
     Report(crate::plot_cmd::ReportArgs),
+    /// Run an experiment file: many flows across many hosts, in serial and parallel blocks,
+    /// sweeps and searches (RFC 2544, offered load, burst size).
+    #[command(
+        after_help = "Examples:\n  flowlab lab up examples/lab/three-hosts.toml\n  flowlab lab exec h1 -- flowlab run examples/experiments/three-sources.toml --lab three\n  flowlab run exp.toml --json > exp.json"
+    )]
+    Run(crate::run_cmd::RunArgs),
     /// Build a local testbed of hosts as network namespaces from a TOML file.
     #[command(
         after_help = "Examples:\n  flowlab lab up examples/lab/three-hosts.toml\n  flowlab lab exec h1 -- ip route\n  flowlab lab status\n  flowlab lab down three"
@@ -91,6 +97,10 @@ pub struct ServeArgs {
     /// Require clients to prove they hold this pre-shared key.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// Let a controller (`flowlab run`) have this agent run tests towards other agents. Off by
+    /// default: it makes this host send to addresses the controller names.
+    #[arg(long)]
+    pub allow_relay: bool,
     /// Log nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,

@@ -6,6 +6,7 @@ mod history_cmd;
 mod lab_cmd;
 mod output;
 mod plot_cmd;
+mod run_cmd;
 mod serve;
 mod sim_cmd;
 mod sweep_cmd;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         args::Command::Demo(a) => demo::run(a),
         args::Command::Sim(a) => sim_cmd::run(a),
         args::Command::Lab(a) => lab_cmd::run(a),
+        args::Command::Run(a) => run_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(*a),
         args::Command::History(a) => history_cmd::run_history(a),
         args::Command::Show(a) => history_cmd::run_show(a),

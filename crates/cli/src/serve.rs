@@ -41,6 +41,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_flows: args.max_flows,
         },
         key,
+        allow_relay: args.allow_relay,
     };
     let listener = bind(args.bind, args.port)?;
     flowlab_sys::signal::interrupt_flag();

@@ -385,3 +385,116 @@ fn native_frames_cross_the_veth_and_a_sweep_compares_them_with_udp() {
     assert_eq!(json(&export)["points"].as_array().map(Vec::len), Some(6));
     let _ = std::fs::remove_file(db);
 }
+
+/// A lab from an example file under a name of this test process, torn down when dropped.
+struct Lab {
+    name: String,
+    dir: std::path::PathBuf,
+}
+
+impl Lab {
+    fn up(example: &str, base_name: &str) -> Lab {
+        // Lab names are short (interface names derive from them): a prefix and this process.
+        let name = format!("t{}{}", &base_name[..2], std::process::id() % 100_000);
+        let dir = std::env::temp_dir().join(format!("flowlab-lab-{name}"));
+        let text = std::fs::read_to_string(format!(
+            "{}/../../examples/lab/{example}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+        .replace(
+            &format!("name = \"{base_name}\""),
+            &format!("name = \"{name}\""),
+        );
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("lab.toml");
+        std::fs::write(&file, text).unwrap();
+        let o = Command::new(FLOWLAB)
+            .args(["lab", "up"])
+            .arg(&file)
+            .env("FLOWLAB_LAB_DIR", &dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "lab up: {}", stderr(&o));
+        Lab { name, dir }
+    }
+
+    /// `flowlab run` of an example experiment from inside `host`, with the lab's addresses.
+    fn run(&self, host: &str, experiment: &str) -> serde_json::Value {
+        let file = format!(
+            "{}/../../examples/experiments/{experiment}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let o = Command::new(FLOWLAB)
+            .args([
+                "lab", "exec", "--lab", &self.name, host, "--", FLOWLAB, "run", &file, "--lab",
+                &self.name, "--json",
+            ])
+            .env("FLOWLAB_LAB_DIR", &self.dir)
+            .env("FLOWLAB_DB", test_db())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "run: {}", stderr(&o));
+        json(&o)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let o = Command::new(FLOWLAB)
+            .args(["lab", "down", &self.name])
+            .env("FLOWLAB_LAB_DIR", &self.dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "lab down: {}", stderr(&o));
+        let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let prefix = format!("fl-{}-", self.name);
+        assert!(
+            !String::from_utf8_lossy(&left.stdout).contains(&prefix),
+            "lab down left namespaces behind"
+        );
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
+    if !flowlab_netns::netns_or_skip("experiment_parallel") {
+        return;
+    }
+    let lab = Lab::up("three-hosts.toml", "three");
+    let v = lab.run("h1", "lab-three-parallel.toml");
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 3, "each flow reported");
+    let total: f64 = flows
+        .iter()
+        .map(|f| f64_at(f, "/result/summary/receiver_goodput_bps"))
+        .sum();
+    assert!(flows
+        .iter()
+        .all(|f| f64_at(f, "/result/summary/receiver_goodput_bps") > 0.5e6));
+    assert!(
+        total <= 10.05e6,
+        "three flows through a 10 Mbit/s link got {total} bit/s together"
+    );
+    assert!(total >= 8e6, "the bottleneck is used: {total} bit/s");
+    assert_eq!(
+        v["clocks"].as_object().unwrap().len(),
+        4,
+        "every agent's clock was checked"
+    );
+}
+
+#[test]
+fn an_rfc2544_search_finds_a_tbf_links_rate() {
+    if !flowlab_netns::netns_or_skip("experiment_rfc2544") {
+        return;
+    }
+    let lab = Lab::up("bottleneck.toml", "bottleneck");
+    let v = lab.run("a", "lab-bottleneck-rfc2544.toml");
+    let rate = f64_at(&v, "/search/rate_bps");
+    assert!(
+        (9.5e6..=10.5e6).contains(&rate),
+        "zero-loss rate {rate} bit/s through a 10 Mbit/s tbf"
+    );
+}

@@ -46,6 +46,9 @@ pub struct AgentConfig {
     pub limits: Limits,
     /// Pre-shared key: when set, clients must answer the HMAC challenge first.
     pub key: Option<Vec<u8>>,
+    /// Whether a controller may have this agent run tests towards other agents (`flowlab
+    /// run`); off by default, as it makes this host send to an address the controller names.
+    pub allow_relay: bool,
 }
 
 /// Counters the agent keeps across sessions.
@@ -185,6 +188,21 @@ fn run_session(
         .map_err(|e| protocol_error(stats, e))?
     {
         Message::Request { spec } => spec,
+        Message::TimeProbe { t1_ns } => return answer_time_probes(&mut conn, t1_ns),
+        Message::RunTest {
+            target,
+            spec,
+            start_at_ns,
+        } => {
+            if !config.allow_relay {
+                return refuse(
+                    &mut conn,
+                    stats,
+                    "this agent does not run tests towards other agents (start it with --allow-relay)".into(),
+                );
+            }
+            return relay_test(&mut conn, config, &target, spec, start_at_ns, log);
+        }
         other => {
             stats.malformed_control.fetch_add(1, Ordering::Relaxed);
             return refuse(
@@ -246,6 +264,64 @@ fn run_session(
             .map_or(String::new(), |e| format!(": {e}"))
     ));
     Ok(())
+}
+
+/// Answers clock probes until the controller hangs up: each reply carries the receive and
+/// send times of this host's CLOCK_REALTIME.
+fn answer_time_probes(conn: &mut Conn, first_t1: u64) -> Result<(), String> {
+    let mut t1_ns = first_t1;
+    loop {
+        let t2_ns = flowlab_sys::clock::realtime_ns();
+        let t3_ns = flowlab_sys::clock::realtime_ns();
+        conn.send(&Message::TimeReply {
+            t1_ns,
+            t2_ns,
+            t3_ns,
+        })
+        .map_err(|e| e.to_string())?;
+        match conn.recv(SETUP_TIMEOUT) {
+            Ok(Message::TimeProbe { t1_ns: next }) => t1_ns = next,
+            Ok(Message::Finish) | Err(ConnError::Closed) => return Ok(()),
+            Ok(other) => return Err(format!("expected a time probe, got '{}'", other.kind())),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Runs a controller's test as a client towards another agent and returns its result. The
+/// traffic goes between the two agents only: each sends to the end that connected to it.
+fn relay_test(
+    conn: &mut Conn,
+    config: &AgentConfig,
+    target: &str,
+    spec: TestSpec,
+    start_at_ns: Option<u64>,
+    log: &dyn Fn(String),
+) -> Result<(), String> {
+    if let Some(at) = start_at_ns {
+        let wait = at.saturating_sub(flowlab_sys::clock::realtime_ns());
+        std::thread::sleep(Duration::from_nanos(wait.min(60_000_000_000)));
+    }
+    log(format!("relayed test towards {target}"));
+    let options = crate::client::TestOptions {
+        target: target.to_string(),
+        spec,
+        key: config.key.clone(),
+        drain: Duration::from_millis(500),
+        interface: None,
+        agent_interface: None,
+    };
+    let result = match crate::client::run_test(&options, &mut |_| {}) {
+        Ok(run) => serde_json::to_value(&run.result).map_err(|e| e.to_string())?,
+        Err(e) => {
+            let _ = conn.send(&Message::Error {
+                message: e.to_string(),
+            });
+            return Err(format!("relayed test failed: {e}"));
+        }
+    };
+    conn.send(&Message::TestDone { result })
+        .map_err(|e| e.to_string())
 }
 
 /// Checks a test against the protocol's bounds; the client checks before asking, the agent

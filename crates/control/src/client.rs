@@ -120,7 +120,8 @@ struct Accepted {
 }
 
 /// Connects, shakes hands, authenticates and gets the test accepted.
-fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, ClientError> {
+/// Connects to an agent, exchanges hellos and proves the key if the agent asks for one.
+pub(crate) fn connect_agent(addr: SocketAddr, key: Option<&[u8]>) -> Result<Conn, ClientError> {
     let stream =
         TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
             addr,
@@ -148,10 +149,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         return Err(ClientError::Version { addr, peer, ours });
     }
     if hello.auth_required() {
-        let key = options
-            .key
-            .as_ref()
-            .ok_or(ClientError::KeyRequired { addr })?;
+        let key = key.ok_or(ClientError::KeyRequired { addr })?;
         let nonce = match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
             Message::AuthChallenge { nonce } => nonce,
             other => {
@@ -176,6 +174,11 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
             }
         }
     }
+    Ok(conn)
+}
+
+fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, ClientError> {
+    let mut conn = connect_agent(addr, options.key.as_deref())?;
     let local_ip = conn
         .stream()
         .local_addr()

@@ -8,6 +8,7 @@ pub mod agent;
 mod auth;
 pub mod client;
 mod conn;
+pub mod controller;
 pub mod result;
 
 pub use agent::{check_spec, serve, AgentConfig, AgentStats, Limits};

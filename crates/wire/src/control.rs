@@ -239,6 +239,27 @@ pub enum Message {
     Report {
         report: Box<SideReport>,
     },
+    /// Controller to agent (started with `--allow-relay`): run this test as a client against
+    /// the agent at `target`, starting at `start_at_ns` (Unix time), and return the result.
+    RunTest {
+        target: String,
+        spec: TestSpec,
+        start_at_ns: Option<u64>,
+    },
+    /// Agent to controller: the result document of a `RunTest` (a flowlab test result).
+    TestDone {
+        result: serde_json::Value,
+    },
+    /// Clock probe (NTP-style): the controller's send time...
+    TimeProbe {
+        t1_ns: u64,
+    },
+    /// ...and the agent's receive and reply times, on its CLOCK_REALTIME.
+    TimeReply {
+        t1_ns: u64,
+        t2_ns: u64,
+        t3_ns: u64,
+    },
     /// A fatal error; the sender closes the connection after it.
     Error {
         message: String,
@@ -282,6 +303,10 @@ impl Message {
             Message::Finish => "finish",
             Message::PacketLog { .. } => "packet_log",
             Message::Report { .. } => "report",
+            Message::RunTest { .. } => "run_test",
+            Message::TestDone { .. } => "test_done",
+            Message::TimeProbe { .. } => "time_probe",
+            Message::TimeReply { .. } => "time_reply",
             Message::Error { .. } => "error",
         }
     }

@@ -452,7 +452,15 @@ fn start_agents(
             .arg(&pidfile)
             .args(["ip", "netns", "exec", &n.ns])
             .arg(exe)
-            .args(["serve", "--bind", "::", "--port", &port, "--quiet"])
+            .args([
+                "serve",
+                "--bind",
+                "::",
+                "--port",
+                &port,
+                "--quiet",
+                "--allow-relay",
+            ])
             .stdin(Stdio::null())
             .stdout(logf)
             .stderr(logf2)

@@ -1,0 +1,96 @@
+//! The controller's side of the control protocol (`flowlab run`): clock probes, and tests an
+//! agent runs as a client towards another agent.
+
+use std::time::{Duration, Instant};
+
+use flowlab_wire::{Message, TestSpec};
+
+use crate::client::{connect_agent, resolve, ClientError};
+use crate::result::TestResult;
+
+/// One NTP-style exchange: controller send (t1), agent receive (t2) and reply (t3),
+/// controller receive (t4); CLOCK_REALTIME ns at each end.
+pub type TimeExchange = (u64, u64, u64, u64);
+
+/// Checks an agent (reachable, same protocol version, key) and takes `probes` clock
+/// exchanges with it.
+pub fn probe_clock(
+    target: &str,
+    key: Option<&[u8]>,
+    probes: usize,
+) -> Result<Vec<TimeExchange>, ClientError> {
+    let addr = resolve(target)?;
+    let mut conn = connect_agent(addr, key)?;
+    let setup = |e: crate::conn::ConnError| ClientError::Setup(e.to_string());
+    let mut exchanges = Vec::with_capacity(probes);
+    for _ in 0..probes {
+        let t1_ns = flowlab_sys::clock::realtime_ns();
+        conn.send(&Message::TimeProbe { t1_ns }).map_err(setup)?;
+        match conn.recv(Duration::from_secs(5)).map_err(setup)? {
+            Message::TimeReply {
+                t1_ns: echoed,
+                t2_ns,
+                t3_ns,
+            } if echoed == t1_ns => {
+                exchanges.push((t1_ns, t2_ns, t3_ns, flowlab_sys::clock::realtime_ns()));
+            }
+            Message::Refused { reason } => return Err(ClientError::Refused(reason)),
+            other => {
+                return Err(ClientError::Setup(format!(
+                    "unexpected '{}' to a time probe",
+                    other.kind()
+                )))
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = conn.send(&Message::Finish);
+    Ok(exchanges)
+}
+
+/// Has the agent at `agent` run `spec` as a client towards `target`, starting at
+/// `start_at_ns` (Unix time), and returns the result. `timeout` bounds the whole test.
+pub fn relay(
+    agent: &str,
+    key: Option<&[u8]>,
+    target: &str,
+    spec: TestSpec,
+    start_at_ns: Option<u64>,
+    timeout: Duration,
+) -> Result<TestResult, String> {
+    let addr = resolve(agent).map_err(|e| e.to_string())?;
+    let mut conn = connect_agent(addr, key).map_err(|e| e.to_string())?;
+    conn.send(&Message::RunTest {
+        target: target.to_string(),
+        spec,
+        start_at_ns,
+    })
+    .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "agent {agent} gave no result in {:.0} s",
+                timeout.as_secs_f64()
+            ));
+        }
+        match conn.poll(left.min(Duration::from_secs(1))) {
+            Ok(Some(Message::TestDone { result })) => {
+                return serde_json::from_value(result)
+                    .map_err(|e| format!("agent {agent} sent a bad result: {e}"))
+            }
+            Ok(Some(Message::Refused { reason })) => {
+                return Err(format!("agent {agent} refused: {reason}"))
+            }
+            Ok(Some(Message::Error { message })) => {
+                return Err(format!("agent {agent}: {message}"))
+            }
+            Ok(Some(other)) => {
+                return Err(format!("unexpected '{}' from agent {agent}", other.kind()))
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("agent {agent} lost: {e}")),
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! flowlab experiments, sans-IO: an experiment file (TOML) validated with line-numbered
+//! errors and expanded into ordered [`Step`]s of ready-to-send [`flowlab_wire::TestSpec`]s;
+//! clock offset estimation between hosts; and the RFC 2544 and ATM Forum searches as state
+//! machines fed with trial results. Nothing here opens a socket or reads a clock: the
+//! controller (`flowlab run`) does the I/O and passes time and results in.
+
+pub mod clock;
+pub mod file;
+pub mod plan;
+pub mod search;
+
+pub use clock::{one_way_valid, ClockError, ClockEstimator, ClockFit, ClockSample};
+pub use file::{
+    load, Block, BlockKind, Experiment, ExperimentError, Flow, Host, Item, SearchKind, SearchSpec,
+    SweepPoint, DEFAULT_AGENT_PORT,
+};
+pub use plan::{plan, test_spec, trial_step, ResolvedFlow, SearchMachine, Step};
+pub use search::{
+    frame_level_metrics, knee_estimate, BackToBack, BackToBackResult, BufferEstimate, BurstPoint,
+    BurstSize, FrameLevelMetrics, LoadPoint, LossVsLoad, OfferedLoad, Rfc2544Throughput,
+    SearchError, ThroughputResult, Trial,
+};

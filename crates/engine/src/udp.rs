@@ -23,6 +23,8 @@ use crate::{
 
 /// Largest datagram (or GRO-coalesced train) a receiver accepts.
 const MAX_RECEIVE: usize = 65_535;
+/// Receive buffer of a max-rate receiver, unless the user sets one.
+const MAX_RATE_RECV_BUFFER: usize = 8 << 20;
 /// Largest UDP payload of one GSO send (IPv4 limit).
 const MAX_GSO_BYTES: usize = 65_507;
 /// Above this packet rate a receiver asks the kernel to coalesce (GRO): per-packet timestamps
@@ -182,7 +184,9 @@ pub fn udp_send<S: DatagramSocket>(
     stop: &AtomicBool,
 ) -> SenderOutcome {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores);
+    // A loop with dense deadlines spins its core; one core stays for the receiver and the
+    // kernel's softirq work, which on a small machine share it with the sender.
+    let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores.saturating_sub(1).max(1));
     let share = socks.len().div_ceil(loops).max(1);
     let mut shares = socks.chunks(share).enumerate();
     let (_, first) = shares.next().unwrap_or((0, &[]));
@@ -567,6 +571,13 @@ fn wants_gro(flow: &FlowParams) -> bool {
 /// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
 fn prepare_receivers<S: DatagramSocket>(socks: &[S], flow: &FlowParams, gro: bool) -> bool {
     let mut gro_on = gro;
+    // At max rate a sender outruns the receiver in bursts: a deep buffer absorbs them
+    // (the user's --recv-buffer wins; it was set with the other socket options).
+    if flow.rate_bps.is_none() && flow.socket.recv_buffer.is_none() {
+        for sock in socks {
+            let _ = udp::set_buffer_sizes(sock, None, Some(MAX_RATE_RECV_BUFFER));
+        }
+    }
     for sock in socks {
         let _ = udp::enable_rx_timestamps(sock);
         let _ = udp::enable_rxq_ovfl(sock);

@@ -1,0 +1,1288 @@
+#!/usr/bin/env python3
+"""Turn the raw results of bench/run into docs/benchmarks.md.
+
+    python3 bench/report.py OUTDIR DOC.md        # the report (bench/run calls this)
+    python3 bench/report.py gaps FILE.pcap PPS [SIZE]   # pacing analysis of one capture
+
+Standard library only. OUTDIR holds what bench/run wrote: steps.tsv (one line per measured
+command: step, exit status, seconds, command), STEP.out / STEP.err (the command's stdout and
+stderr), STEP.pcap (captures), meta.txt, install.txt.
+"""
+
+import json
+import math
+import os
+import re
+import struct
+import sys
+
+# ------------------------------------------------------------------------------------------
+# Targets. Each is (text for the table, test on the figures). They are our own goals for
+# flowlab, not promises of the peer tools.
+# ------------------------------------------------------------------------------------------
+TARGET_FLOWS_NOTE_NS = 100_000
+
+TARGETS = {
+    "udp64_vs_iperf3": ("≥ 1.0x iperf3", lambda r: r >= 1.0),
+    "udp64_vs_mmsg": ("≥ 0.8x C sendmmsg", lambda r: r >= 0.8),
+    "udp64_loss": ("≤ 1 %", lambda v: v <= 1.0),
+    "tcp_goodput": ("≥ 0.9x iperf3", lambda r: r >= 0.9),
+    "tcp_cpu_per_gbit": ("≤ 1.1x iperf3", lambda r: r <= 1.1),
+    "pace_500_p50": ("≤ 2 µs", lambda v: v <= 2_000),
+    "pace_500_p99": ("≤ 20 µs", lambda v: v <= 20_000),
+    "pace_100k_p50": ("≤ 2 µs", lambda v: v <= 2_000),
+    "pace_100k_p99": ("≤ 5 µs (half the interval)", lambda v: v <= 5_000),
+    "pace_vs_iperf3": ("≤ 1.0x iperf3", lambda r: r <= 1.0),
+    "rtt_vs_sockperf": ("≤ 1.2x sockperf", lambda r: r <= 1.2),
+    "rtt_vs_irtt": ("≤ 1.0x irtt", lambda r: r <= 1.0),
+    "flows_sched_p99": ("≤ 100 µs", lambda v: v <= 100_000),
+    "flows_mem": ("≤ 256 MiB", lambda v: v <= 256 * 1024),
+    "udp2m_acc": ("within 0.1 %", lambda v: abs(v) <= 0.1),
+    "udp1400_vs_iperf3": ("≥ 1.0x iperf3", lambda r: r >= 1.0),
+}
+
+
+# ------------------------------------------------------------------------------------------
+# pcap
+# ------------------------------------------------------------------------------------------
+def read_pcap(path):
+    """Yield (timestamp_ns, dst_ip, dst_port, udp_payload_len) for each UDP packet."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        return
+    magic_le = struct.unpack("<I", data[:4])[0]
+    if magic_le in (0xA1B23C4D, 0xA1B2C3D4):
+        endian = "<"
+        magic = magic_le
+    else:
+        endian = ">"
+        magic = struct.unpack(">I", data[:4])[0]
+        if magic not in (0xA1B23C4D, 0xA1B2C3D4):
+            raise ValueError(f"{path}: not a pcap file (magic {magic_le:#x})")
+    frac_ns = 1 if magic == 0xA1B23C4D else 1000
+    linktype = struct.unpack(endian + "I", data[20:24])[0] & 0x0FFFFFFF
+    rec = struct.Struct(endian + "IIII")
+    off = 24
+    n = len(data)
+    while off + 16 <= n:
+        sec, frac, incl, _orig = rec.unpack_from(data, off)
+        off += 16
+        pkt = data[off:off + incl]
+        off += incl
+        ts = sec * 1_000_000_000 + frac * frac_ns
+        if linktype == 1:  # Ethernet
+            if len(pkt) < 14:
+                continue
+            etype = struct.unpack_from(">H", pkt, 12)[0]
+            l3 = 14
+            while etype in (0x8100, 0x88A8) and len(pkt) >= l3 + 4:
+                etype = struct.unpack_from(">H", pkt, l3 + 2)[0]
+                l3 += 4
+        elif linktype == 113:  # Linux cooked v1
+            if len(pkt) < 16:
+                continue
+            etype = struct.unpack_from(">H", pkt, 14)[0]
+            l3 = 16
+        elif linktype == 276:  # Linux cooked v2
+            if len(pkt) < 20:
+                continue
+            etype = struct.unpack_from(">H", pkt, 0)[0]
+            l3 = 20
+        elif linktype in (101, 12):  # raw IP
+            etype = 0x0800 if pkt and pkt[0] >> 4 == 4 else 0x86DD
+            l3 = 0
+        else:
+            continue
+        if etype == 0x0800:
+            if len(pkt) < l3 + 20:
+                continue
+            ihl = (pkt[l3] & 0x0F) * 4
+            if pkt[l3 + 9] != 17:
+                continue
+            frag = struct.unpack_from(">H", pkt, l3 + 6)[0]
+            if frag & 0x1FFF:  # a later fragment: no UDP header
+                continue
+            dst = ".".join(str(b) for b in pkt[l3 + 16:l3 + 20])
+            l4 = l3 + ihl
+        elif etype == 0x86DD:
+            if len(pkt) < l3 + 40 or pkt[l3 + 6] != 17:
+                continue
+            d = pkt[l3 + 24:l3 + 40]
+            dst = ":".join(f"{d[i]:02x}{d[i + 1]:02x}" for i in range(0, 16, 2))
+            l4 = l3 + 40
+        else:
+            continue
+        if len(pkt) < l4 + 8:
+            continue
+        _sport, dport, ulen = struct.unpack_from(">HHH", pkt, l4)
+        yield ts, dst, dport, ulen - 8
+
+
+def pct(sorted_vals, p):
+    """Nearest-rank percentile of a sorted list."""
+    if not sorted_vals:
+        return None
+    k = max(1, math.ceil(p / 100.0 * len(sorted_vals)))
+    return sorted_vals[min(k, len(sorted_vals)) - 1]
+
+
+def gap_stats(path, pps, size=None):
+    """Inter-capture gaps of the main flow in a capture against the nominal interval 1e9/pps.
+
+    The main flow is the destination (address, port) with the most datagrams of `size` bytes
+    of UDP payload (or, without `size`, the largest group of one address, port and length):
+    that leaves out control datagrams (iperf3's UDP hello, irtt's handshake) without knowing
+    each tool's format. A UDP GSO packet (one capture record whose payload is k × size bytes:
+    the kernel segments it later, after the tap) counts as k datagrams captured at the same
+    instant, since that is how they leave: back to back."""
+    groups = {}
+    for ts, dst, dport, plen in read_pcap(path):
+        groups.setdefault((dst, dport), []).append((ts, plen))
+    if not groups:
+        return None
+    if size is None:
+        lens = {}
+        for (dst, dport), pk in groups.items():
+            for _, plen in pk:
+                lens[(dst, dport, plen)] = lens.get((dst, dport, plen), 0) + 1
+        dst, dport, size = max(lens.items(), key=lambda kv: kv[1])[0]
+        key = (dst, dport)
+    else:
+        key = max(groups, key=lambda k: sum(p // size for _, p in groups[k] if p % size == 0))
+    ts = []
+    records = 0
+    trains = 0
+    max_train = 0
+    other = 0
+    for t, plen in groups[key]:
+        if plen <= 0 or plen % size:
+            other += 1
+            continue
+        k = plen // size
+        records += 1
+        if k > 1:
+            trains += 1
+        max_train = max(max_train, k)
+        ts.extend([t] * k)
+    other += sum(len(v) for k, v in groups.items() if k != key)
+    ts.sort()
+    if len(ts) < 2:
+        return None
+    nominal = 1e9 / pps
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    errs = sorted(abs(g - nominal) for g in gaps)
+    span = ts[-1] - ts[0]
+    return {
+        "flow": f"{key[0]}:{key[1]}, {size} B",
+        "packets": len(ts),
+        "records": records,
+        "trains": trains,
+        "max_train": max_train,
+        "other_packets": other,
+        "nominal_ns": nominal,
+        "rate_pps": (len(ts) - 1) / (span / 1e9) if span > 0 else 0.0,
+        "p50": pct(errs, 50),
+        "p99": pct(errs, 99),
+        "p999": pct(errs, 99.9),
+        "max": errs[-1],
+        "bunched_pct": 100.0 * sum(1 for g in gaps if g < nominal / 2) / len(gaps),
+        "min_gap": min(gaps),
+        "max_gap": max(gaps),
+        "_gaps": gaps,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Raw results
+# ------------------------------------------------------------------------------------------
+class Results:
+    def __init__(self, out):
+        self.out = out
+        self.steps = {}
+        path = os.path.join(out, "steps.tsv")
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    parts = line.rstrip("\n").split("\t", 4)
+                    if len(parts) == 4:  # older format, without conditions
+                        parts.insert(3, "")
+                    if len(parts) == 5:
+                        m = re.search(r"others=(\d+)/(\d+)", parts[3])
+                        la = re.search(r"load=([\d.]+)", parts[3])
+                        self.steps[parts[0]] = {
+                            "rc": int(parts[1]),
+                            "secs": float(parts[2] or 0),
+                            "cmd": parts[4],
+                            "others": (int(m.group(1)), int(m.group(2))) if m else None,
+                            "load": float(la.group(1)) if la else None,
+                        }
+        self.meta = {}
+        mp = os.path.join(out, "meta.txt")
+        if os.path.exists(mp):
+            with open(mp) as f:
+                for line in f:
+                    if "=" in line:
+                        k, v = line.rstrip("\n").split("=", 1)
+                        self.meta[k] = v
+
+    def path(self, name):
+        return os.path.join(self.out, name)
+
+    def text(self, name):
+        try:
+            with open(self.path(name), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def reason(self, step, doc=None):
+        """Why a step failed, in one line."""
+        st = self.steps.get(step)
+        if st is None:
+            return "not run"
+        if doc is not None:
+            for k in ("error",):
+                if isinstance(doc, dict) and doc.get(k):
+                    return str(doc[k])
+        err = self.text(step + ".err").strip().splitlines()
+        last = err[-1].strip() if err else ""
+        if st["rc"] == 124 or st["rc"] == 137:
+            return "timed out" + (f" ({last})" if last else "")
+        if st["rc"] == 255 and st["cmd"].startswith("not run"):
+            return st["cmd"][len("not run: "):]
+        return (last or f"exit status {st['rc']}")[:200]
+
+    def json(self, step, name=None):
+        """(document, None) or (None, reason)."""
+        st = self.steps.get(step)
+        if st is None:
+            return None, "not run"
+        raw = self.text(name or step + ".out")
+        doc = None
+        try:
+            doc = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            doc = None
+        if doc is None:
+            return None, "failed: " + self.reason(step)
+        if isinstance(doc, dict) and doc.get("error") and (
+            "summary" not in doc or "end" in doc
+        ):
+            # iperf3 puts its error in "error"; flowlab too but still has figures
+            if "summary" not in doc:
+                return None, "failed: " + str(doc["error"])[:200]
+        if st["rc"] != 0 and not (isinstance(doc, dict) and "summary" in doc):
+            return None, "failed: " + self.reason(step, doc)
+        return doc, None
+
+
+# ------------------------------------------------------------------------------------------
+# Formatting
+# ------------------------------------------------------------------------------------------
+def fnum(v, digits=3):
+    """A rate or a size with an SI prefix and `digits` significant digits."""
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    if v == 0:
+        return "0"
+    a = abs(v)
+    for scale, prefix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if scale == 1e3 and a < 1e4:
+            break
+        x = float(f"{v / scale:.{digits}g}")
+        if abs(x) >= 1:
+            return f"{x:g}{prefix}"
+    if a >= 100:
+        return f"{v:.0f}"
+    return f"{float(f'{v:.{digits}g}'):g}"
+
+
+def fcount(v):
+    """A count, exact, with thousands separators."""
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    return f"{int(v):,}"
+
+
+def fns(v):
+    """Nanoseconds, printed in a readable unit."""
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    a = abs(v)
+    if a >= 1e6:
+        return f"{v / 1e6:.3g} ms"
+    if a >= 1e3:
+        return f"{v / 1e3:.3g} µs"
+    return f"{v:.0f} ns"
+
+
+def fpct(v):
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    return f"{v:.3g} %" if abs(v) < 100 else f"{v:.0f} %"
+
+
+def ratio(a, b):
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or b == 0:
+        return None
+    return a / b
+
+
+def fratio(r):
+    return "—" if r is None else f"{r:.2f}"
+
+
+def met(target_key, value):
+    if target_key is None:
+        return "", ""
+    text, test = TARGETS[target_key]
+    if not isinstance(value, (int, float)):
+        return text, "—"
+    return text, ("yes" if test(value) else "**no**")
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+class Cmp:
+    """One row of a comparison table: metric, flowlab, peer, ratio, target, met?"""
+
+    def __init__(self):
+        self.rows = []
+        self.summary = []  # (measurement, metric, flowlab, peer, ratio, target, met)
+
+    def add(self, metric, fl, peer_name, peer, fmt=fnum, rkey=None, vkey=None, value=None,
+            measurement=""):
+        """rkey: target tested on flowlab/peer; vkey: target tested on `value` (or flowlab)."""
+        r = ratio(fl, peer)
+        if rkey:
+            t, m = met(rkey, r)
+        elif vkey:
+            t, m = met(vkey, value if value is not None else fl)
+        else:
+            t, m = "context", ""
+        row = [metric, fmt(fl), f"{peer_name}: {fmt(peer)}" if peer_name else "—",
+               fratio(r) if peer_name else "—", t, m]
+        self.rows.append(row)
+        self.summary.append([measurement] + row)
+
+    def md(self):
+        return table(["metric", "flowlab", "peer", "ratio", "target", "met?"], self.rows)
+
+
+# ------------------------------------------------------------------------------------------
+# Readers per tool
+# ------------------------------------------------------------------------------------------
+def fl_summary(res, step):
+    doc, err = res.json(step)
+    if doc is None:
+        return None, err
+    s = doc.get("summary") or {}
+    return doc, s
+
+
+def cpu_sum(c):
+    if not c:
+        return None
+    return (c.get("process_user_pct") or 0) + (c.get("process_system_pct") or 0)
+
+
+def iperf_udp(res, step, size):
+    doc, err = res.json(step)
+    if doc is None:
+        return err
+    end = doc.get("end") or {}
+    s = end.get("sum") or {}
+    recv = end.get("sum_received") or {}
+    sent_pkts = s.get("packets")
+    lost = s.get("lost_packets")
+    secs = recv.get("seconds") or s.get("seconds") or 0
+    got = None
+    if sent_pkts is not None and lost is not None:
+        got = sent_pkts - lost
+    elif recv.get("bytes") is not None:
+        got = recv["bytes"] / size
+    cpu = end.get("cpu_utilization_percent") or {}
+    return {
+        "sent_pkts": sent_pkts,
+        "recv_pkts": got,
+        "sent_pps": (sent_pkts / s["seconds"]) if sent_pkts and s.get("seconds") else None,
+        "recv_pps": (got / secs) if got is not None and secs else None,
+        "loss_pct": s.get("lost_percent"),
+        "recv_bps": recv.get("bits_per_second"),
+        "host_cpu": cpu.get("host_total"),
+        "remote_cpu": cpu.get("remote_total"),
+        "error": doc.get("error"),
+    }
+
+
+def kernel_delta(res, step):
+    """Changes of the receiving namespace's UDP counters and of the backlog drops over a step:
+    {"InDatagrams": .., "NoPorts": .., "InErrors": .., "RcvbufErrors": .., "backlog_drops": ..}
+    or None."""
+    def parse(txt):
+        out = {}
+        udp = [ln.split()[1:] for ln in txt.splitlines() if ln.startswith("Udp:")]
+        if len(udp) >= 2:
+            for k, v in zip(udp[0], udp[1]):
+                try:
+                    out[k] = int(v)
+                except ValueError:
+                    pass
+        drops = 0
+        seen = False
+        for ln in txt.splitlines():
+            if ln.startswith("softnet "):
+                cols = ln.split()[1:]
+                if len(cols) >= 2:
+                    drops += int(cols[1], 16)
+                    seen = True
+        if seen:
+            out["backlog_drops"] = drops
+        return out
+    a = parse(res.text(step + ".kernel.before"))
+    b = parse(res.text(step + ".kernel.after"))
+    if not a or not b:
+        return None
+    return {k: b[k] - a[k] for k in a if k in b}
+
+
+def kv_line(text, role):
+    for line in text.splitlines():
+        if line.startswith(f"role={role}") and "ready=1" not in line:
+            return dict(p.split("=", 1) for p in line.split() if "=" in p)
+    return None
+
+
+def gso_result(res, step):
+    st = res.steps.get(step)
+    if st is None:
+        return "not run"
+    snd = kv_line(res.text(step + ".out"), "send")
+    rcv = kv_line(res.text(step + ".recv"), "recv")
+    if not snd or not rcv:
+        return "failed: " + res.reason(step)
+    sent = int(snd["sent"])
+    got = int(rcv["received"])
+    if got == 0:
+        k = kernel_delta(res, step) or {}
+        why = ", ".join(f"{n} +{k[n]}" for n in ("NoPorts", "RcvbufErrors", "InErrors",
+                                                    "backlog_drops") if k.get(n))
+        return (f"failed: the receiver got nothing of {sent:,} sent "
+                f"(send errors {snd.get('errors')}, first errno {snd.get('first_errno', '?')}"
+                + (f"; kernel: {why}" if why else "") + ")")
+    return {
+        "sent": sent,
+        "sent_pps": float(snd["pps"]),
+        "recv": got,
+        "recv_pps": float(rcv["pps"]),
+        "recv_bps": float(rcv["bytes"]) * 8 / float(rcv["seconds"]) if float(rcv["seconds"]) else None,
+        "loss_pct": 100.0 * (sent - got) / sent if sent else 0.0,
+        "calls": int(snd["calls"]),
+        "gro": rcv.get("gro"),
+        "rxq_ovfl": rcv.get("rxq_ovfl"),
+    }
+
+
+def sockperf_result(res, step):
+    st = res.steps.get(step)
+    if st is None:
+        return "not run"
+    txt = res.text(step + ".out") + res.text(step + ".err")
+    txt = re.sub(r"\x1b\[[0-9;]*m", "", txt)
+    out = {}
+    for m in re.finditer(r"percentile\s+([\d.]+)\s*=\s*([\d.]+)", txt):
+        out[float(m.group(1))] = float(m.group(2)) * 1000.0  # µs -> ns
+    m = re.search(r"avg-latency=([\d.]+)", txt)
+    if m:
+        out["avg"] = float(m.group(1)) * 1000.0
+    m = re.search(r"<MAX> observation\s*=\s*([\d.]+)", txt)
+    if m:
+        out["max"] = float(m.group(1)) * 1000.0
+    m = re.search(r"<MIN> observation\s*=\s*([\d.]+)", txt)
+    if m:
+        out["min"] = float(m.group(1)) * 1000.0
+    m = re.search(r"\[Valid Duration\].*?SentMessages=(\d+);\s*ReceivedMessages=(\d+)", txt)
+    if m:
+        out["sent"] = int(m.group(1))
+        out["received"] = int(m.group(2))
+    m = re.search(r"RunTime=([\d.]+) sec; SentMessages", txt)
+    if 50.0 not in out:
+        return "failed: " + res.reason(step)
+    return out
+
+
+def irtt_result(res, step):
+    doc, err = res.json(step, step + ".json")
+    if doc is None:
+        return err
+    s = doc.get("stats") or {}
+    return s
+
+
+def capture_log(res, name):
+    txt = res.text(name + ".log")
+    out = {}
+    for key, pat in (("captured", r"(\d+) packets? captured"),
+                     ("dropped", r"(\d+) packets? dropped by kernel"),
+                     ("by_filter", r"(\d+) packets? received by filter"),
+                     ("if_dropped", r"(\d+) packets? dropped by interface")):
+        m = re.search(pat, txt)
+        if m:
+            out[key] = int(m.group(1))
+    return out
+
+
+
+# ------------------------------------------------------------------------------------------
+# Rounds: max-rate runs are repeated (STEP-1, STEP-2, ...); the report uses the median round
+# ------------------------------------------------------------------------------------------
+def rounds(res, base):
+    names = [k for k in res.steps if k == base or re.fullmatch(re.escape(base) + r"-\d+", k)]
+    return sorted(names, key=lambda k: int(k.rsplit("-", 1)[1]) if k != base else 0)
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def median_round(res, base, metric):
+    """(step of the median round by `metric`, [metric of each round, in order]).
+
+    metric(res, step) returns a number, or a string saying why there is none."""
+    steps = rounds(res, base)
+    if not steps:
+        return base, []
+    vals = [metric(res, st) for st in steps]
+    good = sorted((v, st) for v, st in zip(vals, steps) if _num(v))
+    if not good:
+        return steps[0], vals
+    return good[(len(good) - 1) // 2][1], vals
+
+
+def m_fl(key):
+    def f(res, step):
+        doc, s = fl_summary(res, step)
+        return s if doc is None else s.get(key)
+    return f
+
+
+def m_iperf_udp(size, key):
+    def f(res, step):
+        r = iperf_udp(res, step, size)
+        return r if isinstance(r, str) else r.get(key)
+    return f
+
+
+def m_gso(res, step):
+    r = gso_result(res, step)
+    return r if isinstance(r, str) else r.get("recv_pps")
+
+
+def m_iperf_tcp(res, step):
+    doc, err = res.json(step)
+    if doc is None:
+        return err
+    return ((doc.get("end") or {}).get("sum_received") or {}).get("bits_per_second")
+
+
+def fvals(vals, fmt=None):
+    fmt = fmt or fnum
+    return " / ".join(fmt(v) if _num(v) else "failed" for v in vals) if vals else "—"
+
+# ------------------------------------------------------------------------------------------
+# The report
+# ------------------------------------------------------------------------------------------
+def build(out, doc_path):
+    res = Results(out)
+    meta = res.meta
+    md = []
+    overview = Cmp()
+    notes = []  # things in flowlab's output that looked wrong or missing
+
+    md.append("# flowlab benchmarks\n")
+    md.append(
+        "flowlab against the usual tools, on the same path in the same run: a veth pair between "
+        "two network namespaces on one machine (`flb-a` 10.98.0.1 sends, `flb-b` 10.98.0.2 "
+        "receives or echoes). Produced by `bench/run` (see `bench/README.md`); every figure below "
+        "comes from one run of it. Ratios are flowlab / peer. Targets are our own goals for "
+        "flowlab (`TARGETS` in `bench/report.py`).\n"
+    )
+    md.append("## Machine and tools\n")
+    facts = [
+        ("date (UTC)", meta.get("date")),
+        ("kernel", meta.get("kernel")),
+        ("CPU", f"{meta.get('cpu')} ({meta.get('cores')} cores, {meta.get('memory')})"),
+        ("flowlab", meta.get("flowlab")),
+        ("rustc", meta.get("rustc")),
+        ("iperf3", meta.get("iperf3")),
+        ("sockperf", meta.get("sockperf")),
+        ("irtt", meta.get("irtt")),
+        ("tcpdump", meta.get("tcpdump")),
+        ("gcc (for bench/gso_flood.c)", meta.get("gcc")),
+        ("iproute2", meta.get("iproute2")),
+        ("whole run", f"{meta.get('elapsed', '?')} s (measurements only, after install and build)"),
+    ]
+    md.append(table(["", ""], [(k, v or "—") for k, v in facts]))
+    inst = res.text("install.txt").strip()
+    if inst:
+        md.append("\nInstall notes: " + "; ".join(inst.splitlines()) + "\n")
+    md.append("")
+    link = res.text("link.txt")
+    m = re.search(r"mtu (\d+)", link)
+    if m:
+        md.append(f"The veth MTU is {m.group(1)}. Both namespaces share the machine's "
+                  f"{meta.get('cores', '?')} cores: sender and receiver compete for CPU.\n")
+
+    summary_at = len(md)
+    md.append("")  # the summary table goes here
+
+    # -------------------------------------------------------------------------- a. UDP 64 B
+    md.append("## a. UDP, 64-byte payload, as fast as possible, 10 s\n")
+    cmp_ = Cmp()
+    detail = []
+    st_fl, v_fl = median_round(res, "udp64_flowlab", m_fl("receiver_packets_per_sec"))
+    st_ip, v_ip = median_round(res, "udp64_iperf3", m_iperf_udp(64, "recv_pps"))
+    st_mm, v_mm = median_round(res, "udp64_mmsg", m_gso)
+    st_gs, v_gs = median_round(res, "udp64_gso", m_gso)
+    fdoc, fs = fl_summary(res, st_fl)
+    fl = {}
+    if fdoc is None:
+        fl_err = fs
+        detail.append(["flowlab", fl_err, "", "", "", "", ""])
+    else:
+        fl_err = None
+        fl = {
+            "sent_pps": fs.get("sender_packets_per_sec"),
+            "recv_pps": fs.get("receiver_packets_per_sec"),
+            "loss_pct": fs.get("loss_pct"),
+            "sent": fs.get("packets_sent"),
+            "drops": fs.get("lost_at_receiver_socket"),
+            "scpu": cpu_sum(fs.get("client_cpu")),
+            "rcpu": cpu_sum(fs.get("agent_cpu")),
+        }
+        bt = ((fdoc.get("client") or {}).get("sender") or {}).get("batching") or {}
+        detail.append(["flowlab", fcount(fl["sent"]), fnum(fl["sent_pps"]), fnum(fl["recv_pps"]),
+                       fpct(fl["loss_pct"]), fcount(fl["drops"]),
+                       f"{fpct(fl['scpu'])} / {fpct(fl['rcpu'])}"])
+        fl["batching"] = bt
+    ip = iperf_udp(res, st_ip, 64)
+    if isinstance(ip, str):
+        detail.append(["iperf3", ip, "", "", "", "", ""])
+    else:
+        detail.append(["iperf3", fcount(ip["sent_pkts"]), fnum(ip["sent_pps"]), fnum(ip["recv_pps"]),
+                       fpct(ip["loss_pct"]), "—",
+                       f"{fpct(ip['host_cpu'])} / {fpct(ip['remote_cpu'])}"])
+    gso = {}
+    for mode, label in (("mmsg", "C loop, sendmmsg 64/call, recvmmsg"),
+                        ("gso", "C loop, UDP GSO 64×64 B/sendmsg, recvmmsg + UDP_GRO")):
+        g = gso_result(res, st_mm if mode == "mmsg" else st_gs)
+        gso[mode] = g
+        if isinstance(g, str):
+            detail.append([label, g, "", "", "", "", ""])
+        else:
+            detail.append([label, fcount(g["sent"]), fnum(g["sent_pps"]), fnum(g["recv_pps"]),
+                           fpct(g["loss_pct"]), fcount(int(g["rxq_ovfl"] or 0)), "—"])
+    ipv = ip if isinstance(ip, dict) else {}
+    flv = fl if fl_err is None else {}
+    cmp_.add("received packets/s", flv.get("recv_pps", fl_err), "iperf3",
+             ipv.get("recv_pps", ip if isinstance(ip, str) else None), rkey="udp64_vs_iperf3",
+             measurement="a. UDP 64 B max")
+    cmp_.add("loss at receiver", flv.get("loss_pct", fl_err), "iperf3",
+             ipv.get("loss_pct", ip if isinstance(ip, str) else None), fmt=fpct,
+             vkey="udp64_loss", measurement="a. UDP 64 B max")
+    gm = gso["mmsg"] if isinstance(gso["mmsg"], dict) else {}
+    gg = gso["gso"] if isinstance(gso["gso"], dict) else {}
+    cmp_.add("received packets/s", flv.get("recv_pps", fl_err), "C sendmmsg",
+             gm.get("recv_pps", gso["mmsg"] if isinstance(gso["mmsg"], str) else None),
+             rkey="udp64_vs_mmsg", measurement="a. UDP 64 B max")
+    cmp_.add("received packets/s (machine limit)", flv.get("recv_pps", fl_err), "C GSO+GRO",
+             gg.get("recv_pps", gso["gso"] if isinstance(gso["gso"], str) else None),
+             measurement="a. UDP 64 B max")
+    md.append(cmp_.md())
+    md.append("")
+    md.append(table(["sender / receiver", "datagrams sent", "sent /s", "received /s", "loss",
+                     "receive-socket drops", "CPU sender / receiver (% of a core)"], detail))
+    md.append("")
+    krows = []
+    for label, st in (("flowlab", st_fl), ("iperf3", st_ip), ("C sendmmsg", st_mm),
+                      ("C GSO+GRO", st_gs)):
+        k = kernel_delta(res, st)
+        if k:
+            krows.append([label, fcount(k.get("InDatagrams")), fcount(k.get("RcvbufErrors")),
+                          fcount(k.get("NoPorts")), fcount(k.get("InErrors")),
+                          fcount(k.get("backlog_drops"))])
+    if krows:
+        md.append("The kernel's own count over the same (median) rounds, independent of the tools: "
+                  "UDP counters of `flb-b` (`/proc/net/snmp`; one GSO/GRO buffer counts once) "
+                  "and the machine's per-CPU backlog drops (`/proc/net/softnet_stat`):\n")
+        md.append(table(["run", "InDatagrams", "RcvbufErrors", "NoPorts", "InErrors",
+                         "backlog drops"], krows))
+        md.append("")
+    md.append(f"Received packets/s in each round (the tables show the median round): "
+              f"flowlab {fvals(v_fl)}; iperf3 {fvals(v_ip)}; C sendmmsg {fvals(v_mm)}; "
+              f"C GSO {fvals(v_gs)}.\n")
+    if fl:
+        bt = fl.get("batching") or {}
+        para = (f"flowlab's sender: {fnum(bt.get('syscalls'))} send calls, mean batch "
+                f"{bt.get('mean_batch')}, GSO {'on' if bt.get('gso') else 'off'}.")
+        lost = (fl.get("sent") or 0) - (fdoc["summary"].get("packets_received") or 0)
+        if fl.get("drops"):
+            para += (f" The agent's receiving socket reported {fcount(fl['drops'])} drops "
+                     f"(`lost_at_receiver_socket`, SO_RXQ_OVFL) for {fcount(lost)} datagrams "
+                     "lost: the receiver is slower than the sender.")
+        md.append(para + "\n")
+    # lost_at_receiver_socket against the kernel's own count, in every UDP max-rate round
+    for base in ("udp64_flowlab", "udp1400_flowlab"):
+        for st in rounds(res, base):
+            d, sm = fl_summary(res, st)
+            if d is None:
+                continue
+            lars = sm.get("lost_at_receiver_socket")
+            lostn = sm.get("packets_lost") or 0
+            k = kernel_delta(res, st) or {}
+            rbe = k.get("RcvbufErrors")
+            if lars is None and sm.get("sender") == "client":
+                notes.append(
+                    f"`{st}`: `summary.lost_at_receiver_socket` is null for a UDP test on "
+                    f"Linux (the kernel counted {fcount(rbe)} receive-buffer drops in `flb-b`; "
+                    f"flowlab lost {fcount(lostn)}). The docs say null means the kernel does not "
+                    "tell; here it is presumably 0 (SO_RXQ_OVFL's cmsg only comes once a drop "
+                    "has happened), so null hides a real 0.")
+            elif lars and lostn > 4 * lars:
+                notes.append(
+                    f"`{st}`: `summary.lost_at_receiver_socket` = {fcount(lars)} but "
+                    f"{fcount(lostn)} datagrams were lost ({lostn / lars:.0f}× as many; the "
+                    f"kernel's RcvbufErrors in `flb-b`: {fcount(rbe)}). With UDP GSO/GRO one "
+                    "socket buffer carries up to 64 datagrams and SO_RXQ_OVFL counts buffers, "
+                    "so the field undercounts the datagrams dropped at the socket; the docs "
+                    "call it a count of packets.")
+    md.append(
+        "The C loop (`bench/gso_flood.c`) is the ceiling: with UDP GSO one `sendmsg` hands "
+        "64 datagrams to the kernel, they cross the veth as one GSO packet and, with UDP_GRO "
+        "set on the receiving socket, arrive as one buffer; the receiver counts len/gso_size "
+        "datagrams. The sendmmsg variant sends the same datagrams one skb each, as flowlab and "
+        "iperf3 do.\n")
+    overview.summary += cmp_.summary
+
+    # -------------------------------------------------------------------------- b. TCP
+    md.append("## b. TCP bulk, 10 s\n")
+    cmp_ = Cmp()
+    detail = []
+    st_ft, v_ft = median_round(res, "tcp_flowlab", m_fl("receiver_goodput_bps"))
+    st_it, v_it = median_round(res, "tcp_iperf3", m_iperf_tcp)
+    fdoc, fs = fl_summary(res, st_ft)
+    ftcp = {}
+    if fdoc is None:
+        detail.append(["flowlab", fs, "", "", ""])
+        f_err = fs
+    else:
+        f_err = None
+        g = fs.get("receiver_goodput_bps")
+        c1, c2 = cpu_sum(fs.get("client_cpu")), cpu_sum(fs.get("agent_cpu"))
+        tot = (c1 or 0) + (c2 or 0)
+        ftcp = {"bps": g, "cpu": tot, "cpg": tot / (g / 1e9) if g else None}
+        ti = (fdoc.get("client") or {}).get("tcp_info") or {}
+        detail.append(["flowlab", fnum(g) + "bit/s", f"{fpct(c1)} / {fpct(c2)}",
+                       fpct(ftcp["cpg"]), fnum(ti.get("total_retrans"))])
+    doc, err = res.json(st_it)
+    itcp = {}
+    if doc is None:
+        detail.append(["iperf3", err, "", "", ""])
+        i_err = err
+    else:
+        i_err = None
+        end = doc.get("end") or {}
+        g = (end.get("sum_received") or {}).get("bits_per_second")
+        cpu = end.get("cpu_utilization_percent") or {}
+        c1, c2 = cpu.get("host_total"), cpu.get("remote_total")
+        tot = (c1 or 0) + (c2 or 0)
+        itcp = {"bps": g, "cpu": tot, "cpg": tot / (g / 1e9) if g else None}
+        detail.append(["iperf3", fnum(g) + "bit/s", f"{fpct(c1)} / {fpct(c2)}", fpct(itcp["cpg"]),
+                       fnum((end.get("sum_sent") or {}).get("retransmits"))])
+    cmp_.add("receiver goodput, bit/s", ftcp.get("bps", f_err), "iperf3", itcp.get("bps", i_err),
+             rkey="tcp_goodput", measurement="b. TCP bulk")
+    cmp_.add("CPU % (sender + receiver) per Gbit/s", ftcp.get("cpg", f_err), "iperf3",
+             itcp.get("cpg", i_err), fmt=lambda v: fpct(v) if not isinstance(v, str) else v,
+             rkey="tcp_cpu_per_gbit", measurement="b. TCP bulk")
+    md.append(cmp_.md())
+    md.append("")
+    md.append(table(["tool", "goodput", "CPU sender / receiver (% of a core)",
+                     "CPU % per Gbit/s (both ends)", "retransmitted segments"], detail))
+    md.append(f"\nGoodput in each round, bit/s (the tables show the median round): flowlab "
+              f"{fvals(v_ft)}; iperf3 {fvals(v_it)}.")
+    md.append(
+        "\nCPU is process time (user + system) as a percent of one core at each end: flowlab's "
+        "`process_user_pct + process_system_pct` of `client_cpu` and `agent_cpu`, iperf3's "
+        "`cpu_utilization_percent.host_total` and `remote_total` (the same getrusage measure). "
+        "Softirq work done on behalf of the other process is charged to whoever was running, "
+        "so the split between ends is rough on one machine; the sum is the fairer figure.\n")
+    overview.summary += cmp_.summary
+
+    # -------------------------------------------------------------------------- c. pacing
+    md.append("## c. Pacing fidelity, measured from a packet capture\n")
+    cmp_ = Cmp()
+    detail = []
+    pace = {}
+    runs = [(f"pace_{tool}_{tag}", pps, size)
+            for tag, pps, size in (("500", 500, 1000), ("100k", 100_000, 200))
+            for tool in ("flowlab", "iperf3")] + [("pace_irtt", 100, None)]
+    for step, pps, size in runs:
+        st = res.steps.get(step)
+        r = {"pps": pps}
+        pace[step] = r
+        if st is None:
+            r["err"] = "not run"
+            continue
+        for tap, suffix in (("in", ".pcap"), ("out", ".out.pcap")):
+            pc = res.path(step + suffix)
+            g = None
+            try:
+                g = gap_stats(pc, pps, size) if os.path.exists(pc) else None
+            except (ValueError, struct.error) as e:
+                r.setdefault("err", f"failed: pcap unreadable ({e})")
+            if g:
+                g["cap"] = capture_log(res, step + suffix)
+                r[tap] = g
+        if "in" in r and "out" in r and len(r["in"]["_gaps"]) == len(r["out"]["_gaps"]):
+            d = sorted(abs(a - b) for a, b in zip(r["in"]["_gaps"], r["out"]["_gaps"]))
+            r["tapdiff"] = (pct(d, 50), pct(d, 99))
+        for tap in ("in", "out"):
+            if tap in r:
+                del r[tap]["_gaps"]
+        if "in" not in r and "err" not in r:
+            r["err"] = "failed: " + (res.reason(step) if st["rc"] else "empty capture")
+        if step.startswith("pace_flowlab"):
+            fdoc, fs = fl_summary(res, step)
+            if fdoc is not None:
+                r["self"] = fs.get("schedule_error")
+                r["sent"] = fs.get("packets_sent")
+                r["lost_by_sender"] = fs.get("lost_by_sender")
+                r["batching"] = ((fdoc.get("client") or {}).get("sender") or {}).get("batching")
+            elif st["rc"] != 0:
+                r["err"] = fs
+        elif step.startswith("pace_iperf3"):
+            ipr = iperf_udp(res, step, size)
+            if isinstance(ipr, dict):
+                r["sent"] = ipr["sent_pkts"]
+            elif st["rc"] != 0:
+                r["err"] = ipr
+        else:
+            s = irtt_result(res, step)
+            if isinstance(s, str):
+                r["err"] = s
+            else:
+                r["stats"] = s
+                r["sent"] = s.get("packets_sent")
+    irtt = pace["pace_irtt"]
+
+    def pv(step, key, tap="in"):
+        r = pace.get(step) or {}
+        if tap in r:
+            return r[tap].get(key)
+        return r.get("err", "—")
+
+    for tag, label in (("500", "500 packets/s (2 ms)"), ("100k", "100k packets/s (10 µs)")):
+        for q in ("p50", "p99"):
+            cmp_.add(f"{label}: {q} of abs(gap − nominal)", pv(f"pace_flowlab_{tag}", q), "iperf3",
+                     pv(f"pace_iperf3_{tag}", q), fmt=fns, vkey=f"pace_{tag}_{q}",
+                     measurement="c. pacing")
+        cmp_.add(f"{label}: max of abs(gap − nominal)", pv(f"pace_flowlab_{tag}", "max"), "iperf3",
+                 pv(f"pace_iperf3_{tag}", "max"), fmt=fns, measurement="c. pacing")
+        cmp_.add(f"{label}: p99 at the sender's tap (flb-va, out)",
+                 pv(f"pace_flowlab_{tag}", "p99", "out"), "iperf3",
+                 pv(f"pace_iperf3_{tag}", "p99", "out"), fmt=fns, measurement="c. pacing")
+        cmp_.add(f"{label}: gaps shorter than half the interval", pv(f"pace_flowlab_{tag}", "bunched_pct"),
+                 "iperf3", pv(f"pace_iperf3_{tag}", "bunched_pct"), fmt=fpct, measurement="c. pacing")
+    cmp_.add("100 packets/s (10 ms): p50 / p99 of abs(gap − nominal)", None, "irtt",
+             f"{fns(pv('pace_irtt', 'p50'))} / {fns(pv('pace_irtt', 'p99'))}",
+             measurement="c. pacing")
+    md.append("Capture on `flb-vb` in `flb-b` (where the packets arrive):\n")
+    md.append(cmp_.md())
+    md.append("")
+    for step, r in pace.items():
+        for tap, tapname in (("in", "flb-vb, in"), ("out", "flb-va, out")):
+            g = r.get(tap)
+            row = [step, tapname]
+            if g:
+                cap = g.get("cap") or {}
+                notw = None
+                if "by_filter" in cap and "captured" in cap:
+                    notw = cap["by_filter"] - cap["captured"]
+                row += [f"{g['packets']:,}", fcount(r.get("sent")),
+                        f"{cap.get('dropped', '?')} / {notw if notw is not None else '?'}",
+                        f"{g['trains']:,} (max {g['max_train']})",
+                        f"{g['rate_pps']:.1f}", fns(g["p50"]), fns(g["p99"]), fns(g["p999"]),
+                        fns(g["max"]), fpct(g["bunched_pct"]), fns(g["min_gap"]),
+                        fns(g["max_gap"])]
+                td = r.get("tapdiff")
+                row.append(f"{fns(td[0])} / {fns(td[1])}" if td and tap == "in" else "")
+            else:
+                if tap == "out" and "in" in r:
+                    continue
+                row += [r.get("err", "no capture")] + [""] * 13
+            detail.append(row)
+    md.append("All runs and both capture points:\n")
+    md.append(table(["run", "tap", "datagrams captured", "sent (tool's count)",
+                     "capture drops (kernel / unwritten)", "GSO trains (records of >1 datagram)",
+                     "rate from capture, /s", "p50 abs err", "p99 abs err", "p99.9 abs err",
+                     "max abs err", "gaps < nominal/2", "min gap", "max gap",
+                     "gap in − gap out, abs: p50 / p99"], detail))
+    md.append("")
+    # the tools' own view
+    own = []
+    for tag in ("500", "100k"):
+        r = pace.get(f"pace_flowlab_{tag}") or {}
+        se = r.get("self")
+        bt = r.get("batching") or {}
+        if se:
+            own.append([f"flowlab {tag}/s: summary.schedule_error (send time − due time)",
+                        fns(se.get("min_ns")), fns(se.get("p50_ns")), fns(se.get("p99_ns")),
+                        fns(se.get("max_ns")), fns(se.get("mean_ns")),
+                        f"mean batch {bt.get('mean_batch', 0):.2f}, max {bt.get('max_batch')}, "
+                        f"GSO {'on' if bt.get('gso') else 'off'}, lost_by_sender "
+                        f"{fcount(r.get('lost_by_sender'))}"])
+        elif r:
+            own.append([f"flowlab {tag}/s", r.get("err", "schedule_error null"), "", "", "", "", ""])
+    s = irtt.get("stats")
+    if s:
+        te = s.get("timer_error") or {}
+        sc = s.get("send_call") or {}
+        own.append(["irtt 100/s: stats.timer_error (timer wake-up error)", fns(te.get("min")), "—",
+                    "—", fns(te.get("max")), fns(te.get("mean")),
+                    f"timer misses {s.get('timer_misses')}"])
+        own.append(["irtt 100/s: stats.send_call (time in the send call)", fns(sc.get("min")), "—",
+                    "—", fns(sc.get("max")), fns(sc.get("mean")), ""])
+    if own:
+        md.append("What the tools report about their own timing (flowlab: lateness of each send "
+                  "against its absolute due time, negative = sent early; irtt's JSON has no "
+                  "percentiles for these):\n")
+        md.append(table(["tool's own figure", "min", "p50", "p99", "max", "mean", "batching"], own))
+        md.append("")
+    for tag, pps in (("500", 500), ("100k", 100_000)):
+        r = pace.get(f"pace_flowlab_{tag}") or {}
+        se = r.get("self") or {}
+        g = r.get("out") or r.get("in")
+        if se.get("min_ns") is not None and se["min_ns"] < 0:
+            notes.append(
+                f"c. At {tag} packets/s flowlab sends some datagrams before they are due: "
+                f"`schedule_error` min {fns(se['min_ns'])}, p50 {fns(se.get('p50_ns'))} "
+                f"(nominal interval {fns(1e9 / pps)}). A negative schedule error means the "
+                "pacer put a datagram on the wire early, bundled with an earlier one.")
+        if g and g.get("trains"):
+            notes.append(
+                f"c. At {tag} packets/s the capture at the sender shows {fcount(g['trains'])} of "
+                f"{fcount(g['records'])} records carrying more than one datagram (UDP GSO "
+                f"trains, up to {g['max_train']}): those datagrams leave back to back, not "
+                f"{fns(1e9 / pps)} apart; {fpct(g['bunched_pct'])} of gaps are shorter than "
+                "half the interval.")
+        if se.get("p99_ns") and se["p99_ns"] > 20_000:
+            notes.append(
+                f"c. flowlab's own `schedule_error` at {tag} packets/s: p99 "
+                f"{fns(se['p99_ns'])}, max {fns(se.get('max_ns'))}, "
+                f"lost_by_sender {fcount(r.get('lost_by_sender'))}: the sender wakes late on "
+                "this machine, so the capture's p99 is mostly the sender's own lateness.")
+    md.append(
+        "**How the capture is analysed.** While each paced run goes, two `tcpdump`s stamp every "
+        "UDP datagram to 10.98.0.2 with the kernel's clock in nanoseconds "
+        "(`-s 128 -B 65536 --time-stamp-precision=nano`): one on `flb-vb` inside `flb-b` "
+        "(`-Q in`, where the packets arrive: the figures of the first table), one on `flb-va` "
+        "inside `flb-a` (`-Q out`, where they leave the sender's namespace). Neither depends on "
+        "the tool under test. `bench/report.py` reads each pcap with `struct` (nanosecond magic "
+        "`0xa1b23c4d`), parses Ethernet/IPv4/UDP, and keeps the destination port carrying most "
+        "datagrams of the run's payload size (this drops iperf3's and irtt's control "
+        "datagrams). A UDP GSO packet (one record of k × size bytes, segmented by the kernel "
+        "after the tap) counts as k datagrams at the same instant: they leave back to back. "
+        "For consecutive datagrams it takes the inter-capture gap and its error against the "
+        "nominal interval (1/rate: 2 ms at 500 /s, 10 µs at 100k /s, 10 ms for irtt) and "
+        "reports the nearest-rank p50, p99, p99.9 and max of |gap − nominal|, the share of gaps "
+        "shorter than half the interval (bursts), and the rate over the whole capture. A "
+        "datagram missing from the capture shows as one gap of twice the interval. The "
+        "arrival tap adds the veth hand-over and softirq scheduling to each gap; the last "
+        "column compares each gap at arrival with the same gap at departure, to show how much "
+        "(in trial runs: about 0.5 µs at p50, from under 1 µs to ~35 µs at p99 at 500 /s, "
+        "where the receiving CPU may be idle between packets). The departure tap is the "
+        "closer view of the sender's own timing. "
+        "On this 2-core machine the two tcpdumps also compete with sender and receiver for "
+        "CPU. Capture drops: `dropped by kernel` as tcpdump reports it, and datagrams the "
+        "filter accepted but tcpdump never wrote.\n")
+    overview.summary += cmp_.summary
+
+    # -------------------------------------------------------------------------- d. RTT
+    md.append("## d. Round trip of a 64-byte UDP echo\n")
+    cmp_ = Cmp()
+    detail = []
+    rtt = {}
+    for step, label in (("rtt_flowlab", "flowlab --mode loopback, 125 packets/s"),
+                        ("rtt_flowlab_busypoll", "flowlab --mode loopback --busy-poll")):
+        fdoc, fs = fl_summary(res, step)
+        if fdoc is None:
+            rtt[step] = {"err": fs}
+            detail.append([label, fs, "", "", "", "", ""])
+            continue
+        rt = fs.get("round_trip") or {}
+        rtt[step] = rt
+        detail.append([label, fnum(rt.get("count")), fns(rt.get("min_ns")), fns(rt.get("p50_ns")),
+                       fns(rt.get("p90_ns")), fns(rt.get("p99_ns")), fns(rt.get("max_ns"))])
+        if fs.get("loss_pct"):
+            detail[-1][0] += f" (loss {fpct(fs.get('loss_pct'))})"
+    sp = {}
+    for step, label in (("rtt_sockperf", "sockperf ping-pong (back to back), 2× one-way"),
+                        ("rtt_sockperf_125", "sockperf ping-pong --mps 125, 2× one-way")):
+        r = sockperf_result(res, step)
+        sp[step] = r
+        if isinstance(r, str):
+            detail.append([label, r, "", "", "", "", ""])
+        else:
+            detail.append([label, fnum(r.get("received")), fns(2 * r["min"]) if "min" in r else "—",
+                           fns(2 * r[50.0]), fns(2 * r[90.0]) if 90.0 in r else "—",
+                           fns(2 * r[99.0]) if 99.0 in r else "—",
+                           fns(2 * r["max"]) if "max" in r else "—"])
+    s = irtt.get("stats") or {}
+    irtt_rtt = (s.get("rtt") or {})
+    if irtt_rtt:
+        detail.append(["irtt client -i 10ms (100 packets/s, 60 B)", fnum(irtt_rtt.get("n")),
+                       fns(irtt_rtt.get("min")), fns(irtt_rtt.get("median")), "—", "—",
+                       fns(irtt_rtt.get("max"))])
+    else:
+        detail.append(["irtt", irtt.get("err", "not run"), "", "", "", "", ""])
+
+    def fl_p50(step):
+        r = rtt.get(step) or {}
+        return r.get("p50_ns", r.get("err"))
+
+    def sp_p50(step):
+        r = sp.get(step)
+        return 2 * r[50.0] if isinstance(r, dict) else r
+
+    cmp_.add("RTT p50 (sockperf back to back)", fl_p50("rtt_flowlab"), "sockperf 2×p50",
+             sp_p50("rtt_sockperf"), fmt=fns, measurement="d. RTT 64 B")
+    if "rtt_sockperf_125" in res.steps:
+        cmp_.add("RTT p50 (same 125 packets/s)", fl_p50("rtt_flowlab"), "sockperf --mps 125 2×p50",
+                 sp_p50("rtt_sockperf_125"), fmt=fns, rkey="rtt_vs_sockperf",
+                 measurement="d. RTT 64 B")
+    cmp_.add("RTT p50", fl_p50("rtt_flowlab"), "irtt median",
+             irtt_rtt.get("median", irtt.get("err")), fmt=fns, rkey="rtt_vs_irtt",
+             measurement="d. RTT 64 B")
+    bp = rtt.get("rtt_flowlab_busypoll") or {}
+    cmp_.add("RTT p50 with --busy-poll", bp.get("p50_ns", bp.get("err")), "sockperf 2×p50",
+             sp_p50("rtt_sockperf"), fmt=fns, rkey="rtt_vs_sockperf", measurement="d. RTT 64 B")
+    b, p = rtt.get("rtt_flowlab_busypoll") or {}, rtt.get("rtt_flowlab") or {}
+    if b.get("p99_ns") and p.get("p99_ns") and b["p99_ns"] > 3 * p["p99_ns"]:
+        bdoc, bs = fl_summary(res, "rtt_flowlab_busypoll")
+        lbs = bs.get("lost_by_sender") if bdoc is not None else None
+        verb = "lowers" if (b.get("p50_ns") or 0) < (p.get("p50_ns") or 0) else "does not lower"
+        notes.append(
+            f"d. `--busy-poll` {verb} the RTT p50 ({fns(p.get('p50_ns'))} without, "
+            f"{fns(b.get('p50_ns'))} with) and the tail is far worse: p90 {fns(b.get('p90_ns'))}, "
+            f"p99 {fns(b.get('p99_ns'))} (without: {fns(p.get('p99_ns'))}), and "
+            f"{fcount(lbs)} datagrams lost by the sender (missed slots). CPU with busy-poll: "
+            f"client {fpct(cpu_sum(bs.get('client_cpu')) if bdoc is not None else None)}, agent "
+            f"{fpct(cpu_sum(bs.get('agent_cpu')) if bdoc is not None else None)} of a core, "
+            f"host {fpct(((bs.get('client_cpu') or {}).get('host_pct')) if bdoc is not None else None)}"
+            " (`--help`: \"one core spinning\"). On 2 cores, spinning sockets at both ends "
+            "leave little for the sender and the echoer.")
+    md.append(cmp_.md())
+    md.append("")
+    md.append(table(["tool", "samples", "min", "p50", "p90", "p99", "max"], detail))
+    md.append(
+        "\nsockperf reports one-way latency as RTT/2, so its figures are doubled here. "
+        "`sockperf ping-pong` sends the next message as soon as the answer arrives (about "
+        "15-30k round trips a second), which keeps both CPUs awake; flowlab at `--rate 64k "
+        "--size 64` sends 125 packets/s and irtt 100/s, so each packet may find a CPU idle. The "
+        "`--mps 125` row runs sockperf at flowlab's rate for a like-for-like figure.\n")
+    overview.summary += cmp_.summary
+
+    # -------------------------------------------------------------------------- e. flows
+    md.append("## e. 1000 concurrent flows of 100 packets/s through one agent\n")
+    cmp_ = Cmp()
+    fdoc, fs = fl_summary(res, "flows_flowlab")
+    if fdoc is None:
+        cmp_.add("schedule error p99", fs if "not available" not in fs else "not available yet",
+                 None, None, fmt=fns, vkey="flows_sched_p99", measurement="e. 1000 flows")
+        cmp_.add("agent max RSS (VmHWM)", fs if "not available" not in fs else "not available yet",
+                 None, None, vkey="flows_mem", measurement="e. 1000 flows")
+    else:
+        se = fs.get("schedule_error") or {}
+        mem = res.text("flows_flowlab.mem") + res.text("flows_flowlab.mem_samples")
+        hwms = [int(x) for x in re.findall(r"VmHWM:\s*(\d+)\s*kB", mem)]
+        hwm = max(hwms) if hwms else None
+        cmp_.add("schedule error p99", se.get("p99_ns"), None, None, fmt=fns,
+                 vkey="flows_sched_p99", measurement="e. 1000 flows")
+        cmp_.add("agent max RSS (VmHWM)", hwm, None, None,
+                 fmt=lambda v: f"{v / 1024:.1f} MiB" if isinstance(v, (int, float)) else fnum(v),
+                 vkey="flows_mem", measurement="e. 1000 flows")
+        cmp_.add("received packets/s (all flows)", fs.get("receiver_packets_per_sec"), None, None,
+                 measurement="e. 1000 flows")
+        cmp_.add("loss", fs.get("loss_pct"), None, None, fmt=fpct, measurement="e. 1000 flows")
+        if se.get("p99_ns") and se["p99_ns"] > TARGET_FLOWS_NOTE_NS:
+            bt = ((fdoc.get("client") or {}).get("sender") or {}).get("batching") or {}
+            notes.append(
+                f"e. 1000 flows × 100 packets/s: `schedule_error` p99 {fns(se['p99_ns'])}, "
+                f"max {fns(se.get('max_ns'))}, {fcount(fs.get('lost_by_sender'))} datagrams "
+                f"lost by the sender, {fnum(bt.get('syscalls'))} send calls (mean batch "
+                f"{bt.get('mean_batch', 0):.2f}): one send call per datagram per flow, and the "
+                "client process uses "
+                f"{fpct(cpu_sum(fs.get('client_cpu')))} of a core, mostly in the kernel.")
+        hl = [ln.strip() for ln in res.text("flowlab-test-help.txt").splitlines()
+              if re.search(r"--rate|each flow|per flow|total", ln) and "flow" in ln.lower()]
+        given = res.text("flows_flowlab.rate").strip()
+        md.append(f"Rate given: `--rate {given}` "
+                  f"{'per flow' if given.endswith('k') else 'in total'}, "
+                  "100 datagrams/s of 1000 B each (`flowlab test --help`: "
+                  f"\"{hl[0] if hl else '?'}\").\n")
+    md.append(cmp_.md())
+    md.append("")
+    overview.summary += cmp_.summary
+
+    # -------------------------------------------------------------------------- extras
+    md.append("## Other figures\n")
+    cmp_ = Cmp()
+    fdoc, fs = fl_summary(res, "udp2m_flowlab")
+    if fdoc is None:
+        cmp_.add("2 Mbit/s UDP, 500 B: receiver goodput", fs, None, None,
+                 measurement="UDP 2 Mbit/s accuracy")
+        acc_row = None
+    else:
+        g = fs.get("receiver_goodput_bps")
+        err = 100.0 * (g - 2e6) / 2e6 if g is not None else None
+        cmp_.add("2 Mbit/s UDP, 500 B: receiver goodput (error vs 2e6)",
+                 f"{fnum(g)}bit/s ({err:+.4f} %)" if err is not None else None, None, None,
+                 vkey="udp2m_acc", value=err, measurement="UDP 2 Mbit/s accuracy")
+    st_f14, v_f14 = median_round(res, "udp1400_flowlab", m_fl("receiver_goodput_bps"))
+    st_i14, v_i14 = median_round(res, "udp1400_iperf3", m_iperf_udp(1400, "recv_bps"))
+    fdoc, fs = fl_summary(res, st_f14)
+    ip = iperf_udp(res, st_i14, 1400)
+    fl_g = fs.get("receiver_goodput_bps") if fdoc is not None else fs
+
+    def m_gso_bps(res, step):
+        r = gso_result(res, step)
+        return r if isinstance(r, str) else r.get("recv_bps")
+
+    st_g14, v_g14 = median_round(res, "udp1400_gso", m_gso_bps)
+    ip_g = ip.get("recv_bps") if isinstance(ip, dict) else ip
+    cmp_.add("UDP 1400 B max rate: receiver goodput, bit/s", fl_g, "iperf3", ip_g,
+             rkey="udp1400_vs_iperf3", measurement="UDP 1400 B max")
+    if v_g14:
+        g14 = m_gso_bps(res, st_g14)
+        cmp_.add("UDP 1400 B max rate: receiver goodput, bit/s", fl_g, "C GSO+GRO 46×1400 B", g14,
+                 measurement="UDP 1400 B max")
+    fl_l = fs.get("loss_pct") if fdoc is not None else fs
+    ip_l = ip.get("loss_pct") if isinstance(ip, dict) else ip
+    cmp_.add("UDP 1400 B max rate: loss", fl_l, "iperf3", ip_l, fmt=fpct,
+             measurement="UDP 1400 B max")
+    cmp_.add("TCP max rate: receiver goodput, bit/s (from b)", ftcp.get("bps", f_err), "iperf3",
+             itcp.get("bps", i_err), rkey="tcp_goodput", measurement="TCP max")
+    r = rtt.get("rtt_flowlab") or {}
+    cmp_.add("UDP round trip on the veth, p50 / p99 (from d)",
+             f"{fns(r.get('p50_ns'))} / {fns(r.get('p99_ns'))}" if "p50_ns" in r else r.get("err"),
+             None, None, measurement="RTT on veth")
+    md.append(cmp_.md())
+    md.append("")
+    if v_f14 or v_i14:
+        md.append(f"UDP 1400 B goodput in each round, bit/s (median shown): flowlab "
+                  f"{fvals(v_f14)}; iperf3 {fvals(v_i14)}; C GSO+GRO {fvals(v_g14)}. flowlab "
+                  "and the C loop use UDP GSO (and GRO at the receiver), iperf3 sends one "
+                  "datagram per call: on a veth, where GSO packets are never segmented, that "
+                  "is most of the difference.\n")
+    overview.summary += cmp_.summary
+
+    # -------------------------------------------------------------------------- notes
+    for step, st in res.steps.items():
+        if st["rc"] not in (0, 255):
+            notes.append(f"`{step}` exited with status {st['rc']}: {res.reason(step)}")
+    disturbed = [k for k, st in res.steps.items() if st.get("others") and max(st["others"]) > 0]
+    if disturbed:
+        notes.insert(0,
+            f"**{len(disturbed)} of {len(res.steps)} measured commands ran while compilers or "
+            "linkers were running on this machine** (someone building; `bench/run` waits for "
+            "them before each command, up to `FLB_QUIET_BUDGET` seconds in all): their "
+            "figures are disturbed: " + ", ".join(f"`{k}`" for k in disturbed) + ".")
+    md.append("## Observations\n")
+    md.append("Found by `bench/report.py` in this run's figures:\n")
+    md.extend(f"- {n}" for n in notes) if notes else md.append("- nothing unusual")
+    md.append("")
+
+    # -------------------------------------------------------------------------- commands
+    md.append("## Exact commands\n")
+    md.append("Servers run in `flb-b`, clients in `flb-a`; every command under `timeout`. "
+              "Each server is started fresh for its step and stopped after it.\n")
+    md.append("Paths: `target/release/flowlab` is relative to the checkout, `$OUT` is the run's "
+              "raw-results directory.\n")
+    md.append("```sh")
+    root = meta.get("root", "\0")
+    outdir = meta.get("out", out)
+
+    def rel(c):
+        return c.replace(outdir + "/", "$OUT/").replace(root + "/", "")
+
+    for step, st in res.steps.items():
+        m = re.fullmatch(r"(.*)-(\d+)", step)
+        if m and int(m.group(2)) > 1:
+            continue  # later rounds run the same commands
+        if m:
+            n = len(rounds(res, m.group(1)))
+            md.append(f"# {m.group(1)}: {n} round(s), the same commands each time")
+        srv = res.text(step + ".server.cmd").strip()
+        cap = res.text(step + ".capture.cmd").strip()
+        cond = ""
+        if st.get("load") is not None:
+            cond = f", load {st['load']:.2f}"
+        if st.get("others"):
+            cond += f", compilers running {st['others'][0]}/{st['others'][1]}"
+        md.append(f"# {step}  (exit {st['rc']}, {st['secs']:.1f} s{cond})")
+        if srv:
+            srv = srv if srv.startswith("ip netns") else f"ip netns exec flb-b {srv}"
+            md.append(rel(srv) + " &")
+        if cap:
+            md.extend(rel(c) + " &" for c in cap.splitlines())
+        md.append(rel(st["cmd"]))
+    md.append("```\n")
+    md.append(f"Raw results of this run were in `{out}` (not committed).\n")
+
+    # -------------------------------------------------------------------------- summary
+    srows = []
+    for row in overview.summary:
+        srows.append(row)
+    summ = ["## Summary\n",
+            table(["measurement", "metric", "flowlab", "peer", "ratio", "target", "met?"], srows),
+            ""]
+    md[summary_at:summary_at + 1] = summ
+
+    text = "\n".join(md).rstrip() + "\n"
+    with open(doc_path, "w") as f:
+        f.write(text)
+    # the summary on stdout too
+    print("\n".join(summ))
+
+
+def main(argv):
+    if len(argv) in (4, 5) and argv[1] == "gaps":
+        pps = float(argv[3].replace("k", "e3"))
+        g = gap_stats(argv[2], pps, int(argv[4]) if len(argv) == 5 else None)
+        if g:
+            g.pop("_gaps", None)
+        print(json.dumps(g, indent=2))
+        return 0
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build(argv[1], argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -520,14 +520,16 @@ pub fn udp_ping<S: DatagramSocket>(
         }
         match next_send {
             // Close to a deadline: spin to it (echoes keep their kernel stamps meanwhile).
-            Some(t) if t <= now + crate::SPIN_NS => {
+            Some(t) if t <= now + crate::spin_budget() => {
                 let spun = wait_until(t);
                 if let Some(s) = sender.as_mut() {
                     s.meter.on_pacing_spin(spun);
                 }
             }
             Some(t) => {
-                let wait = (t - crate::SPIN_NS - now).min(crate::POLL_PERIOD.as_nanos() as u64);
+                let wait = t
+                    .saturating_sub(crate::spin_budget() + now)
+                    .min(crate::POLL_PERIOD.as_nanos() as u64);
                 // A failed wait returns at once; the next read reports the error.
                 let _ = wait_readable(&fds, std::time::Duration::from_nanos(wait));
             }

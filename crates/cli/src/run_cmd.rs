@@ -48,6 +48,59 @@ struct FlowOutcome {
     labels: Vec<(String, String)>,
     repetition: u32,
     result: Result<TestResult, String>,
+    one_way: Option<OneWay>,
+}
+
+/// Absolute one-way delay of a flow: its receive-minus-send timestamps with the estimated
+/// offset between the two agents' clocks removed, and the bound of that estimate.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+struct OneWay {
+    min_ns: f64,
+    p50_ns: f64,
+    p99_ns: f64,
+    max_ns: f64,
+    /// Error bound of the clock offset; the figures are only as good as this.
+    bound_ns: f64,
+    /// False when the bound exceeds the delay: the figures say little.
+    valid: bool,
+}
+
+/// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
+/// (each relative to the controller). Loopback flows have round trips instead.
+fn one_way(
+    result: &TestResult,
+    flow: &flowlab_experiment::ResolvedFlow,
+    clocks: &BTreeMap<String, (i64, u64)>,
+) -> Option<OneWay> {
+    use flowlab_wire::Direction;
+    let (receiving, sender_agent, receiver_agent) = match result.spec.direction {
+        Direction::Oneway => (
+            result.agent.as_ref()?,
+            &flow.client_agent,
+            &flow.server_agent,
+        ),
+        Direction::Reverse => (
+            result.client.as_ref()?,
+            &flow.server_agent,
+            &flow.client_agent,
+        ),
+        Direction::Loopback => return None,
+    };
+    let rx = receiving.receiver.as_ref()?;
+    let transit_min = rx.transit_min_ns? as f64;
+    let relative = rx.relative_delay.as_ref()?;
+    let (off_s, bound_s) = *clocks.get(sender_agent.as_str())?;
+    let (off_r, bound_r) = *clocks.get(receiver_agent.as_str())?;
+    let min_ns = transit_min - (off_r - off_s) as f64;
+    let bound_ns = bound_r.saturating_add(bound_s) as f64;
+    Some(OneWay {
+        min_ns,
+        p50_ns: min_ns + relative.p50_ns,
+        p99_ns: min_ns + relative.p99_ns,
+        max_ns: min_ns + relative.max_ns,
+        bound_ns,
+        valid: flowlab_experiment::one_way_valid(min_ns as i64, bound_ns as u64),
+    })
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -155,6 +208,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     "step": o.step, "flow": o.flow, "repetition": o.repetition,
                     "labels": o.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
                     "result": o.result.as_ref().ok(), "error": o.result.as_ref().err(),
+                    "one_way_delay": o.one_way,
                 })
             })
             .collect();
@@ -239,14 +293,18 @@ fn run_step(
         handles
             .into_iter()
             .zip(&step.flows)
-            .map(|(h, f)| FlowOutcome {
-                step: step.index,
-                flow: f.name.clone(),
-                labels: step.labels.clone(),
-                repetition: step.repetition,
-                result: h
+            .map(|(h, f)| {
+                let result = h
                     .join()
-                    .unwrap_or_else(|_| Err("the flow's thread failed".into())),
+                    .unwrap_or_else(|_| Err("the flow's thread failed".into()));
+                FlowOutcome {
+                    step: step.index,
+                    flow: f.name.clone(),
+                    labels: step.labels.clone(),
+                    repetition: step.repetition,
+                    one_way: result.as_ref().ok().and_then(|r| one_way(r, f, clocks)),
+                    result,
+                }
             })
             .collect()
     })

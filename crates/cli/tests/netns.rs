@@ -419,12 +419,21 @@ impl Lab {
         Lab { name, dir }
     }
 
-    /// `flowlab run` of an example experiment from inside `host`, with the lab's addresses.
-    fn run(&self, host: &str, experiment: &str) -> serde_json::Value {
-        let file = format!(
+    /// `flowlab run` of an example experiment from inside `host`, with the lab's addresses;
+    /// `edit` may change the file's text first.
+    fn run(
+        &self,
+        host: &str,
+        experiment: &str,
+        edit: impl Fn(String) -> String,
+    ) -> serde_json::Value {
+        let example = format!(
             "{}/../../examples/experiments/{experiment}",
             env!("CARGO_MANIFEST_DIR")
         );
+        let file = self.dir.join(experiment);
+        std::fs::write(&file, edit(std::fs::read_to_string(example).unwrap())).unwrap();
+        let file = file.to_str().unwrap().to_string();
         let o = Command::new(FLOWLAB)
             .args([
                 "lab", "exec", "--lab", &self.name, host, "--", FLOWLAB, "run", &file, "--lab",
@@ -463,7 +472,7 @@ fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
         return;
     }
     let lab = Lab::up("three-hosts.toml", "three");
-    let v = lab.run("h1", "lab-three-parallel.toml");
+    let v = lab.run("h1", "lab-three-parallel.toml", |t| t);
     let flows = v["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 3, "each flow reported");
     let total: f64 = flows
@@ -491,7 +500,7 @@ fn an_rfc2544_search_finds_a_tbf_links_rate() {
         return;
     }
     let lab = Lab::up("bottleneck.toml", "bottleneck");
-    let v = lab.run("a", "lab-bottleneck-rfc2544.toml");
+    let v = lab.run("a", "lab-bottleneck-rfc2544.toml", |t| t);
     let rate = f64_at(&v, "/search/rate_bps");
     assert!(
         (9.5e6..=10.5e6).contains(&rate),

@@ -383,6 +383,7 @@ fn receiver(unique: u64, sent: u64, round_trip: bool, protocol: Protocol) -> Rec
         socket_buffer_drops: (protocol == Protocol::Udp).then_some(sent - unique),
         duration_ns: 998_449_271,
         relative_delay: Some(latency(unique, 0.0, 71_327.0)),
+        transit_min_ns: Some(-1_234_567),
         round_trip: round_trip.then(|| latency(unique, 83_214.0, 3_534_031.0)),
         jitter_ns: 4_099.18,
         inter_arrival: Some(Summary {

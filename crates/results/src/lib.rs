@@ -126,6 +126,10 @@ pub struct ReceiverReport {
     pub duration_ns: u64,
     /// Receive minus send timestamp, minus its minimum: valid without synchronised clocks.
     pub relative_delay: Option<LatencySummary>,
+    /// The smallest receive-minus-send timestamp itself, ns: the one-way delay plus the offset
+    /// between the two ends' clocks. With the offset known (`flowlab run`), it gives absolute
+    /// one-way delays.
+    pub transit_min_ns: Option<i64>,
     /// Loopback tests at the client: arrival of the echo minus send time, one clock.
     pub round_trip: Option<LatencySummary>,
     /// RFC 3550 interarrival jitter.

@@ -303,6 +303,7 @@ impl ReceiverMeter {
             socket_buffer_drops: (!drops.is_empty()).then(|| drops.iter().sum()),
             duration_ns: first.map_or(0, |first| last.saturating_sub(first)),
             relative_delay: self.delay.relative_summary(),
+            transit_min_ns: self.delay.summary().map(|d| d.min_ns as i64),
             round_trip: self.round_trip(),
             jitter_ns: self.mean_jitter(),
             inter_arrival: inter_arrival.summary(),

@@ -195,7 +195,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
 
-    let stored = store(&args, &experiment, &outcomes)?;
+    let stored = store(&args, &experiment, &outcomes, search.as_ref())?;
     let clocks_json: BTreeMap<&String, serde_json::Value> = clocks
         .iter()
         .map(|(a, (o, b))| (a, serde_json::json!({ "offset_ns": o, "bound_ns": b })))
@@ -268,6 +268,13 @@ fn run_step(
     clocks: &BTreeMap<String, (i64, u64)>,
 ) -> Vec<FlowOutcome> {
     let start = flowlab_sys::clock::realtime_ns() + START_DELAY.as_nanos() as u64;
+    // The step's total offered load labels its results (a search's trials relabel it).
+    let offered: Option<u64> = step.flows.iter().map(|f| f.spec.rate_bps).sum();
+    let mut labels = step.labels.clone();
+    if let Some(total) = offered {
+        labels.push(("offered_bps".into(), total.to_string()));
+    }
+    let labels = &labels;
     std::thread::scope(|scope| {
         let handles: Vec<_> = step
             .flows
@@ -300,7 +307,7 @@ fn run_step(
                 FlowOutcome {
                     step: step.index,
                     flow: f.name.clone(),
-                    labels: step.labels.clone(),
+                    labels: labels.clone(),
                     repetition: step.repetition,
                     one_way: result.as_ref().ok().and_then(|r| one_way(r, f, clocks)),
                     result,
@@ -405,11 +412,7 @@ fn run_search(
         machine
             .record(&trial, loss, goodput)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        outcomes.extend(results.into_iter().map(|mut r| {
-            r.labels
-                .push(("trial_rate_bps".into(), trial.rate_bps.to_string()));
-            r
-        }));
+        outcomes.extend(results);
         index += 1;
     }
     let result = match machine {
@@ -430,18 +433,26 @@ fn store(
     args: &RunArgs,
     experiment: &Experiment,
     outcomes: &[FlowOutcome],
+    search: Option<&serde_json::Value>,
 ) -> anyhow::Result<Option<i64>> {
     let runs: Vec<(serde_json::Value, u32, TestRun)> = outcomes
         .iter()
         .filter_map(|o| {
             let result = o.result.as_ref().ok()?.clone();
+            // Numeric labels stay numbers, so a report plots against them: the offered load of
+            // each step or trial is the axis, flows the lines.
+            let value = |v: &String| {
+                v.parse::<f64>().map_or_else(
+                    |_| serde_json::Value::String(v.clone()),
+                    serde_json::Value::from,
+                )
+            };
             let mut point: BTreeMap<String, serde_json::Value> = o
                 .labels
                 .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .map(|(k, v)| (k.clone(), value(v)))
                 .collect();
             point.insert("flow".into(), o.flow.clone().into());
-            point.insert("step".into(), o.step.into());
             Some((
                 serde_json::to_value(point).ok()?,
                 o.repetition,
@@ -457,7 +468,12 @@ fn store(
     }
     let points: Vec<(serde_json::Value, u32, &TestRun)> =
         runs.iter().map(|(p, r, t)| (p.clone(), *r, t)).collect();
-    let params = serde_json::json!({ "experiment": experiment.name, "file": args.file.display().to_string() });
+    // The search's result (lossless, peak and full-load throughput, ...) heads the report.
+    let params = serde_json::json!({
+        "experiment": experiment.name,
+        "file": args.file.display().to_string(),
+        "search": search,
+    });
     let id =
         crate::history_cmd::store_test_run(args.db.as_deref(), "experiment", &params, &points)?;
     if let Some(report) = &args.report {

@@ -63,6 +63,90 @@ fn table(h: &mut String, run: &Run, swept: &[String], names: &[String]) {
 }
 
 /// The report of `run`: deterministic for a given stored run.
+/// An offered-load search (seed 003, Figure 1): total throughput against total offered load,
+/// with the lossless, peak and full-load throughput marked. Plain SVG, deterministic.
+fn search_figure(params: &serde_json::Value) -> Option<String> {
+    let search = params.get("search")?;
+    let points: Vec<(f64, f64)> = search
+        .get("points")?
+        .as_array()?
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p.get("rate_bps")?.as_f64()?,
+                p.get("throughput_bps")?.as_f64()?,
+            ))
+        })
+        .collect();
+    let marks: Vec<(&str, f64)> = [
+        ("lossless", "lossless_bps"),
+        ("peak", "peak_bps"),
+        ("full load", "full_load_bps"),
+    ]
+    .iter()
+    .filter_map(|(label, key)| Some((*label, search.get(*key)?.as_f64()?)))
+    .collect();
+    if points.len() < 2 || marks.len() < 3 {
+        return None;
+    }
+    let max_x = points.iter().map(|p| p.0).fold(1.0, f64::max);
+    let max_y = points
+        .iter()
+        .map(|p| p.1)
+        .chain(marks.iter().map(|m| m.1))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let (w, hgt, left, bottom) = (640.0, 360.0, 70.0, 40.0);
+    let sx = |x: f64| left + x / max_x * (w - left - 20.0);
+    let sy = |y: f64| hgt - bottom - y / max_y * (hgt - bottom - 20.0);
+    let mut svg = format!("<figure><svg width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"12\">\n");
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
+        sy(0.0),
+        w - 20.0,
+        sy(0.0)
+    );
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{left}\" y1=\"{}\" x2=\"{left}\" y2=\"20\" stroke=\"black\"/>",
+        sy(0.0)
+    );
+    // Labels sit at different places along their lines: the values are often close.
+    for (n, (label, y)) in marks.iter().enumerate() {
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{left}\" y1=\"{y0:.1}\" x2=\"{x1}\" y2=\"{y0:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{tx:.1}\" y=\"{ty:.1}\">{label} {v:.2} Mbit/s</text>",
+            y0 = sy(*y),
+            x1 = w - 20.0,
+            tx = left + 8.0 + n as f64 * 170.0,
+            ty = sy(*y) + if n == 0 { 14.0 } else { -4.0 },
+            v = y / 1e6
+        );
+    }
+    let line: Vec<String> = points
+        .iter()
+        .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+        .collect();
+    let _ = writeln!(
+        svg,
+        "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>",
+        line.join(" ")
+    );
+    for (x, y) in &points {
+        let _ = writeln!(
+            svg,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"/>",
+            sx(*x),
+            sy(*y)
+        );
+    }
+    let _ = writeln!(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">offered load (Mbit/s, all sources); 0 to {:.1}</text>", (left + w) / 2.0, hgt - 8.0, max_x / 1e6);
+    let _ = writeln!(svg, "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">throughput (Mbit/s), 0 to {:.1}</text>", hgt / 2.0, hgt / 2.0, max_y / 1e6);
+    svg.push_str("</svg><figcaption>Total throughput against offered load, lossless, peak and full-load throughput marked (ATM Forum frame-level metrics)</figcaption></figure>\n");
+    Some(svg)
+}
+
 pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
     let i = &run.info;
     let mut h = String::new();
@@ -108,6 +192,10 @@ pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
         h.push_str("<details><summary>All metrics</summary>\n");
         table(&mut h, run, &swept, &available);
         h.push_str("</details>\n");
+    }
+    if let Some(figure) = search_figure(&i.params) {
+        h.push_str("<h2>Search</h2>\n");
+        h.push_str(&figure);
     }
     h.push_str("<h2>Plots</h2>\n");
     let mut figures: Vec<(String, Result<String, ReportError>)> = Vec::new();
@@ -184,4 +272,35 @@ pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
     }
     h.push_str("</body></html>\n");
     Ok(h)
+}
+
+#[cfg(test)]
+mod search_figure_tests {
+    use super::search_figure;
+
+    #[test]
+    fn an_offered_load_search_is_drawn_with_its_three_marks() {
+        let params = serde_json::json!({"search": {
+        "lossless_bps": 9.0e6, "peak_bps": 9.6e6, "full_load_bps": 9.5e6,
+        "points": [
+            {"rate_bps": 3.0e6, "throughput_bps": 3.0e6},
+            {"rate_bps": 9.0e6, "throughput_bps": 9.0e6},
+            {"rate_bps": 18.0e6, "throughput_bps": 9.5e6}
+        ]}});
+        let svg = search_figure(&params).expect("a figure");
+        for needle in [
+            "lossless 9.00 Mbit/s",
+            "peak 9.60 Mbit/s",
+            "full load 9.50 Mbit/s",
+            "<polyline",
+        ] {
+            assert!(svg.contains(needle), "{needle}");
+        }
+        assert_eq!(search_figure(&params), Some(svg), "deterministic");
+        assert_eq!(
+            search_figure(&serde_json::json!({"search": {"rate_bps": 1}})),
+            None
+        );
+        assert_eq!(search_figure(&serde_json::json!({})), None);
+    }
 }

@@ -492,6 +492,79 @@ fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
         4,
         "every agent's clock was checked"
     );
+    // One-way delays with the clock offsets removed, and the bound that qualifies them.
+    assert!(
+        flows
+            .iter()
+            .all(|f| f["one_way_delay"]["bound_ns"].is_number()),
+        "{v:#}"
+    );
+
+    // The offered-load search: the highest load with no loss is the bottleneck's rate. The
+    // loads step finely near the 10 Mbit/s link (each source's 100 % is 6 Mbit/s).
+    let v = lab.run("h1", "lab-three-offered-load.toml", |t| {
+        t.replace("loads = \"10..100:10\"", "loads = \"50..60:2\"")
+    });
+    let lossless_payload = f64_at(&v, "/search/lossless_offered_bps");
+    // tbf counts Ethernet frames: 1000-byte payloads travel in 1042-byte frames. A short
+    // trial's small excess can fit in the link's 64 KiB queue, so "within 5 %" either side.
+    let lossless_wire = lossless_payload * 1042.0 / 1000.0;
+    assert!(
+        (9.5e6..=10.5e6).contains(&lossless_wire),
+        "lossless {lossless_wire} bit/s on a 10 Mbit/s link"
+    );
+
+    // An agent lost mid-experiment: its branch fails and is recorded; the others are kept.
+    let file = lab.dir.join("lost.toml");
+    let example = format!(
+        "{}/../../examples/experiments/lab-three-parallel.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(example)
+            .unwrap()
+            .replace("\"3s\"", "\"6s\""),
+    )
+    .unwrap();
+    let run = Command::new(FLOWLAB)
+        .args([
+            "lab", "exec", "--lab", &lab.name, "h1", "--", FLOWLAB, "run",
+        ])
+        .arg(&file)
+        .args(["--lab", &lab.name, "--json"])
+        .env("FLOWLAB_LAB_DIR", &lab.dir)
+        .env("FLOWLAB_DB", test_db())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let ns = format!("fl-{}-h2", lab.name);
+    let pids = Command::new("ip")
+        .args(["netns", "pids", &ns])
+        .output()
+        .unwrap();
+    for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+        let _ = Command::new("kill").args(["-9", pid]).status();
+    }
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a failed branch fails the run: {}",
+        stderr(&o)
+    );
+    let v = json(&o);
+    let flows = v["flows"].as_array().unwrap();
+    let failed: Vec<&str> = flows
+        .iter()
+        .filter(|f| f["error"].is_string())
+        .map(|f| f["flow"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, vec!["f2"], "{v:#}");
+    let kept = flows.iter().filter(|f| f["result"].is_object()).count();
+    assert_eq!(kept, 2, "the other flows' results are kept");
 }
 
 #[test]

@@ -206,6 +206,9 @@ pub struct TestArgs {
     /// Firewall/routing mark of the test packets (SO_MARK; needs CAP_NET_ADMIN).
     #[arg(long)]
     pub mark: Option<u32>,
+    /// TCP_NODELAY at the sender: on or off (default: on for paced flows, off at max rate).
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub nodelay: Option<bool>,
     /// TCP maximum segment size (TCP_MAXSEG).
     #[arg(long, value_parser = parse_socket_buffer)]
     pub mss: Option<u32>,
@@ -250,6 +253,14 @@ pub struct TestArgs {
 
 fn parse_dscp(s: &str) -> Result<u8, String> {
     flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "yes" | "true" => Ok(true),
+        "off" | "no" | "false" => Ok(false),
+        _ => Err(format!("'{s}': expected on or off")),
+    }
 }
 
 fn parse_read_rate(s: &str) -> Result<u64, String> {

@@ -86,6 +86,7 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
             dscp: args.dscp,
             priority: args.priority,
             mark: args.mark,
+            nodelay: args.nodelay,
             mss: args.mss,
             window_clamp: args.window_clamp,
             read_rate_bps: args.read_rate,

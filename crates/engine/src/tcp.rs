@@ -195,7 +195,8 @@ fn send_one(
 ) -> (SenderMeter, Option<String>) {
     let mut meter = SenderMeter::new(1, flow.rate_bps.is_some(), flow.packet_log);
     let _ = stream.set_write_timeout(Some(POLL_PERIOD));
-    let _ = stream.set_nodelay(flow.rate_bps.is_some());
+    // Paced messages must leave when written; at max rate Nagle costs nothing. --nodelay wins.
+    let _ = stream.set_nodelay(flow.socket.nodelay.unwrap_or(flow.rate_bps.is_some()));
     let mut outbox = Outbox::new(flow.size as usize, flow.socket.zerocopy);
     let start_mono = clock::monotonic_ns();
     let realtime_offset = clock::realtime_minus_monotonic_ns();

@@ -186,6 +186,8 @@ pub struct SocketOptions {
     pub priority: Option<u32>,
     /// SO_MARK (needs CAP_NET_ADMIN): a firewall/routing mark.
     pub mark: Option<u32>,
+    /// TCP_NODELAY at the sender; `None`: on for paced flows, off at max rate.
+    pub nodelay: Option<bool>,
     /// TCP_MAXSEG and TCP_WINDOW_CLAMP.
     pub mss: Option<u32>,
     pub window_clamp: Option<u32>,
@@ -433,7 +435,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"mss":null,"window_clamp":null,"read_rate_bps":null},"traffic":null,"seed":1}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"nodelay":null,"mss":null,"window_clamp":null,"read_rate_bps":null},"traffic":null,"seed":1}}"#
         );
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);

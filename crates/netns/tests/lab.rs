@@ -2,8 +2,6 @@
 //! (and fail when the CI environment variable is set). Each test uses its own lab name and
 //! run directory, so they run in parallel with each other and with any real lab.
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -11,17 +9,9 @@ use std::time::Duration;
 use flowlab_netns::lab::{self, LabSpec, LabState, UpOptions};
 use flowlab_netns::netns_or_skip;
 
-const HELPER_ENV: &str = "FLOWLAB_LAB_UDP_HELPER";
+mod common;
 
-fn output(mut cmd: Command) -> String {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{output, udp_crosses};
 
 fn in_ns(ns: &str, args: &[&str]) -> String {
     let mut cmd = lab::exec_command(ns, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>());
@@ -73,76 +63,10 @@ fn down_and_check(state: &LabState, dir: &std::path::Path) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Runs this test binary's `lab_udp_helper` inside namespace `ns`.
-fn helper(ns: &str, mode: &str) -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", ns])
-        .arg(exe)
-        .args([
-            "lab_udp_helper",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(HELPER_ENV, mode)
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn udp_crosses(from_ns: &str, to_ns: &str, dst: SocketAddr) {
-    let mut recv = helper(to_ns, &format!("recv {dst}"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(recv.stdout.take().unwrap()).lines();
-    assert!(
-        lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l.ends_with("READY")),
-        "receiver never got ready"
-    );
-    let mut cmd = helper(from_ns, &format!("send {dst}"));
-    cmd.stdout(Stdio::null());
-    output(cmd);
-    let got = lines.map_while(Result::ok).any(|l| l.contains("GOT hello"));
-    assert!(recv.wait().unwrap().success());
-    assert!(got, "datagram from {from_ns} to {dst} did not arrive");
-}
-
 /// Not a real test: the worker that `udp_crosses` runs inside a namespace.
 #[test]
-fn lab_udp_helper() {
-    let Ok(mode) = std::env::var(HELPER_ENV) else {
-        return;
-    };
-    let (op, addr) = mode.split_once(' ').unwrap();
-    let addr: SocketAddr = addr.parse().unwrap();
-    match op {
-        "recv" => {
-            let sock = UdpSocket::bind(addr).unwrap();
-            sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            println!("READY");
-            let mut buf = [0u8; 64];
-            let (n, _) = sock.recv_from(&mut buf).unwrap();
-            println!("GOT {}", String::from_utf8_lossy(&buf[..n]));
-        }
-        "send" => {
-            let any: SocketAddr = if addr.is_ipv4() {
-                "0.0.0.0:0".parse().unwrap()
-            } else {
-                "[::]:0".parse().unwrap()
-            };
-            let sock = UdpSocket::bind(any).unwrap();
-            // A few copies cover ARP/ND on every hop.
-            for _ in 0..5 {
-                sock.send_to(b"hello", addr).unwrap();
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        _ => panic!("bad helper mode {mode}"),
-    }
+fn udp_helper() {
+    common::udp_worker();
 }
 
 #[test]

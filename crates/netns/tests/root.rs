@@ -1,24 +1,14 @@
 //! Tests that need root and iproute2; they print "skipped: ..." otherwise
 //! (and fail when the CI environment variable is set).
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, UdpSocket};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::process::Command;
 
 use flowlab_netns::{netns_available, qdisc_available, Side, VethPair};
 
-const HELPER_ENV: &str = "FLOWLAB_NETNS_UDP_HELPER";
+mod common;
 
-fn output(mut cmd: Command) -> String {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{output, udp_crosses};
 
 fn netns_list() -> String {
     let mut cmd = Command::new("ip");
@@ -62,80 +52,28 @@ fn pair_is_configured_and_removed_on_drop() {
     assert!(!list.contains(&a) && !list.contains(&b), "{list}");
 }
 
-/// Runs this test binary's `udp_helper` inside `side`'s namespace.
-fn helper(pair: &VethPair, side: Side, mode: &str) -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = pair.command_on(side, exe.to_str().unwrap());
-    cmd.args(["udp_helper", "--exact", "--nocapture", "--test-threads=1"])
-        .env(HELPER_ENV, mode)
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn udp_crosses(pair: &VethPair, dst: SocketAddr) {
-    let mut recv = helper(pair, Side::B, &format!("recv {dst}"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(recv.stdout.take().unwrap()).lines();
-    // Wait until the receiver is bound before sending.
-    assert!(
-        lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l.ends_with("READY")),
-        "receiver never got ready"
-    );
-    let mut cmd = helper(pair, Side::A, &format!("send {dst}"));
-    cmd.stdout(Stdio::null());
-    output(cmd);
-    let got = lines.map_while(Result::ok).any(|l| l.contains("GOT hello"));
-    assert!(recv.wait().unwrap().success());
-    assert!(got, "datagram to {dst} did not arrive");
-}
-
 #[test]
 fn udp_datagram_crosses_v4_and_v6() {
     let Some(pair) = flowlab_netns::skip_unless_netns("udp_datagram_crosses_v4_and_v6") else {
         return;
     };
-    udp_crosses(&pair, SocketAddr::new(VethPair::ADDR_B.into(), 47001));
-    udp_crosses(&pair, SocketAddr::new(VethPair::ADDR6_B.into(), 47002));
+    udp_crosses(
+        &pair.ns_a,
+        &pair.ns_b,
+        SocketAddr::new(VethPair::ADDR_B.into(), 47001),
+    );
+    udp_crosses(
+        &pair.ns_a,
+        &pair.ns_b,
+        SocketAddr::new(VethPair::ADDR6_B.into(), 47002),
+    );
 }
 
 /// Not a real test: the worker that `udp_crosses` runs inside a namespace.
 /// Without the environment variable it does nothing.
 #[test]
 fn udp_helper() {
-    let Ok(mode) = std::env::var(HELPER_ENV) else {
-        return;
-    };
-    let (op, addr) = mode.split_once(' ').unwrap();
-    let addr: SocketAddr = addr.parse().unwrap();
-    match op {
-        "recv" => {
-            let sock = UdpSocket::bind(addr).unwrap();
-            sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            println!("READY");
-            let mut buf = [0u8; 64];
-            let (n, _) = sock.recv_from(&mut buf).unwrap();
-            println!("GOT {}", String::from_utf8_lossy(&buf[..n]));
-        }
-        "send" => {
-            let unspecified: SocketAddr = if addr.is_ipv4() {
-                "0.0.0.0:0".parse().unwrap()
-            } else {
-                "[::]:0".parse().unwrap()
-            };
-            let sock = UdpSocket::bind(unspecified).unwrap();
-            // The receiver is already bound; a few copies cover ARP/ND delays.
-            for _ in 0..3 {
-                sock.send_to(b"hello", addr).unwrap();
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        _ => panic!("bad helper mode {mode}"),
-    }
+    common::udp_worker();
 }
 
 #[test]

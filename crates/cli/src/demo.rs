@@ -4,14 +4,12 @@
 //! intervals; the run is stored in the results database and ends in an HTML report.
 
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use flowlab_control::{run_test, AgentConfig, AgentStats, TestOptions, TestResult, TestRun};
+use flowlab_control::{run_test, LocalAgent, TestOptions, TestResult, TestRun};
 use flowlab_units::format_duration_ns;
 use flowlab_wire::{Direction, Protocol, TestSpec};
 
@@ -54,23 +52,8 @@ fn spec(
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     flowlab_sys::signal::interrupt_flag();
-    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .context("cannot start the demo agent")?;
-    let agent: SocketAddr = listener.local_addr()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let agent_thread = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let quiet: Arc<dyn Fn(String) + Send + Sync> = Arc::new(|_| {});
-            flowlab_control::serve(
-                listener,
-                AgentConfig::default(),
-                Arc::new(AgentStats::default()),
-                &stop,
-                quiet,
-            )
-        })
-    };
+    let local = LocalAgent::start().context("cannot start the demo agent")?;
+    let agent: SocketAddr = local.addr();
     println!("flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, UDP and TCP, loopback) and Test 3 (round trip at {TEST3_PACKETS_PER_SEC} packets/s)\n");
     let mut plan = Vec::new();
     for protocol in [Protocol::Udp, Protocol::Tcp] {
@@ -131,8 +114,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         println!("{}", row(name, &runs));
         std::io::stdout().flush()?;
     }
-    stop.store(true, Ordering::Relaxed);
-    let _ = agent_thread.join();
+    let _ = local.stop();
     let document = serde_json::json!({
         "schema_version": flowlab_control::SCHEMA_VERSION,
         "demo": "WS2NetTest Test 1 and Test 3 on loopback",

@@ -112,6 +112,63 @@ pub fn serve(
     Ok(())
 }
 
+/// An agent serving on 127.0.0.1 from a thread of this process (the demo, tests).
+pub struct LocalAgent {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl LocalAgent {
+    /// Starts a quiet agent with the default configuration on an ephemeral loopback port.
+    pub fn start() -> std::io::Result<LocalAgent> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let quiet: Arc<dyn Fn(String) + Send + Sync> = Arc::new(|_| {});
+                serve(
+                    listener,
+                    AgentConfig::default(),
+                    Arc::new(AgentStats::default()),
+                    &stop,
+                    quiet,
+                )
+            })
+        };
+        Ok(LocalAgent {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops serving and waits for the agent; its result is the accept loop's.
+    pub fn stop(mut self) -> std::io::Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(std::io::Error::other("the agent thread failed")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for LocalAgent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Releases a test slot when the session ends, however it ends.
 struct Slot<'a>(&'a AgentStats);
 impl Drop for Slot<'_> {

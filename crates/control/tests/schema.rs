@@ -7,14 +7,9 @@
 //! schema cannot silently rely on something nobody checks.
 
 use std::collections::{BTreeSet, HashSet};
-use std::net::{Ipv4Addr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use flowlab_control::{
-    run_test, AgentConfig, AgentStats, Summary2, TestOptions, TestResult, SCHEMA_VERSION,
-};
+use flowlab_control::{run_test, Summary2, TestOptions, TestResult, SCHEMA_VERSION};
 use flowlab_results::{
     Batching, CpuLoad, EchoReport, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
     LostBySender, ReceiverReport, Role, SenderReport, SideReport, TcpInfoReport,
@@ -713,22 +708,8 @@ fn stream_lines_and_demo_document_match_the_schema() {
 
 /// Runs `specs` one after another against a fresh agent and returns their results.
 fn run_against_local_agent(specs: &[TestSpec]) -> Vec<TestResult> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1");
-    let agent = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let agent_thread = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let quiet: Arc<dyn Fn(String) + Send + Sync> = Arc::new(|_| {});
-            flowlab_control::serve(
-                listener,
-                AgentConfig::default(),
-                Arc::new(AgentStats::default()),
-                &stop,
-                quiet,
-            )
-        })
-    };
+    let local = flowlab_control::LocalAgent::start().expect("agent on 127.0.0.1");
+    let agent = local.addr();
     let results = specs
         .iter()
         .map(|spec| {
@@ -746,8 +727,7 @@ fn run_against_local_agent(specs: &[TestSpec]) -> Vec<TestResult> {
             run.result
         })
         .collect();
-    stop.store(true, Ordering::Relaxed);
-    agent_thread.join().unwrap().unwrap();
+    local.stop().expect("agent stops cleanly");
     results
 }
 

@@ -101,6 +101,8 @@ enum Mode {
 pub(crate) struct Readiness {
     count: usize,
     mode: Mode,
+    /// Epoll only: read every this often instead of waking per datagram.
+    coalesce: Option<std::time::Duration>,
 }
 
 /// Reads one socket drains at most this many times per turn, so flows share the thread.
@@ -131,7 +133,16 @@ impl Readiness {
         Ok(Readiness {
             count: socks.len(),
             mode,
+            coalesce: None,
         })
+    }
+
+    /// Reads at most every `period` instead of waking on each datagram. With many sockets of
+    /// sparse flows a wake-up per datagram costs the sending core (softirq) more than the
+    /// send; a receiver with kernel receive stamps loses no precision by reading late.
+    pub(crate) fn coalescing(mut self, period: std::time::Duration) -> Self {
+        self.coalesce = Some(period);
+        self
     }
 
     /// Calls `read(i)` for sockets that have data, waiting at most [`POLL_PERIOD`]; `read`
@@ -156,7 +167,14 @@ impl Readiness {
             Mode::Blocking => drain(0, 1),
             Mode::Spin => (0..self.count).try_for_each(|i| drain(i, DRAIN_TURNS)),
             Mode::Epoll(poller, events) => {
-                poller.wait(events, Some(POLL_PERIOD))?;
+                let timeout = match self.coalesce {
+                    Some(period) => {
+                        std::thread::sleep(period);
+                        std::time::Duration::ZERO
+                    }
+                    None => POLL_PERIOD,
+                };
+                poller.wait(events, Some(timeout))?;
                 events
                     .iter()
                     .try_for_each(|&(token, _, _)| drain(token as usize, DRAIN_TURNS))

@@ -21,6 +21,11 @@ use crate::{
     SenderOutcome, MAX_BATCH,
 };
 
+/// A receiver of this many flows reads every [`COALESCE_PERIOD`] rather than waking per
+/// datagram: each wake-up is paid on the sending core (veth delivers in its softirq), which
+/// made 1000 paced flows miss their slots by milliseconds.
+const COALESCE_FROM_SOCKETS: usize = 64;
+const COALESCE_PERIOD: std::time::Duration = std::time::Duration::from_micros(200);
 /// Largest datagram (or GRO-coalesced train) a receiver accepts.
 const MAX_RECEIVE: usize = 65_535;
 /// Receive buffer of a max-rate receiver, unless the user sets one.
@@ -569,10 +574,18 @@ fn wants_gro(flow: &FlowParams) -> bool {
         .is_none_or(|pps| pps >= GRO_FROM_PACKETS_PER_SEC)
 }
 
+/// What [`prepare_receivers`] got from the kernel.
+struct Prepared {
+    gro: bool,
+    /// Every socket stamps arrivals: reading late does not move a measured arrival.
+    kernel_stamps: bool,
+}
+
 /// Prepares receiving sockets: kernel timestamps, drop counters, GRO when asked, busy polling
 /// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
-fn prepare_receivers<S: DatagramSocket>(socks: &[S], flow: &FlowParams, gro: bool) -> bool {
+fn prepare_receivers<S: DatagramSocket>(socks: &[S], flow: &FlowParams, gro: bool) -> Prepared {
     let mut gro_on = gro;
+    let mut kernel_stamps = true;
     // At max rate a sender outruns the receiver in bursts: a deep buffer absorbs them
     // (the user's --recv-buffer wins; it was set with the other socket options).
     if flow.rate_bps.is_none() && flow.socket.recv_buffer.is_none() {
@@ -581,7 +594,7 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], flow: &FlowParams, gro: boo
         }
     }
     for sock in socks {
-        let _ = udp::enable_rx_timestamps(sock);
+        kernel_stamps &= udp::enable_rx_timestamps(sock).is_ok();
         let _ = udp::enable_rxq_ovfl(sock);
         if gro {
             gro_on &= udp::enable_gro(sock).is_ok();
@@ -590,7 +603,10 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], flow: &FlowParams, gro: boo
             let _ = flowlab_sys::socket::set_busy_poll(sock, crate::BUSY_POLL_US);
         }
     }
-    gro_on
+    Prepared {
+        gro: gro_on,
+        kernel_stamps,
+    }
 }
 
 /// Receives every flow (one socket each) until `stop`. With `round_trip`, packets are echoes
@@ -604,7 +620,7 @@ pub fn udp_receive<S: DatagramSocket>(
 ) -> ReceiverOutcome {
     // A slow reader takes one datagram at a time, never coalesced.
     let read_rate = flow.socket.read_rate_bps.filter(|&r| r > 0);
-    let gro = prepare_receivers(socks, flow, read_rate.is_none() && wants_gro(flow));
+    let prepared = prepare_receivers(socks, flow, read_rate.is_none() && wants_gro(flow));
     let mut meter = ReceiverMeter::new(socks.len(), round_trip, flow.packet_log);
     let batch_size = if read_rate.is_some() {
         1
@@ -616,7 +632,14 @@ pub fn udp_receive<S: DatagramSocket>(
     let mut next_read_ns = 0u64;
     let mut scratch = TrainScratch::default();
     let mut error = None;
-    match Readiness::new(socks, flow.busy_poll) {
+    let ready = Readiness::new(socks, flow.busy_poll).map(|r| {
+        if socks.len() >= COALESCE_FROM_SOCKETS && read_rate.is_none() && prepared.kernel_stamps {
+            r.coalescing(COALESCE_PERIOD)
+        } else {
+            r
+        }
+    });
+    match ready {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) {
@@ -673,7 +696,7 @@ pub fn udp_receive<S: DatagramSocket>(
         on_interval(meter.take_interval(index, start, end));
     }
     let mut report = meter.report(None);
-    report.gro = gro;
+    report.gro = prepared.gro;
     ReceiverOutcome {
         report,
         log: meter.take_log(),

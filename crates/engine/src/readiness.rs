@@ -26,6 +26,11 @@ pub trait DatagramSocket: DataSocket + Sync {
     fn gso_supported(&self) -> bool;
     /// Sends `buf` as datagrams of `segment` bytes in one call; bytes sent.
     fn send_segments(&self, buf: &[u8], segment: u16, nowait: bool) -> io::Result<usize>;
+    /// Whether the socket asks the fq qdisc to send each datagram at a time on
+    /// CLOCK_MONOTONIC (SO_TXTIME, set up by `configure_udp`).
+    fn kernel_timed(&self) -> bool;
+    /// Sends one datagram to leave at `txtime_ns` (CLOCK_MONOTONIC); bytes sent.
+    fn send_at(&self, frame: &[u8], txtime_ns: u64, nowait: bool) -> io::Result<usize>;
 }
 
 impl DatagramSocket for UdpSocket {
@@ -45,6 +50,12 @@ impl DatagramSocket for UdpSocket {
         } else {
             udp::send_gso(self, buf, segment)
         }
+    }
+    fn kernel_timed(&self) -> bool {
+        udp::txtime_clock(self) == Some(udp::TxClock::Monotonic)
+    }
+    fn send_at(&self, frame: &[u8], txtime_ns: u64, nowait: bool) -> io::Result<usize> {
+        udp::send_at(self, frame, txtime_ns, nowait)
     }
 }
 
@@ -68,6 +79,15 @@ impl DatagramSocket for RawSocket {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "no segmentation offload for raw frames",
+        ))
+    }
+    fn kernel_timed(&self) -> bool {
+        false
+    }
+    fn send_at(&self, _: &[u8], _: u64, _: bool) -> io::Result<usize> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no transmit times for raw frames",
         ))
     }
 }

@@ -5,7 +5,7 @@ use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 
 use flowlab_sys::timestamping::{self, TimestampFlags};
-use flowlab_sys::{socket, tcp, udp};
+use flowlab_sys::{qdisc, socket, tcp, udp};
 
 use crate::FlowParams;
 
@@ -67,11 +67,7 @@ pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> V
     }
     notes.dedup();
     if flow.socket.kernel_pacing && sending && flow.rate_bps.is_some() {
-        notes.push(
-            "kernel pacing (SO_MAX_PACING_RATE) is set, but the kernel paces UDP only under the fq qdisc; \
-             flowlab's own pacing stays on"
-                .into(),
-        );
+        notes.push(kernel_udp_pacing(socks));
     }
     if flow.socket.zerocopy {
         notes.push("zero-copy applies to TCP only; UDP sent as usual".into());
@@ -94,6 +90,47 @@ pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> V
         }
     }
     notes
+}
+
+/// Kernel pacing of UDP needs the fq qdisc on the egress interface: there each datagram is
+/// given its scheduled time (SO_TXTIME) on top of flowlab's own pacing. Elsewhere the note
+/// says which qdisc is there and that the kernel ignores the asked pacing.
+fn kernel_udp_pacing(socks: &[UdpSocket]) -> String {
+    let Some(peer) = socks.first().and_then(|s| s.peer_addr().ok()) else {
+        return "kernel pacing: no connected socket to find the path's qdisc".into();
+    };
+    let egress = match qdisc::egress(peer.ip()) {
+        Ok(e) => e,
+        Err(e) => {
+            return format!(
+            "kernel pacing: the egress qdisc could not be read ({e}); flowlab paces in user space"
+        )
+        }
+    };
+    let root = egress.root.as_deref().unwrap_or("none");
+    if !egress.kinds.iter().any(|k| k == "fq") {
+        let etf = if egress.paces_udp() {
+            " (etf needs transmit times ahead of its delta: not used)"
+        } else {
+            ""
+        };
+        return format!(
+            "kernel pacing asked, but {} has qdisc {root}, not fq{etf}: the kernel does not pace \
+             UDP there (SO_MAX_PACING_RATE and SO_TXTIME are ignored); flowlab paces in user space",
+            egress.interface
+        );
+    }
+    match socks
+        .iter()
+        .find_map(|s| udp::set_txtime(s, udp::TxClock::Monotonic).err())
+    {
+        None => format!(
+            "kernel pacing: fq on {} sends each datagram at its scheduled time (SO_TXTIME), \
+             one datagram per call",
+            egress.interface
+        ),
+        Some(e) => format!("SO_TXTIME not set: {e}; flowlab paces in user space"),
+    }
 }
 
 /// Applies the socket options to TCP data connections; returns notes for the report.

@@ -83,6 +83,22 @@ impl Train {
         self.lens[i]
     }
 
+    /// Hands the first `count` packets to the kernel one by one, each to leave at
+    /// `txtime(i)`; returns how many it took.
+    fn send_timed<S: DatagramSocket>(
+        &self,
+        sock: &S,
+        count: usize,
+        txtime: impl Fn(usize) -> u64,
+    ) -> io::Result<usize> {
+        for (i, slot) in self.bytes.chunks(self.stride).take(count).enumerate() {
+            if let Err(e) = sock.send_at(&slot[..self.lens[i]], txtime(i), true) {
+                return if i == 0 { Err(e) } else { Ok(i) };
+            }
+        }
+        Ok(count)
+    }
+
     /// Hands the first `count` packets to the kernel; returns how many it took. `wait`:
     /// block for buffer space (max rate) or not (paced: a full buffer is a loss).
     fn send<S: DatagramSocket>(
@@ -290,6 +306,8 @@ struct Sender<'a, S> {
     size: usize,
     stamping: bool,
     departures: Departures,
+    /// Each datagram carries its scheduled time for the fq qdisc (`--kernel-pacing`).
+    kernel_timed: bool,
     gso: bool,
     train: Train,
     realtime_offset: i64,
@@ -307,7 +325,9 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
         // MTU, which only the first send tells (EINVAL): then the sender falls back to
         // sendmmsg. Transmit stamps are matched one per datagram, so they rule out GSO trains.
         let stamping = flow.socket.tx_timestamps && paced;
+        let kernel_timed = paced && socks.first().is_some_and(DatagramSocket::kernel_timed);
         let gso = !stamping
+            && !kernel_timed
             && !flow.modelled()
             && size * 2 <= MAX_GSO_BYTES
             && socks.first().is_some_and(DatagramSocket::gso_supported);
@@ -339,6 +359,7 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
             size,
             stamping,
             departures: Departures::new(socks.len()),
+            kernel_timed,
             gso,
             train: Train::new(stride, max_train),
             realtime_offset: clock::realtime_minus_monotonic_ns(),
@@ -378,7 +399,14 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
                 pacer.size(first + k as u64).map_or(size, |s| s as usize)
             });
         let sock = &self.socks[i];
-        let mut sent = self.train.send(sock, count, self.gso, !self.paced);
+        let mut sent = if self.kernel_timed {
+            let pacer = &self.pacers[i];
+            self.train.send_timed(sock, count, |k| {
+                pacer.deadline(first + k as u64).unwrap_or(now_mono)
+            })
+        } else {
+            self.train.send(sock, count, self.gso, !self.paced)
+        };
         if self.gso
             && sent
                 .as_ref()

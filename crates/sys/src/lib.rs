@@ -11,6 +11,7 @@ mod cmsg;
 pub mod cpu;
 pub mod host;
 pub mod poll;
+pub mod qdisc;
 pub mod raw;
 pub mod signal;
 pub mod socket;

@@ -259,26 +259,7 @@ impl RawSocket {
 
     /// SO_RCVTIMEO; `None` waits for ever.
     pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        let t = timeout.unwrap_or_default();
-        let tv = libc::timeval {
-            tv_sec: t.as_secs() as libc::time_t,
-            tv_usec: libc::suseconds_t::from(t.subsec_micros() as i32),
-        };
-        // SAFETY: `tv` is a valid timeval and the length matches it.
-        let rc = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&tv as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        crate::sockopt::set_read_timeout(self.fd.as_fd(), timeout.unwrap_or_default())
     }
 }
 

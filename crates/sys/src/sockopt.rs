@@ -72,6 +72,14 @@ pub(crate) fn set_bytes(
     }
 }
 
+/// SO_RCVTIMEO; zero waits for ever.
+pub(crate) fn set_read_timeout(fd: BorrowedFd<'_>, t: std::time::Duration) -> io::Result<()> {
+    let mut timeval = Vec::with_capacity(16);
+    timeval.extend_from_slice(&(t.as_secs() as libc::time_t).to_ne_bytes());
+    timeval.extend_from_slice(&libc::suseconds_t::from(t.subsec_micros() as i32).to_ne_bytes());
+    set_bytes(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeval)
+}
+
 /// Reads a socket option into `buf`, returning the length the kernel wrote.
 pub(crate) fn get_bytes(
     fd: BorrowedFd<'_>,

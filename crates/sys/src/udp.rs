@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use crate::cmsg::{self, read_ne, CmsgBuf};
-use crate::sockopt::{get_int, set_bytes, set_int};
+use crate::sockopt::{get_bytes, get_int, set_bytes, set_int};
 
 /// Kernel uapi value; the kernel may answer SO_TIMESTAMPNS_OLD requests on
 /// some 32-bit ABIs with this type too.
@@ -589,13 +589,28 @@ pub fn set_txtime(fd: impl AsFd, clock: TxClock) -> io::Result<()> {
     set_bytes(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TXTIME, &v)
 }
 
+/// The clock SO_TXTIME was enabled with on this socket, if it was.
+pub fn txtime_clock(fd: impl AsFd) -> Option<TxClock> {
+    let mut v = [0u8; 8];
+    let n = get_bytes(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TXTIME, &mut v).ok()?;
+    let id = libc::clockid_t::from_ne_bytes(v.get(..4)?.try_into().ok()?);
+    // An unset socket reports clock 0 (CLOCK_REALTIME), which set_txtime never chooses.
+    match (n, id) {
+        (8, libc::CLOCK_MONOTONIC) => Some(TxClock::Monotonic),
+        (8, libc::CLOCK_TAI) => Some(TxClock::Tai),
+        _ => None,
+    }
+}
+
 /// Sends one datagram with an SCM_TXTIME cmsg asking for transmission at
 /// `txtime_ns` on the clock given to [`set_txtime`]. Returns bytes sent.
-pub fn send_at(fd: impl AsFd, buf: &[u8], txtime_ns: u64) -> io::Result<usize> {
+/// `nowait`: fail with WouldBlock rather than wait for buffer space.
+pub fn send_at(fd: impl AsFd, buf: &[u8], txtime_ns: u64, nowait: bool) -> io::Result<usize> {
     let mut c = SmallCmsg::new();
     // An 8-byte payload always fits in 32 bytes.
     let _ = c.push(libc::SOL_SOCKET, libc::SCM_TXTIME, &txtime_ns.to_ne_bytes());
-    send_with_cmsg(fd.as_fd(), buf, c.as_bytes(), 0)
+    let flags = if nowait { libc::MSG_DONTWAIT } else { 0 };
+    send_with_cmsg(fd.as_fd(), buf, c.as_bytes(), flags)
 }
 
 #[cfg(test)]
@@ -970,12 +985,15 @@ mod tests {
     #[test]
     fn send_at_without_pacing_qdisc_goes_now() {
         let (tx, rx) = pair("127.0.0.1:0");
+        assert_eq!(txtime_clock(&tx), None);
         set_txtime(&tx, TxClock::Monotonic).unwrap();
         set_txtime(&tx, TxClock::Tai).unwrap();
+        assert_eq!(txtime_clock(&tx), Some(TxClock::Tai));
         set_txtime(&tx, TxClock::Monotonic).unwrap();
+        assert_eq!(txtime_clock(&tx), Some(TxClock::Monotonic));
         // 10 s in the future: lo has no etf/fq qdisc, so it is sent at once.
         let at = crate::clock::monotonic_ns() + 10_000_000_000;
-        assert_eq!(send_at(&tx, b"later", at).unwrap(), 5);
+        assert_eq!(send_at(&tx, b"later", at, true).unwrap(), 5);
         let t0 = std::time::Instant::now();
         let mut batch = RecvBatch::new(4, 64);
         assert_eq!(recv_batch(&rx, &mut batch).unwrap(), 1);

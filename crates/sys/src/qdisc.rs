@@ -1,0 +1,369 @@
+//! The queueing disciplines on the interface that carries traffic to an address, read over
+//! rtnetlink. The kernel paces UDP (SO_MAX_PACING_RATE, SO_TXTIME) only under fq or etf, so a
+//! report says which qdisc the path has instead of assuming.
+
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+const NLMSG_HDR_LEN: usize = 16;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLM_F_REQUEST: u16 = 0x1;
+const NLM_F_DUMP: u16 = 0x300;
+const RTM_NEWROUTE: u16 = 24;
+const RTM_GETROUTE: u16 = 26;
+const RTM_NEWQDISC: u16 = 36;
+const RTM_GETQDISC: u16 = 38;
+const RTMSG_LEN: usize = 12;
+const TCMSG_LEN: usize = 20;
+const RTA_DST: u16 = 1;
+const RTA_OIF: u16 = 4;
+const TCA_KIND: u16 = 1;
+/// The parent of a root qdisc.
+const TC_H_ROOT: u32 = 0xFFFF_FFFF;
+
+/// The egress side of the path to an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Egress {
+    /// Interface name, as `ip link` shows it.
+    pub interface: String,
+    /// Kind of the root qdisc ("noqueue", "tbf", "mq", ...), if the kernel listed one.
+    pub root: Option<String>,
+    /// Kinds of every qdisc on the interface, root first.
+    pub kinds: Vec<String>,
+}
+
+impl Egress {
+    /// Whether a qdisc on the path honours per-socket pacing rates and transmit times.
+    pub fn paces_udp(&self) -> bool {
+        self.kinds.iter().any(|k| k == "fq" || k == "etf")
+    }
+}
+
+/// One message of an rtnetlink reply that flowlab reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A route.
+    Route {
+        /// Its output interface index.
+        oif: Option<u32>,
+    },
+    /// A qdisc.
+    Qdisc {
+        /// The interface it is on.
+        ifindex: u32,
+        /// Its parent's handle (0xFFFF_FFFF for a root qdisc).
+        parent: u32,
+        /// "fq", "tbf", ...
+        kind: Option<String>,
+    },
+    /// The kernel's answer to a request: 0 is an acknowledgement, otherwise minus an errno.
+    Error(i32),
+    /// End of a dump.
+    Done,
+    /// Any other message type.
+    Other(u16),
+}
+
+fn malformed(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("malformed rtnetlink reply: {what}"),
+    )
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Route attributes or qdisc attributes: (type, payload) pairs, each padded to 4 bytes.
+fn attributes(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let len = usize::from(u16_at(b, 0)?);
+        let kind = u16_at(b, 2)?;
+        let payload = b.get(4..len)?;
+        b = b.get(len.next_multiple_of(4)..).unwrap_or(&[]);
+        Some((kind & 0x3fff, payload))
+    })
+}
+
+/// Splits a datagram read from a NETLINK_ROUTE socket into the messages flowlab reads.
+/// Truncated or inconsistent lengths are an error, never a panic.
+pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
+    let mut replies = Vec::new();
+    while !buf.is_empty() {
+        let len = u32_at(buf, 0).ok_or_else(|| malformed("short header"))? as usize;
+        let kind = u16_at(buf, 4).ok_or_else(|| malformed("short header"))?;
+        if len < NLMSG_HDR_LEN || len > buf.len() {
+            return Err(malformed("message length out of bounds"));
+        }
+        let body = &buf[NLMSG_HDR_LEN..len];
+        replies.push(match kind {
+            NLMSG_DONE => Reply::Done,
+            NLMSG_ERROR => Reply::Error(
+                u32_at(body, 0).ok_or_else(|| malformed("short error message"))? as i32,
+            ),
+            RTM_NEWROUTE => {
+                let attrs = body
+                    .get(RTMSG_LEN..)
+                    .ok_or_else(|| malformed("short route"))?;
+                Reply::Route {
+                    oif: attributes(attrs)
+                        .find(|&(t, _)| t == RTA_OIF)
+                        .and_then(|(_, p)| u32_at(p, 0)),
+                }
+            }
+            RTM_NEWQDISC => {
+                let ifindex = u32_at(body, 4).ok_or_else(|| malformed("short qdisc"))?;
+                let parent = u32_at(body, 12).ok_or_else(|| malformed("short qdisc"))?;
+                let attrs = body
+                    .get(TCMSG_LEN..)
+                    .ok_or_else(|| malformed("short qdisc"))?;
+                let kind = attributes(attrs)
+                    .find(|&(t, _)| t == TCA_KIND)
+                    .map(|(_, p)| {
+                        let name = p.split(|&c| c == 0).next().unwrap_or_default();
+                        String::from_utf8_lossy(name).into_owned()
+                    });
+                Reply::Qdisc {
+                    ifindex,
+                    parent,
+                    kind,
+                }
+            }
+            other => Reply::Other(other),
+        });
+        buf = buf.get(len.next_multiple_of(4)..).unwrap_or(&[]);
+    }
+    Ok(replies)
+}
+
+fn header(total: usize, kind: u16, flags: u16, seq: u32) -> Vec<u8> {
+    let mut m = Vec::with_capacity(total);
+    m.extend_from_slice(&(total as u32).to_ne_bytes());
+    m.extend_from_slice(&kind.to_ne_bytes());
+    m.extend_from_slice(&flags.to_ne_bytes());
+    m.extend_from_slice(&seq.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    m
+}
+
+/// RTM_GETROUTE for `dst`: which route (and interface) the kernel would use.
+fn route_request(dst: IpAddr, seq: u32) -> Vec<u8> {
+    let (family, addr): (u8, Vec<u8>) = match dst {
+        IpAddr::V4(a) => (libc::AF_INET as u8, a.octets().to_vec()),
+        IpAddr::V6(a) => (libc::AF_INET6 as u8, a.octets().to_vec()),
+    };
+    let attr_len = 4 + addr.len();
+    let total = NLMSG_HDR_LEN + RTMSG_LEN + attr_len;
+    let mut m = header(total, RTM_GETROUTE, NLM_F_REQUEST, seq);
+    // rtmsg: family, dst_len, then zeros (src_len, tos, table, protocol, scope, type, flags).
+    m.extend_from_slice(&[family, (addr.len() * 8) as u8]);
+    m.extend_from_slice(&[0; RTMSG_LEN - 2]);
+    m.extend_from_slice(&(attr_len as u16).to_ne_bytes());
+    m.extend_from_slice(&RTA_DST.to_ne_bytes());
+    m.extend_from_slice(&addr);
+    m
+}
+
+/// RTM_GETQDISC dump of every interface's qdiscs.
+fn qdisc_dump_request(seq: u32) -> Vec<u8> {
+    let total = NLMSG_HDR_LEN + TCMSG_LEN;
+    let mut m = header(total, RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP, seq);
+    m.extend_from_slice(&[0; TCMSG_LEN]);
+    m
+}
+
+struct Netlink(OwnedFd);
+
+impl Netlink {
+    fn open() -> io::Result<Netlink> {
+        // SAFETY: plain socket(2) call; the result is checked before use.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // A kernel that never answers must not hang the test: give up after a second.
+        crate::sockopt::set_read_timeout(fd.as_fd(), std::time::Duration::from_secs(1))?;
+        Ok(Netlink(fd))
+    }
+
+    fn send(&self, message: &[u8]) -> io::Result<()> {
+        // SAFETY: `message` is valid for reads of its length for the whole call; the kernel
+        // is the destination (no address: a netlink socket sends to the kernel by default).
+        let rc = unsafe {
+            libc::send(
+                self.0.as_raw_fd(),
+                message.as_ptr().cast(),
+                message.len(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Reads replies until `done` says the answer is complete.
+    fn exchange(
+        &self,
+        request: &[u8],
+        mut done: impl FnMut(Reply) -> io::Result<bool>,
+    ) -> io::Result<()> {
+        self.send(request)?;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // SAFETY: `buf` is writable for its length for the whole call.
+            let n =
+                unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for reply in parse_replies(&buf[..n as usize])? {
+                if let Reply::Error(e) = reply {
+                    if e != 0 {
+                        return Err(io::Error::from_raw_os_error(-e));
+                    }
+                }
+                if done(reply)? {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// The interface the kernel routes `dst` through, and its qdiscs.
+pub fn egress(dst: IpAddr) -> io::Result<Egress> {
+    let netlink = Netlink::open()?;
+    let mut oif = None;
+    netlink.exchange(&route_request(dst, 1), |reply| {
+        if let Reply::Route { oif: found } = reply {
+            oif = found;
+            return Ok(true);
+        }
+        Ok(false)
+    })?;
+    let oif = oif.ok_or_else(|| malformed("route without an output interface"))?;
+    let mut root = None;
+    let mut kinds = Vec::new();
+    netlink.exchange(&qdisc_dump_request(2), |reply| match reply {
+        Reply::Done => Ok(true),
+        Reply::Qdisc {
+            ifindex,
+            parent,
+            kind: Some(kind),
+        } if ifindex == oif => {
+            if parent == TC_H_ROOT {
+                root = Some(kind.clone());
+                kinds.insert(0, kind);
+            } else {
+                kinds.push(kind);
+            }
+            Ok(false)
+        }
+        _ => Ok(false),
+    })?;
+    Ok(Egress {
+        interface: interface_name(oif),
+        root,
+        kinds,
+    })
+}
+
+fn interface_name(index: u32) -> String {
+    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: `name` has room for IF_NAMESIZE bytes, as if_indextoname requires.
+    let p = unsafe { libc::if_indextoname(index, name.as_mut_ptr()) };
+    if p.is_null() {
+        return format!("interface {index}");
+    }
+    let bytes: Vec<u8> = name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An RTM_NEWQDISC for "tbf" at the root of interface 3, then NLMSG_DONE (x86-64 byte
+    /// order, as the kernel sends it).
+    fn qdisc_reply() -> Vec<u8> {
+        let mut m = header(16 + 20 + 8, RTM_NEWQDISC, 2, 7);
+        m.extend_from_slice(&[0, 0, 0, 0]); // family, pads
+        m.extend_from_slice(&3u32.to_ne_bytes()); // ifindex
+        m.extend_from_slice(&0x8001_0000u32.to_ne_bytes()); // handle
+        m.extend_from_slice(&TC_H_ROOT.to_ne_bytes()); // parent
+        m.extend_from_slice(&1u32.to_ne_bytes()); // info
+        m.extend_from_slice(&[8, 0, 1, 0, b't', b'b', b'f', 0]); // TCA_KIND "tbf"
+        m.extend(header(20, NLMSG_DONE, 2, 7));
+        m.extend_from_slice(&0u32.to_ne_bytes());
+        m
+    }
+
+    #[test]
+    fn parses_a_qdisc_dump() {
+        assert_eq!(
+            parse_replies(&qdisc_reply()).unwrap(),
+            vec![
+                Reply::Qdisc {
+                    ifindex: 3,
+                    parent: TC_H_ROOT,
+                    kind: Some("tbf".into())
+                },
+                Reply::Done
+            ]
+        );
+    }
+
+    #[test]
+    fn route_request_bytes() {
+        let m = route_request("10.1.2.3".parse().unwrap(), 9);
+        assert_eq!(m.len(), 36);
+        assert_eq!(u32_at(&m, 0), Some(36));
+        assert_eq!(u16_at(&m, 4), Some(RTM_GETROUTE));
+        assert_eq!(&m[16..18], &[libc::AF_INET as u8, 32]);
+        assert_eq!(&m[28..36], &[8, 0, 1, 0, 10, 1, 2, 3]);
+    }
+
+    #[test]
+    fn refuses_truncated_and_inconsistent_lengths() {
+        let good = qdisc_reply();
+        for cut in 1..good.len() {
+            // Any prefix either parses (a whole first message) or is refused: no panic.
+            let _ = parse_replies(&good[..cut]);
+        }
+        let mut lying = good.clone();
+        lying[0..4].copy_from_slice(&10_000u32.to_ne_bytes());
+        assert!(parse_replies(&lying).is_err());
+        lying[0..4].copy_from_slice(&3u32.to_ne_bytes());
+        assert!(parse_replies(&lying).is_err());
+    }
+
+    #[test]
+    fn loopback_egress_is_lo() {
+        // Every network namespace has lo, so this runs anywhere, root or not.
+        match egress("127.0.0.1".parse().unwrap()) {
+            Ok(e) => assert_eq!(e.interface, "lo"),
+            // A sandbox without netlink: nothing to check.
+            Err(e) => eprintln!("skipped: rtnetlink unavailable: {e}"),
+        }
+    }
+}

@@ -23,20 +23,22 @@ import sys
 TARGET_FLOWS_NOTE_NS = 100_000
 
 TARGETS = {
-    "udp64_vs_iperf3": ("≥ 1.0x iperf3", lambda r: r >= 1.0),
-    "udp64_vs_mmsg": ("≥ 0.8x C sendmmsg", lambda r: r >= 0.8),
-    "udp64_loss": ("≤ 1 %", lambda v: v <= 1.0),
-    "tcp_goodput": ("≥ 0.9x iperf3", lambda r: r >= 0.9),
-    "tcp_cpu_per_gbit": ("≤ 1.1x iperf3", lambda r: r <= 1.1),
-    "pace_500_p50": ("≤ 2 µs", lambda v: v <= 2_000),
+    # Issue 3's targets, word for word where it gives one.
+    "udp64_vs_iperf3": ("≥ 5x iperf3", lambda r: r >= 5.0),
+    "udp64_loss": ("< 0.1 %", lambda v: v < 0.1),
+    "udp64_vs_gso": ("≥ 0.8x bare GSO loop", lambda r: r >= 0.8),
+    "tcp_goodput": ("≥ 1.0x iperf3", lambda r: r >= 1.0),
+    "tcp_cpu_per_gbit": ("≤ 1.0x iperf3 (no more CPU per bit)", lambda r: r <= 1.0),
     "pace_500_p99": ("≤ 20 µs", lambda v: v <= 20_000),
-    "pace_100k_p50": ("≤ 2 µs", lambda v: v <= 2_000),
-    "pace_100k_p99": ("≤ 5 µs (half the interval)", lambda v: v <= 5_000),
-    "pace_vs_iperf3": ("≤ 1.0x iperf3", lambda r: r <= 1.0),
+    "pace_100k_p99": ("≤ 20 µs", lambda v: v <= 20_000),
     "rtt_vs_sockperf": ("≤ 1.2x sockperf", lambda r: r <= 1.2),
-    "rtt_vs_irtt": ("≤ 1.0x irtt", lambda r: r <= 1.0),
     "flows_sched_p99": ("≤ 100 µs", lambda v: v <= 100_000),
-    "flows_mem": ("≤ 256 MiB", lambda v: v <= 256 * 1024),
+    "flows_mem": ("reported", lambda v: v > 0),
+    # Our own, beyond the issue.
+    "pace_500_p50": ("≤ 2 µs", lambda v: v <= 2_000),
+    "pace_100k_p50": ("≤ 2 µs", lambda v: v <= 2_000),
+    "pace_vs_iperf3": ("≤ 1.0x iperf3", lambda r: r <= 1.0),
+    "rtt_vs_irtt": ("≤ 1.0x irtt", lambda r: r <= 1.0),
     "udp2m_acc": ("within 0.1 %", lambda v: abs(v) <= 0.1),
     "udp1400_vs_iperf3": ("≥ 1.0x iperf3", lambda r: r >= 1.0),
 }
@@ -606,6 +608,22 @@ def fvals(vals, fmt=None):
 # ------------------------------------------------------------------------------------------
 # The report
 # ------------------------------------------------------------------------------------------
+ANALYSIS_BEGIN, ANALYSIS_END = "<!-- analysis: kept by report.py -->", "<!-- /analysis -->"
+
+
+def kept_analysis(doc_path):
+    """The hand-written analysis (shortfalls and their profiled causes) of the previous report,
+    between the two markers: a run renews the figures, not what people found out."""
+    try:
+        old = open(doc_path).read()
+    except OSError:
+        return ""
+    begin, end = old.find(ANALYSIS_BEGIN), old.find(ANALYSIS_END)
+    if begin < 0 or end < begin:
+        return ""
+    return old[begin:end + len(ANALYSIS_END)]
+
+
 def build(out, doc_path):
     res = Results(out)
     meta = res.meta
@@ -618,8 +636,8 @@ def build(out, doc_path):
         "flowlab against the usual tools, on the same path in the same run: a veth pair between "
         "two network namespaces on one machine (`flb-a` 10.98.0.1 sends, `flb-b` 10.98.0.2 "
         "receives or echoes). Produced by `bench/run` (see `bench/README.md`); every figure below "
-        "comes from one run of it. Ratios are flowlab / peer. Targets are our own goals for "
-        "flowlab (`TARGETS` in `bench/report.py`).\n"
+        "comes from one run of it. Ratios are flowlab / peer. Targets are issue 3's, and a few "
+        "of our own beyond it (`TARGETS` in `bench/report.py`).\n"
     )
     md.append("## Machine and tools\n")
     facts = [
@@ -649,6 +667,9 @@ def build(out, doc_path):
 
     summary_at = len(md)
     md.append("")  # the summary table goes here
+    kept = kept_analysis(doc_path)
+    if kept:
+        md.append(kept + "\n")
 
     # -------------------------------------------------------------------------- a. UDP 64 B
     md.append("## a. UDP, 64-byte payload, as fast as possible, 10 s\n")
@@ -708,10 +729,10 @@ def build(out, doc_path):
     gg = gso["gso"] if isinstance(gso["gso"], dict) else {}
     cmp_.add("received packets/s", flv.get("recv_pps", fl_err), "C sendmmsg",
              gm.get("recv_pps", gso["mmsg"] if isinstance(gso["mmsg"], str) else None),
-             rkey="udp64_vs_mmsg", measurement="a. UDP 64 B max")
+             measurement="a. UDP 64 B max")
     cmp_.add("received packets/s (machine limit)", flv.get("recv_pps", fl_err), "C GSO+GRO",
              gg.get("recv_pps", gso["gso"] if isinstance(gso["gso"], str) else None),
-             measurement="a. UDP 64 B max")
+             rkey="udp64_vs_gso", measurement="a. UDP 64 B max")
     md.append(cmp_.md())
     md.append("")
     md.append(table(["sender / receiver", "datagrams sent", "sent /s", "received /s", "loss",

@@ -27,7 +27,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run one test against an agent.
     #[command(
-        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv"
+        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported"
     )]
     Test(Box<TestArgs>),
     /// Run a scenario (ATM switches, IP routers, links, flows) in the deterministic simulator.
@@ -152,7 +152,7 @@ pub struct TestArgs {
     /// How long to send (10s, 2m). Default 10s unless --count is given.
     #[arg(long, short, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// How many packets to send (1000, 10k).
+    /// How many packets to send (1000, 10k); with rr or crr, transactions per flow.
     #[arg(long, short = 'n', value_parser = parse_count)]
     pub count: Option<u64>,
     /// oneway: client to agent; loopback: agent echoes each packet for round-trip delay.
@@ -161,15 +161,24 @@ pub struct TestArgs {
     /// Agent sends, client receives.
     #[arg(long, short = 'R', conflicts_with = "mode")]
     pub reverse: bool,
-    /// A traffic model instead of the constant rate (UDP), e.g. poisson:pps=1000,size=exp:500
+    /// A traffic model instead of the constant rate, e.g. poisson:pps=1000,size=exp:500
     /// or onoff:on=exp:1s,off=exp:1.35s,rate=64k,size=160 or video:fps=25,size=normal:4000,1500
     /// or trace:FILE (time size lines, or a pcap); add +contract:pr=100k,sr=100k,bs=10k to
-    /// shape it to a token-bucket contract.
+    /// shape it to a token-bucket contract (the result reports conformance). Over UDP each
+    /// packet is a datagram; over TCP (--proto tcp) each is a message carrying its length.
+    /// Request/response (netperf RR): rr:request=64,response=1k,think=0 (sizes and think time
+    /// take distributions, e.g. response=exp:10k, think=exp:5ms); crr:... opens a connection
+    /// per transaction (netperf CRR). rr and crr run over TCP unless --proto udp (rr only);
+    /// --flows N runs N concurrent transaction streams; --duration or --count (transactions
+    /// per flow) ends them.
     #[arg(long, conflicts_with = "preset")]
     pub traffic: Option<String>,
     /// A named traffic mix: videoconf-1998, videoconf-modern, voip-g711, email-burst,
     /// bulk-contract, aquila-flow1..4, aquila-background, aquila-mix. Each sub-flow gets its
-    /// own flow (own ports).
+    /// own flow (own ports). The TCP applications (email-burst, bulk-contract, aquila-flow2..4)
+    /// run over TCP unless --proto udp; the others over UDP. A test has one protocol, so
+    /// aquila-mix runs all five sub-flows over UDP (or TCP with --proto tcp); for the paper's
+    /// mix run aquila-flow1 and aquila-background over UDP beside aquila-flow2..4 over TCP.
     #[arg(long)]
     pub preset: Option<String>,
     /// Seed of random traffic models: the same seed replays the same traffic.

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use flowlab_control::{TestOptions, TestResult, SCHEMA_VERSION};
-use flowlab_results::{CpuLoad, IntervalReport, SideReport};
+use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
 use flowlab_stats::LatencySummary;
 use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate};
 use flowlab_wire::{Direction, Protocol, TestSpec};
@@ -25,7 +25,39 @@ fn direction_name(d: Direction) -> &'static str {
     }
 }
 
+/// `rr`/`crr` and its sizes, for a request/response test.
+fn transactions_text(rr: &flowlab_traffic::TransactionConfig) -> String {
+    let dist = |d: &flowlab_traffic::Dist| match d {
+        flowlab_traffic::Dist::Const { value } => format_bytes(*value),
+        other => other.mean().map_or("a distribution".into(), |m| {
+            format!("mean {}", format_bytes(m))
+        }),
+    };
+    format!(
+        "{}: requests {}, responses {}",
+        if rr.connect_each {
+            "CRR (a connection per transaction)"
+        } else {
+            "RR"
+        },
+        dist(&rr.request),
+        dist(&rr.response)
+    )
+}
+
 fn offered(spec: &TestSpec) -> String {
+    if let Some(rr) = spec.traffic.as_ref().and_then(|t| t.transactions()) {
+        let end = match (spec.duration_ns, spec.count) {
+            (Some(d), _) => format_duration_ns(d as f64),
+            (None, Some(n)) => format!("{n} transactions per flow"),
+            (None, None) => "no end".into(),
+        };
+        return format!(
+            "{} for {end}, {} flow(s)",
+            transactions_text(rr),
+            spec.flows
+        );
+    }
     let rate = spec
         .rate_bps
         .map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
@@ -40,11 +72,15 @@ fn offered(spec: &TestSpec) -> String {
 
 pub fn headline(options: &TestOptions) -> String {
     let s = &options.spec;
+    let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
+        Some(_) => "request/response",
+        None => direction_name(s.direction),
+    };
     format!(
         "flowlab {}: {} {} to {}, {}",
         env!("CARGO_PKG_VERSION"),
         protocol_name(s.protocol),
-        direction_name(s.direction),
+        direction,
         options.target,
         offered(s)
     )
@@ -139,22 +175,75 @@ fn side_name(r: Option<&SideReport>) -> String {
     r.map_or("unknown host".into(), |r| r.host.clone())
 }
 
-/// The final report, as a person reads it.
-pub fn render(r: &TestResult) -> String {
+/// The figures of a request/response test.
+fn render_transactions(r: &TestResult, t: &TransactionReport, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "  transactions       {} in {:.3} s: {} transactions/s over {} flow(s)",
+        t.transactions,
+        t.duration_ns as f64 / 1e9,
+        format_count(t.transactions_per_sec),
+        r.spec.flows
+    );
+    if let Some(d) = &t.latency {
+        out.push_str(&latency_line("latency", d));
+    }
+    if let Some(d) = &t.connect {
+        out.push_str(&latency_line("connect", d));
+        let _ = writeln!(
+            out,
+            "  {:<18} {} connections; the latency above includes each connect",
+            "", t.connects
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  bytes              requests {}, responses {}",
+        format_bytes(t.request_bytes as f64),
+        format_bytes(t.response_bytes as f64)
+    );
+    let _ = writeln!(
+        out,
+        "  failed             {} timed out or cut off at the end, {} errors",
+        t.timeouts, t.errors
+    );
+    if let Some(a) = r.agent.as_ref().and_then(|a| a.responder.as_ref()) {
+        let _ = writeln!(
+            out,
+            "  agent              answered {} of {} requests on {} connection(s); {} malformed",
+            a.responses, a.requests, a.connections, a.malformed
+        );
+    }
+}
+
+/// A contract and how the shaped flows stood against it.
+fn contract_text(c: &flowlab_results::ContractConformance) -> String {
+    let k = &c.contract;
+    let as_sent = match c.max_excess_bytes {
+        0 => "conforming".to_string(),
+        b => format!("exceeds it by at most {}", format_bytes(b as f64)),
+    };
+    format!(
+        "PR {}, SR {}, BS {} ({} flow(s)): {} packets, {} held back by the shaper (at most {}), {} the unshaped source would have broken; as sent: {as_sent}",
+        format_rate(k.peak_rate_bps as f64),
+        format_rate(k.sustained_rate_bps as f64),
+        format_bytes(f64::from(k.bucket_bytes)),
+        c.flows,
+        c.shaper.packets,
+        c.shaper.delayed,
+        format_duration_ns(c.shaper.max_delay_ns as f64),
+        c.shaper.would_violate
+    )
+}
+
+/// The packet figures of a flow test: sender, receiver, loss, delays.
+fn render_packets(r: &TestResult, out: &mut String) {
     let s = &r.summary;
-    let mut out = String::new();
     let (sender_end, receiver_end) = match r.spec.direction {
         Direction::Oneway => ("client", "agent"),
         Direction::Reverse => ("agent", "client"),
         Direction::Loopback => ("client", "client"),
     };
-    let _ = writeln!(
-        out,
-        "\nResult ({} {}, {}):",
-        protocol_name(r.spec.protocol),
-        direction_name(r.spec.direction),
-        r.agent_address
-    );
     let _ = writeln!(
         out,
         "  {:<19}{} packets, {} in {:.3} s: {}, {} packets/s",
@@ -187,6 +276,9 @@ pub fn render(r: &TestResult) -> String {
     let sender = [&r.client, &r.agent]
         .into_iter()
         .find_map(|side| side.as_ref()?.sender.as_ref());
+    if let Some(c) = sender.and_then(|tx| tx.contract.as_ref()) {
+        let _ = writeln!(out, "  contract           {}", contract_text(c));
+    }
     if let Some(tx) = sender {
         if let Some(e) = &tx.departure_error {
             out.push_str(&latency_line("departure error", e));
@@ -263,6 +355,26 @@ pub fn render(r: &TestResult) -> String {
             other => other,
         };
         let _ = writeln!(out, "  arrival times      {what}");
+    }
+}
+
+/// The final report, as a person reads it.
+pub fn render(r: &TestResult) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nResult ({} {}, {}):",
+        protocol_name(r.spec.protocol),
+        match &s.transactions {
+            Some(_) => "request/response",
+            None => direction_name(r.spec.direction),
+        },
+        r.agent_address
+    );
+    match &s.transactions {
+        Some(t) => render_transactions(r, t, &mut out),
+        None => render_packets(r, &mut out),
     }
     let _ = writeln!(
         out,

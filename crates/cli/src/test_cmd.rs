@@ -17,17 +17,27 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
+    let named = traffic_text(args)
+        .map(|t| TrafficSpec::parse(&t))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
+    // A TCP application's traffic (rr, crr, the TCP presets) goes over TCP unless told otherwise.
+    let prefers_tcp = named.as_ref().is_some_and(TrafficSpec::prefers_tcp);
     let protocol = match (args.tcp, args.udp, args.proto) {
         (true, _, _) | (_, _, Some(Proto::Tcp)) => Protocol::Tcp,
-        (_, true, _) | (_, _, Some(Proto::Udp)) | (_, _, None) => Protocol::Udp,
+        (_, true, _) | (_, _, Some(Proto::Udp)) => Protocol::Udp,
+        (_, _, None) if prefers_tcp => Protocol::Tcp,
+        (_, _, None) => Protocol::Udp,
         (_, _, Some(Proto::Raw)) => Protocol::Raw,
     };
+    let transactions = named.as_ref().is_some_and(|t| t.transactions().is_some());
     let direction = match (args.reverse, args.mode) {
         (true, _) => Direction::Reverse,
         (false, Mode::Oneway) => Direction::Oneway,
         (false, Mode::Loopback) => Direction::Loopback,
     };
     let rate = args.rate.unwrap_or(match protocol {
+        _ if transactions => Rate::Max,
         Protocol::Udp | Protocol::Raw => Rate::BitsPerSec(1_000_000),
         Protocol::Tcp => Rate::Max,
     });
@@ -54,7 +64,7 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
     let traffic = traffic_from_args(args, &rate, size)?;
     // Each sub-flow of a preset (audio, video) is a flow of its own.
     let flows = match &traffic {
-        Some(t) if args.flows == 1 => t
+        Some(t) if args.flows == 1 && !transactions => t
             .build(args.seed, &|p: &str| Err(format!("{p} not embedded")))
             .map(|sources| sources.len().max(1) as u32)
             .unwrap_or(1),
@@ -98,16 +108,23 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
     Ok(spec)
 }
 
+/// The `--traffic` text, or the `--preset` as one.
+fn traffic_text(args: &TestArgs) -> Option<String> {
+    match (&args.traffic, &args.preset) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(p)) => Some(format!("preset:{p}")),
+        (None, None) => None,
+    }
+}
+
 /// The traffic model the flags name, with files read and embedded so the agent needs none.
 fn traffic_from_args(
     args: &TestArgs,
     rate: &Rate,
     size: u32,
 ) -> anyhow::Result<Option<TrafficSpec>> {
-    let text = match (&args.traffic, &args.preset) {
-        (Some(t), _) => t.clone(),
-        (None, Some(p)) => format!("preset:{p}"),
-        (None, None) => return Ok(None),
+    let Some(text) = traffic_text(args) else {
+        return Ok(None);
     };
     let rate = match rate {
         Rate::BitsPerSec(r) => *r,

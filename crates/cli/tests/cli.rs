@@ -507,9 +507,99 @@ fn presets_and_traffic_models_run_with_one_flow_per_sub_flow() {
         "invalid traffic",
     );
     assert_one_line_error(
-        &flowlab(&["test", &agent.addr, "--tcp", "--preset", "voip-g711"]),
-        "traffic models run over UDP",
+        &flowlab(&[
+            "test",
+            &agent.addr,
+            "--tcp",
+            "--mode",
+            "loopback",
+            "--preset",
+            "voip-g711",
+        ]),
+        "a traffic model over TCP runs one-way or reverse",
     );
+    // The AQUILA TCP flows go over TCP unless told otherwise, in length-framed messages.
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--preset",
+        "aquila-flow4",
+        "-d",
+        "1s",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["spec"]["protocol"], "tcp");
+    assert!(f64_at(&v, "/summary/packets_received") >= 8.0, "{v:#}");
+    assert_eq!(
+        f64_at(&v, "/summary/bytes_received"),
+        f64_at(&v, "/summary/packets_received") * 1500.0,
+        "each message is the model's 1500 bytes"
+    );
+}
+
+#[test]
+fn request_response_input_is_checked_in_one_line() {
+    let agent = loopback_agent(&[]);
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--traffic", "rr:response=0"],
+            "response size 0 B is outside",
+        ),
+        (
+            &["--traffic", "rr:response=1G"],
+            "response size 1000000000 B is outside",
+        ),
+        (
+            &["--traffic", "rr:answer=1k"],
+            "unknown option 'answer' for rr",
+        ),
+        (
+            &["--traffic", "crr", "--proto", "udp"],
+            "crr opens a TCP connection",
+        ),
+        (
+            &["--traffic", "rr", "--reverse"],
+            "--reverse and --mode loopback do not apply",
+        ),
+        (
+            &["--traffic", "rr", "--rate", "1M"],
+            "--rate does not apply",
+        ),
+        (
+            &["--traffic", "rr", "--proto", "raw"],
+            "rr runs over TCP or UDP",
+        ),
+        (
+            &["--traffic", "rr:response=100k", "--proto", "udp"],
+            "a UDP response is one datagram",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["test", agent.addr.as_str(), "-d", "1s"];
+        args.extend_from_slice(extra);
+        assert_one_line_error(&flowlab(&args), needle);
+    }
+    let limited = loopback_agent(&["--max-rate", "1M"]);
+    assert_one_line_error(
+        &flowlab(&["test", &limited.addr, "--traffic", "rr", "-d", "1s"]),
+        "request/response tests are not rate-limited",
+    );
+    // A human report with units, and the run stored.
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--traffic",
+        "rr:response=2k",
+        "-n",
+        "50",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("transactions       50 in"), "{text}");
+    assert!(text.contains("responses 100 kB"), "{text}");
+    assert!(stderr(&o).contains("stored as run"), "{}", stderr(&o));
 }
 
 #[test]

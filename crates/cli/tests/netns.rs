@@ -276,6 +276,19 @@ fn dscp_and_token_bucket_contract_are_visible_on_the_wire() {
         packets.iter().all(|p| p.1 >> 2 == 46),
         "every datagram carries DSCP EF (46)"
     );
+    // The sender's own conformance report agrees with the capture.
+    let c = v
+        .pointer("/client/sender/contract")
+        .unwrap_or_else(|| panic!("no contract report: {v:#}"));
+    assert_eq!(f64_at(c, "/contract/sustained_rate_bps"), 400_000.0);
+    assert!(
+        f64_at(c, "/shaper/delayed") > 0.0,
+        "bursts above the bucket wait"
+    );
+    assert!(
+        f64_at(c, "/max_excess_bytes") < 1000.0,
+        "as sent, within the contract: {c}"
+    );
     // Token-bucket conformance from the capture: bytes in any window starting at a packet
     // stay within bucket + rate x window, with one packet of slack for capture timing.
     let (rate, bucket) = (400_000.0 / 8.0, 5_000.0);
@@ -579,4 +592,132 @@ fn an_rfc2544_search_finds_a_tbf_links_rate() {
         (9.5e6..=10.5e6).contains(&rate),
         "zero-loss rate {rate} bit/s through a 10 Mbit/s tbf"
     );
+}
+
+/// A 2 s request/response test (`--traffic` `traffic`) from A to the agent in B.
+fn transactions_in_a(pair: &VethPair, traffic: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![AGENT, "--traffic", traffic, "-d", "2s"];
+    args.extend_from_slice(extra);
+    json(&client_in_a(pair, &args))
+}
+
+/// A figure of the result's `summary.transactions`.
+fn transaction_figure(v: &serde_json::Value, path: &str) -> f64 {
+    f64_at(v, &format!("/summary/transactions/{path}"))
+}
+
+#[test]
+fn tcp_request_response_between_namespaces() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("tcp_rr") else {
+        return;
+    };
+    let _agent = agent_in_b(&pair, AGENT);
+    let v = transactions_in_a(&pair, "rr:request=64,response=1k,think=0", &[]);
+    let transactions = transaction_figure(&v, "transactions");
+    let p50 = transaction_figure(&v, "latency/p50_ns");
+    let p99 = transaction_figure(&v, "latency/p99_ns");
+    let rate = transaction_figure(&v, "transactions_per_sec");
+    eprintln!("tcp_rr: {transactions} transactions, {rate:.0}/s, p50 {p50} ns, p99 {p99} ns");
+    assert!(transactions > 100.0, "{transactions} transactions");
+    assert!(p50 > 0.0 && p50 < 50e6, "latency p50 {p50} ns");
+    assert_eq!(
+        transaction_figure(&v, "response_bytes"),
+        transactions * 1000.0,
+        "every response is whole"
+    );
+    assert_eq!(transaction_figure(&v, "errors"), 0.0);
+    assert_eq!(v["spec"]["protocol"], "tcp", "rr runs over TCP by default");
+    assert_eq!(f64_at(&v, "/agent/responder/malformed"), 0.0);
+}
+
+#[test]
+fn tcp_connect_request_response_connects_once_per_transaction() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("tcp_crr") else {
+        return;
+    };
+    let _agent = agent_in_b(&pair, AGENT);
+    let v = transactions_in_a(&pair, "crr:request=64,response=1k", &["--flows", "2"]);
+    let transactions = transaction_figure(&v, "transactions");
+    let connects = transaction_figure(&v, "connects");
+    let connect_p50 = transaction_figure(&v, "connect/p50_ns");
+    let rate = transaction_figure(&v, "transactions_per_sec");
+    eprintln!("tcp_crr: {transactions} transactions, {rate:.0}/s, connect p50 {connect_p50} ns");
+    assert!(transactions > 50.0, "{transactions} transactions");
+    assert_eq!(connects, transactions, "a connection per transaction");
+    assert_eq!(f64_at(&v, "/agent/responder/connections"), connects);
+    let latency_p50 = transaction_figure(&v, "latency/p50_ns");
+    assert!(
+        connect_p50 > 0.0 && connect_p50 < latency_p50,
+        "connect p50 {connect_p50} ns within the transaction's {latency_p50} ns"
+    );
+}
+
+#[test]
+fn large_responses_through_a_10mbit_tbf_take_their_serialization_time() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("rr_tbf") else {
+        return;
+    };
+    // Responses flow from the agent (B) to the client (A): limit B's egress.
+    pair.limit_rate(Side::B, 10_000_000, 2_000, 100)
+        .expect("tbf");
+    let _agent = agent_in_b(&pair, AGENT);
+    let v = transactions_in_a(&pair, "rr:request=64,response=100k", &[]);
+    // 100 kB at 10 Mbit/s is 80 ms on the wire before any header.
+    let min = transaction_figure(&v, "latency/min_ns");
+    let p50 = transaction_figure(&v, "latency/p50_ns");
+    let rate = transaction_figure(&v, "transactions_per_sec");
+    let transactions = transaction_figure(&v, "transactions");
+    eprintln!("rr_tbf: {transactions} transactions, {rate:.2}/s, latency min {min} p50 {p50} ns");
+    assert!(transactions >= 10.0, "{transactions} transactions");
+    assert!(
+        min >= 80e6,
+        "latency min {min} ns below the serialization time"
+    );
+    assert!(
+        rate <= 1e9 / 80e6 && rate >= 0.8e9 / p50,
+        "{rate} transactions/s against a p50 of {p50} ns"
+    );
+}
+
+#[test]
+fn the_aquila_tcp_flow_runs_over_tcp_and_reports_its_contract() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("aquila_tcp") else {
+        return;
+    };
+    let _agent = agent_in_b(&pair, AGENT);
+    // Flow #3: greedy, shaped to PR = SR = 100 kb/s, BS = 10 kB, in 1500-byte messages.
+    let v = json(&client_in_a(
+        &pair,
+        &[
+            AGENT,
+            "--preset",
+            "aquila-flow3",
+            "--proto",
+            "tcp",
+            "-d",
+            "3s",
+        ],
+    ));
+    assert_eq!(v["spec"]["protocol"], "tcp");
+    let received = f64_at(&v, "/summary/packets_received");
+    let goodput = f64_at(&v, "/summary/receiver_goodput_bps");
+    let delay_p99 = f64_at(&v, "/summary/relative_one_way_delay/p99_ns");
+    let c = v
+        .pointer("/client/sender/contract")
+        .unwrap_or_else(|| panic!("no contract report: {v:#}"));
+    eprintln!(
+        "aquila_tcp: {received} messages, goodput {goodput:.0} bit/s, delay p99 {delay_p99} ns, contract {c}"
+    );
+    // 1500 B every 120 ms: 25 messages in 3 s.
+    assert!((20.0..=27.0).contains(&received), "{received} messages");
+    assert!(within(goodput, 100_000.0, 0.1), "goodput {goodput}");
+    assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0);
+    assert_eq!(f64_at(c, "/contract/sustained_rate_bps"), 100_000.0);
+    assert_eq!(f64_at(c, "/contract/bucket_bytes"), 10_000.0);
+    assert!(
+        f64_at(c, "/shaper/delayed") > 0.0,
+        "the greedy source is shaped"
+    );
+    let excess = f64_at(c, "/max_excess_bytes");
+    assert!(excess < 1500.0, "as sent, {excess} B beyond the contract");
 }

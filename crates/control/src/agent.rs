@@ -65,7 +65,7 @@ pub struct AgentStats {
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 /// Largest TCP message.
-pub const MAX_TCP_MESSAGE: u32 = 16 << 20;
+pub const MAX_TCP_MESSAGE: u32 = flowlab_engine::MAX_TCP_MESSAGE;
 /// How often the agent shows it is alive during a test.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How long a connecting peer may take for each setup step.
@@ -421,17 +421,59 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
         );
     }
     if let Some(traffic) = &spec.traffic {
-        if spec.protocol == Protocol::Tcp {
-            return Err(
-                "traffic models run over UDP; a TCP flow is paced messages of --size".into(),
-            );
-        }
         traffic
             .validate()
             .map_err(|e| format!("traffic model: {e}"))?;
+        match traffic.transactions() {
+            Some(rr) => check_transactions(spec, rr)?,
+            None if spec.protocol == Protocol::Tcp && spec.direction == Direction::Loopback => {
+                return Err(
+                    "a traffic model over TCP runs one-way or reverse: the TCP echo returns fixed-size messages".into(),
+                )
+            }
+            None => {}
+        }
     }
     if spec.rate_bps == Some(0) {
         return Err("rate must be above 0 bit/s".into());
+    }
+    Ok(())
+}
+
+/// A request/response test: over TCP or UDP, client to agent, sizes within the transport's.
+fn check_transactions(
+    spec: &TestSpec,
+    rr: &flowlab_traffic::TransactionConfig,
+) -> Result<(), String> {
+    let kind = if rr.connect_each { "crr" } else { "rr" };
+    match spec.protocol {
+        Protocol::Raw => return Err(format!("{kind} runs over TCP or UDP, not native frames")),
+        Protocol::Udp if rr.connect_each => {
+            return Err(
+                "crr opens a TCP connection per transaction: use --proto tcp (or rr for UDP)"
+                    .into(),
+            )
+        }
+        Protocol::Udp => {
+            for (what, dist) in [("request", &rr.request), ("response", &rr.response)] {
+                if dist.mean().is_some_and(|m| m > f64::from(MAX_UDP_PAYLOAD)) {
+                    return Err(format!(
+                        "a UDP {what} is one datagram of at most {MAX_UDP_PAYLOAD} B: use --proto tcp for larger ones"
+                    ));
+                }
+            }
+        }
+        Protocol::Tcp => {}
+    }
+    if spec.direction != Direction::Oneway {
+        return Err(format!(
+            "{kind}: the client asks and the agent answers; --reverse and --mode loopback do not apply"
+        ));
+    }
+    if spec.rate_bps.is_some() {
+        return Err(format!(
+            "{kind} runs transactions back to back (or after think=): --rate does not apply"
+        ));
     }
     Ok(())
 }
@@ -448,7 +490,13 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
             ));
         }
     }
+    let transactions = spec.traffic.as_ref().and_then(|t| t.transactions());
     match (spec.rate_bps, limits.max_rate_bps) {
+        (None, Some(max)) if transactions.is_some() => {
+            return Err(format!(
+                "request/response tests are not rate-limited, and this agent limits rates to {max} bit/s (--max-rate)"
+            ))
+        }
         (None, Some(max)) => {
             return Err(format!(
                 "--rate max is not allowed: the agent limits rates to {max} bit/s (--max-rate)"
@@ -530,6 +578,8 @@ enum DataSockets {
     Raw(Vec<RawSocket>),
     TcpListening(TcpListener, usize),
     Tcp(Vec<TcpStream>),
+    /// CRR: a connection per transaction, accepted from the client's address only.
+    TcpAcceptEach(TcpListener, IpAddr),
 }
 
 impl DataSockets {
@@ -550,9 +600,19 @@ impl DataSockets {
                 })
                 .collect::<Result<Vec<_>, String>>()
                 .map(DataSockets::Udp),
-            Protocol::Tcp => TcpListener::bind(local)
-                .map(|l| DataSockets::TcpListening(l, spec.flows as usize))
-                .map_err(|e| format!("cannot open a TCP data socket: {e}")),
+            Protocol::Tcp => {
+                let connect_each = spec
+                    .traffic
+                    .as_ref()
+                    .and_then(|t| t.transactions())
+                    .is_some_and(|rr| rr.connect_each);
+                TcpListener::bind(local)
+                    .map(|l| match connect_each {
+                        true => DataSockets::TcpAcceptEach(l, peer_ip),
+                        false => DataSockets::TcpListening(l, spec.flows as usize),
+                    })
+                    .map_err(|e| format!("cannot open a TCP data socket: {e}"))
+            }
             Protocol::Raw => {
                 let endpoint = spec
                     .raw
@@ -586,7 +646,9 @@ impl DataSockets {
         match self {
             DataSockets::Udp(socks) => socks.iter().map(|s| port(s.local_addr())).collect(),
             DataSockets::Raw(_) => Vec::new(),
-            DataSockets::TcpListening(l, _) => vec![port(l.local_addr())],
+            DataSockets::TcpListening(l, _) | DataSockets::TcpAcceptEach(l, _) => {
+                vec![port(l.local_addr())]
+            }
             DataSockets::Tcp(streams) => streams.iter().map(|s| port(s.local_addr())).collect(),
         }
     }
@@ -597,7 +659,7 @@ impl DataSockets {
             DataSockets::Udp(socks) => flowlab_engine::configure_udp(socks, flow, sending),
             DataSockets::Raw(_) => raw_notes(flow),
             DataSockets::Tcp(streams) => flowlab_engine::configure_tcp(streams, flow, sending),
-            DataSockets::TcpListening(..) => Vec::new(),
+            DataSockets::TcpListening(..) | DataSockets::TcpAcceptEach(..) => Vec::new(),
         }
     }
 
@@ -647,7 +709,7 @@ fn run_test(
     max_duration: Duration,
 ) -> SideReport {
     let flow = flow_params(spec, session);
-    let (_, role) = roles(spec.direction);
+    let (_, role) = roles(spec);
     let stop = AtomicBool::new(false);
     let (events, inbox) = mpsc::channel::<Event>();
     let cpu_start = CpuSnapshot::take().ok();
@@ -660,6 +722,8 @@ fn run_test(
         sender: None,
         receiver: None,
         echo: None,
+        transactions: None,
+        responder: None,
         tcp_info: None,
         error: None,
         notes: data.configure(&flow, role == flowlab_results::Role::Sender),
@@ -719,6 +783,7 @@ fn run_test(
         report.sender = outcome.sender;
         report.receiver = outcome.receiver;
         report.echo = outcome.echo;
+        report.responder = outcome.responder;
         report.tcp_info = outcome.tcp_info;
 
         log = outcome.log;
@@ -835,6 +900,8 @@ pub struct RoleOutcome {
     pub sender: Option<flowlab_results::SenderReport>,
     pub receiver: Option<flowlab_results::ReceiverReport>,
     pub echo: Option<flowlab_results::EchoReport>,
+    pub transactions: Option<flowlab_results::TransactionReport>,
+    pub responder: Option<flowlab_results::ResponderReport>,
     pub tcp_info: Option<flowlab_results::TcpInfoReport>,
     /// Records of the role: received packets, or sent ones for a lone sender.
     pub log: Vec<PacketRecord>,
@@ -861,6 +928,19 @@ fn run_role(
     events: &mpsc::Sender<Event>,
 ) -> RoleOutcome {
     let mut out = RoleOutcome::default();
+    if flow.transactions().is_some() {
+        let answered = match &data {
+            DataSockets::Tcp(streams) => flowlab_engine::tcp_respond(streams, flow, stop),
+            DataSockets::TcpAcceptEach(listener, peer) => {
+                flowlab_engine::tcp_accept_respond(listener, *peer, spec.flows as usize, flow, stop)
+            }
+            DataSockets::Udp(socks) => flowlab_engine::udp_respond(socks, flow, stop),
+            _ => return RoleOutcome::failed("request/response runs over TCP or UDP"),
+        };
+        out.worker_cpu_ns = answered.worker_cpu_ns;
+        (out.responder, out.error) = (Some(answered.report), answered.error);
+        return out;
+    }
     match (data, spec.direction) {
         (DataSockets::Udp(socks), direction) => {
             datagram_role(&socks, direction, flow, stop, on_interval, events, &mut out)
@@ -883,7 +963,7 @@ fn run_role(
             let (echo, error) = flowlab_engine::tcp_echo(&streams, flow, stop);
             (out.echo, out.error) = (Some(echo), error);
         }
-        (DataSockets::TcpListening(..), _) => {
+        (DataSockets::TcpListening(..) | DataSockets::TcpAcceptEach(..), _) => {
             out.error = Some("TCP data connection never established".into())
         }
     }

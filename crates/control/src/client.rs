@@ -240,6 +240,9 @@ enum Data {
     Udp(Vec<UdpSocket>),
     Raw(Vec<flowlab_sys::raw::RawSocket>),
     Tcp(Vec<TcpStream>),
+    /// CRR: the agent's address, connected to anew for every transaction, and the number of
+    /// concurrent transaction streams.
+    TcpConnectEach(SocketAddr, usize),
 }
 
 fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, ClientError> {
@@ -279,6 +282,14 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
         }
         Protocol::Tcp => {
             let agent = SocketAddr::new(agent_ip, *ports.first().ok_or_else(bad_reply)?);
+            let connect_each = spec
+                .traffic
+                .as_ref()
+                .and_then(|t| t.transactions())
+                .is_some_and(|rr| rr.connect_each);
+            if connect_each {
+                return Ok(Data::TcpConnectEach(agent, spec.flows as usize));
+            }
             (0..spec.flows)
                 .map(|_| {
                     TcpStream::connect_timeout(&agent, SETUP_TIMEOUT).map_err(|e| {
@@ -309,7 +320,7 @@ pub fn run_test(
         ..
     } = accepted;
     let notes = match &data {
-        Data::Raw(_) => Vec::new(),
+        Data::Raw(_) | Data::TcpConnectEach(..) => Vec::new(),
         Data::Udp(socks) => flowlab_engine::configure_udp(
             socks,
             &flow_params(&spec, session),
@@ -404,7 +415,7 @@ pub fn run_test(
     if session_state.error.is_none() && session_state.agent_report.is_none() {
         session_state.finish(&mut conn, on_interval);
     }
-    let (client_role, _) = roles(spec.direction);
+    let (client_role, _) = roles(&spec);
     let client = SideReport {
         role: client_role,
         host: flowlab_sys::host::hostname(),
@@ -418,6 +429,8 @@ pub fn run_test(
         sender: client_outcome.sender,
         receiver: client_outcome.receiver,
         echo: None,
+        transactions: client_outcome.transactions,
+        responder: None,
         tcp_info: client_outcome.tcp_info,
         error: client_outcome.error.clone(),
         notes,
@@ -531,6 +544,9 @@ fn spawn_roles<'scope, 'env>(
         stop_receiving,
         ..
     } = signals;
+    if flow.transactions().is_some() {
+        return (Some(spawn_requester(scope, data, flow, stop_sending)), None);
+    }
     // A datagram loopback client sends and takes the echoes on one thread.
     match (data, spec.direction) {
         (Data::Udp(socks), Direction::Loopback) => {
@@ -557,6 +573,8 @@ fn spawn_roles<'scope, 'env>(
                 Data::Udp(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
                 Data::Raw(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
                 Data::Tcp(streams) => flowlab_engine::tcp_send(streams, flow, stop_sending),
+                // No standing connection: only request/response tests connect per transaction.
+                Data::TcpConnectEach(..) => flowlab_engine::tcp_send(&[], flow, stop_sending),
             });
             if let Data::Tcp(streams) = data {
                 out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
@@ -593,6 +611,13 @@ fn spawn_roles<'scope, 'env>(
                     stop_receiving,
                     &mut on_interval,
                 ),
+                Data::TcpConnectEach(..) => flowlab_engine::tcp_receive(
+                    &[],
+                    flow,
+                    round_trip,
+                    stop_receiving,
+                    &mut on_interval,
+                ),
             };
             RoleOutcome {
                 receiver: Some(outcome.report),
@@ -603,6 +628,36 @@ fn spawn_roles<'scope, 'env>(
         })
     });
     (sender, receiver)
+}
+
+/// A request/response client's thread: transactions on its connections or sockets.
+fn spawn_requester<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    data: &'env Data,
+    flow: &'env flowlab_engine::FlowParams,
+    stop: &'env AtomicBool,
+) -> std::thread::ScopedJoinHandle<'scope, RoleOutcome> {
+    scope.spawn(move || {
+        let (outcome, time) = ThreadTime::measure(|| match data {
+            Data::Tcp(streams) => flowlab_engine::tcp_request(streams, flow, stop),
+            Data::TcpConnectEach(agent, flows) => {
+                flowlab_engine::tcp_connect_request(*agent, *flows, flow, stop)
+            }
+            Data::Udp(socks) => flowlab_engine::udp_request(socks, flow, stop),
+            // Refused by check_spec: no native-frame transactions.
+            Data::Raw(_) => flowlab_engine::udp_request(&[], flow, stop),
+        });
+        RoleOutcome {
+            time: time.with_workers(outcome.worker_cpu_ns),
+            transactions: Some(outcome.report),
+            tcp_info: match data {
+                Data::Tcp(streams) => streams.first().and_then(flowlab_engine::tcp_info_report),
+                _ => None,
+            },
+            error: outcome.error,
+            ..RoleOutcome::default()
+        }
+    })
 }
 
 /// A loopback client's single thread (see `flowlab_engine::udp_ping`).
@@ -652,6 +707,8 @@ fn merge_outcomes(sent: Option<RoleOutcome>, received: Option<RoleOutcome>) -> R
             log: r.log,
             error: s.error.or(r.error),
             echo: None,
+            transactions: None,
+            responder: None,
         },
         (Some(only), None) | (None, Some(only)) => only,
         (None, None) => RoleOutcome::failed("no test thread ran"),

@@ -1,7 +1,7 @@
 //! The client's result document: both sides' reports, the combined figures a person reads
 //! first, live intervals, and what went wrong. Documented in docs/results-format.md.
 
-use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport};
+use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport, TransactionReport};
 use flowlab_stats::{LatencySummary, Summary};
 use flowlab_wire::{Direction, Protocol, TestSpec};
 use serde::{Deserialize, Serialize};
@@ -75,6 +75,8 @@ pub struct Summary2 {
     /// CPU of the threads that ran each end's role (separates ends that share a process).
     pub client_role_cpu: Option<RoleCpu>,
     pub agent_role_cpu: Option<RoleCpu>,
+    /// Request/response tests: the client's transactions (see docs/results-format.md).
+    pub transactions: Option<TransactionReport>,
 }
 
 /// Rate over a span that covers `count` events: `count - 1` gaps, so a paced flow measures at
@@ -131,8 +133,12 @@ impl Summary2 {
             agent_cpu: agent.and_then(|a| a.cpu),
             client_role_cpu: client.and_then(|c| c.role_cpu),
             agent_role_cpu: agent.and_then(|a| a.role_cpu),
+            transactions: client.and_then(|c| c.transactions.clone()),
             ..Summary2::default()
         };
+        if let Some(t) = &s.transactions {
+            s.duration_s = t.duration_ns as f64 / 1e9;
+        }
         if let Some(sent) = sent {
             s.packets_sent = sent.packets_sent;
             s.bytes_sent = sent.bytes_sent;
@@ -184,9 +190,16 @@ impl Summary2 {
     }
 }
 
-/// The role each end plays in a test of this direction: (client, agent).
-pub fn roles(direction: Direction) -> (Role, Role) {
-    match direction {
+/// The role each end plays in this test: (client, agent).
+pub fn roles(spec: &TestSpec) -> (Role, Role) {
+    if spec
+        .traffic
+        .as_ref()
+        .is_some_and(|t| t.transactions().is_some())
+    {
+        return (Role::Requester, Role::Responder);
+    }
+    match spec.direction {
         Direction::Oneway => (Role::Sender, Role::Receiver),
         Direction::Reverse => (Role::Receiver, Role::Sender),
         Direction::Loopback => (Role::Sender, Role::Echo),

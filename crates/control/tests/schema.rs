@@ -361,6 +361,7 @@ fn sender(sent: u64, paced: bool) -> SenderReport {
         },
         pacing_spin_ns: 61_000_000,
         flows: Vec::new(),
+        contract: None,
     }
 }
 
@@ -434,6 +435,8 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
         sender: None,
         receiver: None,
         echo: None,
+        transactions: None,
+        responder: None,
         tcp_info: None,
         error: None,
         notes: Vec::new(),
@@ -557,6 +560,74 @@ fn built_documents_match_the_schema() {
     let mut result = built(Protocol::Tcp, Direction::Oneway, false);
     result.client = None;
     result.summary = Summary2::combine(&result.spec, None, None, false);
+    check_document(&mut validator, &result);
+
+    // A contract-shaped flow reports its conformance.
+    let mut result = built(Protocol::Tcp, Direction::Oneway, true);
+    let contract = flowlab_traffic::preset::AQUILA_CONTRACT;
+    result.spec.traffic = Some(flowlab_traffic::TrafficSpec::Preset {
+        name: "aquila-flow2".into(),
+    });
+    result
+        .client
+        .as_mut()
+        .unwrap()
+        .sender
+        .as_mut()
+        .unwrap()
+        .contract = Some(flowlab_results::ContractConformance {
+        contract,
+        flows: 1,
+        shaper: flowlab_traffic::ContractReport {
+            packets: 30,
+            bytes: 45_000,
+            delayed: 24,
+            max_delay_ns: 840_000_000,
+            total_delay_ns: 9_000_000_000,
+            would_violate: 20,
+            oversize: 0,
+        },
+        max_excess_bytes: 1,
+    });
+    check_document(&mut validator, &result);
+
+    // A request/response test: transactions at the client, answers at the agent.
+    let mut result = built(Protocol::Tcp, Direction::Oneway, true);
+    result.spec.rate_bps = None;
+    result.spec.traffic =
+        Some(flowlab_traffic::TrafficSpec::parse("crr:request=64,response=1k").unwrap());
+    let client = result.client.as_mut().unwrap();
+    client.role = Role::Requester;
+    client.sender = None;
+    client.transactions = Some(flowlab_results::TransactionReport {
+        transactions: 950,
+        duration_ns: 1_000_000_000,
+        transactions_per_sec: 950.0,
+        latency: Some(latency(950, 250_000.0, 1_200_000.0)),
+        connect: Some(latency(950, 40_000.0, 300_000.0)),
+        connects: 950,
+        request_bytes: 950 * 64,
+        response_bytes: 950 * 1024,
+        timeouts: 0,
+        errors: 1,
+    });
+    let agent = result.agent.as_mut().unwrap();
+    agent.role = Role::Responder;
+    agent.receiver = None;
+    agent.responder = Some(flowlab_results::ResponderReport {
+        requests: 951,
+        request_bytes: 951 * 64,
+        responses: 951,
+        response_bytes: 951 * 1024,
+        connections: 951,
+        malformed: 0,
+    });
+    result.summary = Summary2::combine(
+        &result.spec,
+        result.client.as_ref(),
+        result.agent.as_ref(),
+        false,
+    );
     check_document(&mut validator, &result);
 
     // Native frames name the client's MAC address.
@@ -803,4 +874,56 @@ fn real_two_flow_test_matches_the_schema() {
 #[test]
 fn real_tcp_tests_match_the_schema() {
     check_real(Protocol::Tcp);
+}
+
+#[test]
+fn real_request_response_tests_match_the_schema() {
+    let schema = schema();
+    let mut validator = Validator::new(&schema);
+    let rr = |protocol: Protocol, traffic: &str| TestSpec {
+        rate_bps: None,
+        count: Some(30),
+        interval_ns: None,
+        packet_log: false,
+        traffic: Some(flowlab_traffic::TrafficSpec::parse(traffic).unwrap()),
+        flows: 2,
+        ..short(protocol, Direction::Oneway)
+    };
+    let specs = [
+        rr(Protocol::Tcp, "rr:request=100,response=3000"),
+        rr(Protocol::Tcp, "crr:request=64,response=1k"),
+        rr(Protocol::Udp, "rr:request=64,response=1200"),
+    ];
+    let response_sizes = [3000, 1000, 1200];
+    for ((result, spec), size) in run_against_local_agent(&specs)
+        .iter()
+        .zip(&specs)
+        .zip(response_sizes)
+    {
+        let value = check_document(&mut validator, result);
+        assert_eq!(result.error, None, "{value:#}");
+        let t = result.summary.transactions.as_ref().expect("transactions");
+        // 30 per flow, 2 flows; UDP on loopback loses nothing either.
+        assert_eq!(t.transactions, 60, "{value:#}");
+        assert_eq!(t.response_bytes, 60 * size);
+        assert_eq!((t.timeouts, t.errors), (0, 0));
+        let connect_each = spec
+            .traffic
+            .as_ref()
+            .unwrap()
+            .transactions()
+            .unwrap()
+            .connect_each;
+        assert_eq!(t.connect.is_some(), connect_each);
+        assert_eq!(t.connects, if connect_each { 60 } else { 0 });
+        let answered = result.agent.as_ref().unwrap().responder.unwrap();
+        assert_eq!(answered.responses, 60, "{value:#}");
+        assert_eq!(answered.malformed, 0);
+        let connections = match (spec.protocol, connect_each) {
+            (Protocol::Udp, _) => 0,
+            (_, true) => 60,
+            (_, false) => 2,
+        };
+        assert_eq!(answered.connections, connections);
+    }
 }

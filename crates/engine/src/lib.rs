@@ -5,6 +5,7 @@
 //! ends or its stop flag is raised, then returns what it measured; it never panics on input.
 
 mod readiness;
+mod rr;
 mod setup;
 mod tcp;
 mod udp;
@@ -17,6 +18,10 @@ use flowlab_sys::clock;
 use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig};
 
 pub use readiness::{DataSocket, DatagramSocket};
+pub use rr::{
+    tcp_accept_respond, tcp_connect_request, tcp_request, tcp_respond, udp_request, udp_respond,
+    ResponderOutcome, TransactionOutcome, UDP_RESPONSE_TIMEOUT,
+};
 pub use setup::{configure_tcp, configure_udp};
 pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
 pub use udp::{udp_echo, udp_ping, udp_receive, udp_send};
@@ -37,6 +42,8 @@ const WAKE_LATENCY_DECAY: f64 = 0.995;
 pub const MAX_BATCH: u64 = 64;
 /// A packet this late behind its slot is skipped and counted as a missed slot.
 pub const MAX_LATENESS_NS: u64 = 10_000_000;
+/// Largest TCP message, and largest request or response of a transaction.
+pub const MAX_TCP_MESSAGE: u32 = flowlab_traffic::rr::MAX_MESSAGE_SIZE;
 /// SO_BUSY_POLL budget, microseconds, for `--busy-poll`.
 pub const BUSY_POLL_US: u32 = 50;
 
@@ -78,6 +85,16 @@ impl FlowParams {
         self.traffic.is_some()
     }
 
+    /// The request/response workload, for `rr` and `crr` tests.
+    pub fn transactions(&self) -> Option<&flowlab_traffic::TransactionConfig> {
+        self.traffic.as_ref().and_then(|t| t.transactions())
+    }
+
+    /// Whether packets leave on a schedule (a rate or a model), not as fast as possible.
+    pub fn paced(&self) -> bool {
+        self.rate_bps.is_some() || self.modelled()
+    }
+
     /// The pacer of flow `index` starting at `start_mono_ns` on the monotonic clock: the
     /// constant-rate schedule, or the flow's traffic model (sub-flow `index` of a preset, or
     /// the model seeded for this flow).
@@ -106,11 +123,6 @@ impl FlowParams {
             start_mono_ns,
             config,
         ))
-    }
-
-    /// A pacer for this flow's constant rate starting at `start_mono_ns`.
-    fn pacer(&self, start_mono_ns: u64, max_batch: u64) -> Pacer {
-        Pacer::new(self.pacer_config(start_mono_ns, max_batch))
     }
 
     fn pacer_config(&self, start_mono_ns: u64, max_batch: u64) -> PacerConfig {
@@ -154,6 +166,70 @@ pub struct ReceiverOutcome {
 
 /// Where live interval reports go.
 pub type IntervalSink<'a> = &'a mut dyn FnMut(IntervalReport);
+
+/// Runs `work(i)` for every flow `i` of `0..flows`: flow 0 on this thread, each other on a
+/// thread of its own, so a blocked socket call holds up no other flow. Returns each flow's
+/// result in order (`None` where its thread failed) and the (user, system) CPU ns of the
+/// extra threads.
+fn on_flow_threads<T: Send>(
+    flows: usize,
+    work: impl Fn(usize) -> T + Sync,
+) -> (Vec<Option<T>>, (u64, u64)) {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..flows)
+            .map(|i| {
+                scope.spawn(move || {
+                    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
+                    let out = work(i);
+                    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
+                    let cpu = (
+                        after.0.saturating_sub(before.0),
+                        after.1.saturating_sub(before.1),
+                    );
+                    (out, cpu)
+                })
+            })
+            .collect();
+        let mut results: Vec<Option<T>> = Vec::with_capacity(flows);
+        if flows > 0 {
+            results.push(Some(work(0)));
+        }
+        let mut cpu = (0, 0);
+        for worker in workers {
+            match worker.join() {
+                Ok((out, (user, system))) => {
+                    results.push(Some(out));
+                    cpu = (cpu.0 + user, cpu.1 + system);
+                }
+                Err(_) => results.push(None),
+            }
+        }
+        (results, cpu)
+    })
+}
+
+/// Merges the per-flow results of [`on_flow_threads`] with `absorb`, keeping the first error;
+/// a flow whose thread failed is an error too. `None` when no flow ran.
+fn merge_flows<T>(
+    flows: Vec<Option<(T, Option<String>)>>,
+    mut absorb: impl FnMut(&mut T, T),
+) -> (Option<T>, Option<String>) {
+    let mut merged: Option<T> = None;
+    let mut error = None;
+    for outcome in flows {
+        let Some((value, e)) = outcome else {
+            error = error.or(Some("a test thread failed".to_string()));
+            continue;
+        };
+        error = error.or(e);
+        match &mut merged {
+            Some(all) => absorb(all, value),
+            None => merged = Some(value),
+        }
+    }
+    (merged, error)
+}
 
 fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::Relaxed) || flowlab_sys::signal::is_interrupted()

@@ -1,6 +1,8 @@
-//! TCP roles. The flow is a sequence of messages of exactly `size` bytes, each starting with a
-//! probe header, so the receiver can find message boundaries in the byte stream and measure
-//! per-message delay. Pacing applies to application writes of one message.
+//! TCP roles. The flow is a sequence of messages, each starting with a probe header so the
+//! receiver can find message boundaries in the byte stream and measure per-message delay:
+//! messages of exactly `size` bytes for a constant rate, or, with a traffic model, messages of
+//! the model's sizes that carry their length (see `flowlab_wire::message`). Pacing applies to
+//! application writes of one message.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -10,15 +12,16 @@ use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::{EchoReport, TcpInfoReport};
 use flowlab_sys::{clock, tcp};
 use flowlab_traffic::Action;
-use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
+use flowlab_wire::message::FRAMED_HEAD_LEN;
+use flowlab_wire::{MessageHead, ProbeHeader, ProbeRepr, StreamSplitter};
 
 use crate::readiness::Readiness;
 use crate::{
-    fill_payload, stopped, wait_until, FlowParams, IntervalClock, IntervalSink, ReceiverOutcome,
-    SenderOutcome, MAX_BATCH, POLL_PERIOD,
+    fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams, IntervalClock,
+    IntervalSink, ReceiverOutcome, SenderOutcome, MAX_BATCH, MAX_TCP_MESSAGE, POLL_PERIOD,
 };
 
-fn is_timeout(e: &io::Error) -> bool {
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
@@ -40,7 +43,11 @@ pub fn tcp_info_report(stream: &TcpStream) -> Option<TcpInfoReport> {
 
 /// Writes all of `buf`, retrying through write timeouts until `stop`. Returns false if the
 /// stop came first or the connection failed.
-fn write_whole(stream: &mut &TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<bool> {
+pub(crate) fn write_whole(
+    stream: &mut &TcpStream,
+    buf: &[u8],
+    stop: &AtomicBool,
+) -> io::Result<bool> {
     write_whole_with(buf, stop, |rest| stream.write(rest))
 }
 
@@ -100,13 +107,14 @@ impl Outbox {
         }
     }
 
-    /// The buffer for message `seq`, once the kernel is done with its last use.
+    /// The buffer for message `seq` of `len` bytes, once the kernel is done with its last use.
     fn slot(
         &mut self,
         stream: &TcpStream,
         seq: u64,
+        len: usize,
         stop: &AtomicBool,
-    ) -> io::Result<Option<&mut Vec<u8>>> {
+    ) -> io::Result<Option<&mut [u8]>> {
         while self.zerocopy && self.calls - self.completed >= ZEROCOPY_RING as u64 {
             self.completed += u64::from(tcp::reap_zerocopy_completions(stream)?);
             if stopped(stop) {
@@ -117,12 +125,25 @@ impl Outbox {
             }
         }
         let index = (seq % self.ring.len() as u64) as usize;
-        Ok(self.ring.get_mut(index))
+        Ok(self.ring.get_mut(index).map(|buf| {
+            if buf.len() < len {
+                // A model's message larger than any before: grow the buffer, keep the pattern.
+                buf.resize(len, 0);
+                fill_payload(buf);
+            }
+            &mut buf[..len]
+        }))
     }
 
-    fn send(&mut self, mut stream: &TcpStream, seq: u64, stop: &AtomicBool) -> io::Result<bool> {
+    fn send(
+        &mut self,
+        mut stream: &TcpStream,
+        seq: u64,
+        len: usize,
+        stop: &AtomicBool,
+    ) -> io::Result<bool> {
         let index = (seq % self.ring.len() as u64) as usize;
-        let buf = &self.ring[index];
+        let buf = &self.ring[index][..len];
         if !self.zerocopy {
             return write_whole(&mut stream, buf, stop);
         }
@@ -138,48 +159,11 @@ impl Outbox {
 /// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
 /// not hold up the other flows.
 pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let Some((first, others)) = streams.split_first() else {
-        let meter = SenderMeter::new(0, false, false);
-        return SenderOutcome {
-            report: meter.report(),
-            log: Vec::new(),
-            error: Some("no connection".into()),
-            worker_cpu_ns: (0, 0),
-        };
-    };
-    let (mut meter, error, worker_cpu_ns) = std::thread::scope(|scope| {
-        let workers: Vec<_> = others
-            .iter()
-            .map(|stream| {
-                scope.spawn(move || {
-                    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
-                    let out = send_one(stream, flow, stop);
-                    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
-                    (
-                        out,
-                        (
-                            after.0.saturating_sub(before.0),
-                            after.1.saturating_sub(before.1),
-                        ),
-                    )
-                })
-            })
-            .collect();
-        // The first connection is served on this thread, so a single flow needs no other.
-        let (mut meter, mut error) = send_one(first, flow, stop);
-        let mut cpu = (0, 0);
-        for worker in workers {
-            match worker.join() {
-                Ok(((m, e), (user, system))) => {
-                    meter.absorb(m);
-                    error = error.or(e);
-                    cpu = (cpu.0 + user, cpu.1 + system);
-                }
-                Err(_) => error = error.or(Some("a sender thread failed".into())),
-            }
-        }
-        (meter, error, cpu)
-    });
+    let (flows, worker_cpu_ns) =
+        on_flow_threads(streams.len(), |i| send_one(&streams[i], i, flow, stop));
+    let (merged, error) = merge_flows(flows, SenderMeter::absorb);
+    let error = error.or_else(|| streams.is_empty().then(|| "no connection".to_string()));
+    let mut meter = merged.unwrap_or_else(|| SenderMeter::new(0, false, false));
     SenderOutcome {
         report: meter.report(),
         log: meter.take_log(),
@@ -188,19 +172,28 @@ pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> 
     }
 }
 
+/// Sends flow `index` on its connection: fixed-size messages at the constant rate, or the
+/// times and sizes of the flow's traffic model in length-framed messages.
 fn send_one(
     stream: &TcpStream,
+    index: usize,
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
-    let mut meter = SenderMeter::new(1, flow.rate_bps.is_some(), flow.packet_log);
+    let mut meter = SenderMeter::new(1, flow.paced(), flow.packet_log);
     let _ = stream.set_write_timeout(Some(POLL_PERIOD));
     // Paced messages must leave when written; at max rate Nagle costs nothing. --nodelay wins.
-    let _ = stream.set_nodelay(flow.socket.nodelay.unwrap_or(flow.rate_bps.is_some()));
+    let _ = stream.set_nodelay(flow.socket.nodelay.unwrap_or(flow.paced()));
     let mut outbox = Outbox::new(flow.size as usize, flow.socket.zerocopy);
     let start_mono = clock::monotonic_ns();
     let realtime_offset = clock::realtime_minus_monotonic_ns();
-    let mut pacer = flow.pacer(start_mono, MAX_BATCH);
+    let mut pacer = match flow.pacer_for(index, start_mono, MAX_BATCH) {
+        Ok(p) => p,
+        Err(e) => return (meter, Some(format!("traffic model: {e}"))),
+    };
+    if let Some(contract) = pacer.contract() {
+        meter.hold_to_contract(0, contract);
+    }
     let mut seq = 0u64;
     let mut error = None;
     'flow: while !stopped(stop) {
@@ -214,7 +207,12 @@ fn send_one(
         };
         meter.on_batch(count);
         for slot in first..first + count {
-            let message = match outbox.slot(stream, seq, stop) {
+            // A model's size, within what a framed message can be; else the fixed size.
+            let framed_size = pacer
+                .size(slot)
+                .map(|s| s.clamp(FRAMED_HEAD_LEN as u32, MAX_TCP_MESSAGE));
+            let size = framed_size.unwrap_or(flow.size);
+            let message = match outbox.slot(stream, seq, size as usize, stop) {
                 Ok(Some(m)) => m,
                 Ok(None) => break 'flow,
                 Err(e) => {
@@ -224,17 +222,20 @@ fn send_one(
             };
             let now_mono = clock::monotonic_ns();
             let sent_ns = now_mono.saturating_add_signed(realtime_offset);
-            ProbeRepr {
+            let probe = ProbeRepr {
                 flags: 0,
                 session: flow.session,
                 seq,
                 sent_ns,
                 echoed_ns: 0,
-            }
-            .emit(message);
-            match outbox.send(stream, seq, stop) {
+            };
+            match framed_size {
+                Some(length) => MessageHead::framed(probe, length).emit(message),
+                None => probe.emit(message),
+            };
+            match outbox.send(stream, seq, size as usize, stop) {
                 Ok(true) => {
-                    meter.on_sent(0, seq, flow.size, sent_ns, pacer.deadline(slot), now_mono);
+                    meter.on_sent(0, seq, size, sent_ns, pacer.deadline(slot), now_mono);
                     seq += 1;
                 }
                 Ok(false) => break 'flow,
@@ -247,43 +248,10 @@ fn send_one(
         pacer.advance(count);
     }
     meter.set_missed_slots(0, pacer.missed_slots());
+    if let Some(report) = pacer.contract_report() {
+        meter.set_shaper_report(0, report);
+    }
     (meter, error)
-}
-
-/// Splits a byte stream into `size`-byte messages and hands each complete one to `on_message`
-/// with a view of its first bytes (the probe header).
-struct MessageSplitter {
-    size: usize,
-    filled: usize,
-    header: [u8; PROBE_HEADER_LEN],
-}
-
-impl MessageSplitter {
-    fn new(size: usize) -> Self {
-        MessageSplitter {
-            size: size.max(PROBE_HEADER_LEN),
-            filled: 0,
-            header: [0; PROBE_HEADER_LEN],
-        }
-    }
-
-    fn push(&mut self, mut bytes: &[u8], mut on_message: impl FnMut(&[u8; PROBE_HEADER_LEN])) {
-        while !bytes.is_empty() {
-            if self.filled < PROBE_HEADER_LEN {
-                let take = (PROBE_HEADER_LEN - self.filled).min(bytes.len());
-                self.header[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
-                self.filled += take;
-                bytes = &bytes[take..];
-            }
-            let take = (self.size - self.filled).min(bytes.len());
-            self.filled += take;
-            bytes = &bytes[take..];
-            if self.filled == self.size {
-                on_message(&self.header);
-                self.filled = 0;
-            }
-        }
-    }
 }
 
 /// Receives every flow's message stream (one connection each) until `stop` or every peer
@@ -296,9 +264,9 @@ pub fn tcp_receive(
     on_interval: IntervalSink<'_>,
 ) -> ReceiverOutcome {
     let mut meter = ReceiverMeter::new(streams.len(), round_trip, flow.packet_log);
-    let mut splitters: Vec<MessageSplitter> = streams
+    let mut splitters: Vec<StreamSplitter> = streams
         .iter()
-        .map(|_| MessageSplitter::new(flow.size as usize))
+        .map(|_| StreamSplitter::new(flow.size, MAX_TCP_MESSAGE))
         .collect();
     let mut open = vec![true; streams.len()];
     let mut buf = vec![0u8; 256 * 1024];
@@ -323,12 +291,12 @@ pub fn tcp_receive(
                     };
                     let arrival_ns = clock::realtime_ns();
                     let meter = &mut meter;
-                    splitters[i].push(&buf[..n], |header| match ProbeRepr::parse(header) {
-                        Ok(p) if p.session == flow.session => meter.on_packet(
+                    let split = splitters[i].push(&buf[..n], |head| match head.probe {
+                        p if p.session == flow.session => meter.on_packet(
                             i,
                             Arrived {
                                 seq: p.seq,
-                                size: flow.size,
+                                size: head.length.unwrap_or(flow.size),
                                 sent_ns: p.sent_ns,
                                 echoed_ns: p.is_echo().then_some(p.echoed_ns),
                                 arrival_ns,
@@ -337,6 +305,11 @@ pub fn tcp_receive(
                         ),
                         _ => meter.on_malformed(),
                     });
+                    if split.is_err() {
+                        // No later boundary can be trusted: stop reading this connection.
+                        meter.on_malformed();
+                        open[i] = false;
+                    }
                     Ok(1)
                 });
                 if let Err(e) = result {
@@ -431,29 +404,4 @@ pub fn tcp_echo(
         }
     }
     (report, error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splitter_finds_messages_across_reads() {
-        let mut stream = Vec::new();
-        for seq in 0..3u64 {
-            let mut m = vec![0u8; 100];
-            ProbeRepr {
-                seq,
-                ..Default::default()
-            }
-            .emit(&mut m);
-            stream.extend(m);
-        }
-        let mut seqs = Vec::new();
-        let mut s = MessageSplitter::new(100);
-        for chunk in stream.chunks(7) {
-            s.push(chunk, |h| seqs.push(ProbeRepr::parse(h).unwrap().seq));
-        }
-        assert_eq!(seqs, vec![0, 1, 2]);
-    }
 }

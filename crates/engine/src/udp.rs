@@ -319,7 +319,7 @@ struct Sender<'a, S> {
 impl<'a, S: DatagramSocket> Sender<'a, S> {
     fn new(socks: &'a [S], first_flow: usize, flow: &'a FlowParams) -> Result<Self, String> {
         let paced = flow.rate_bps.is_some();
-        let meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
+        let mut meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
         let size = flow.size as usize;
         // A GSO train is one IP datagram of segments; each segment must also fit the path
         // MTU, which only the first send tells (EINVAL): then the sender falls back to
@@ -350,6 +350,11 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
             Ok(p) => p,
             Err(e) => return Err(format!("traffic model: {e}")),
         };
+        for (i, pacer) in pacers.iter().enumerate() {
+            if let Some(contract) = pacer.contract() {
+                meter.hold_to_contract(i, contract);
+            }
+        }
         Ok(Sender {
             socks,
             flow,
@@ -464,6 +469,9 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
     fn finish(mut self) -> (SenderMeter, Option<String>) {
         for (i, pacer) in self.pacers.iter().enumerate() {
             self.meter.set_missed_slots(i, pacer.missed_slots());
+            if let Some(report) = pacer.contract_report() {
+                self.meter.set_shaper_report(i, report);
+            }
         }
         if self.stamping {
             // The last packets' stamps arrive just after they leave.

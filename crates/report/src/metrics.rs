@@ -49,10 +49,23 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         put(name, num(s, &[field]));
     }
     put("jitter_us", num(s, &["jitter_ns"]).map(|x| x / 1e3));
-    for (prefix, field) in [
-        ("rtt", "round_trip"),
-        ("delay", "relative_one_way_delay"),
-        ("schedule_error", "schedule_error"),
+    let t = s.get("transactions").unwrap_or(&Value::Null);
+    for (name, field) in [
+        ("transactions", "transactions"),
+        ("transactions_per_sec", "transactions_per_sec"),
+        ("transaction_timeouts", "timeouts"),
+        ("transaction_errors", "errors"),
+        ("request_bytes", "request_bytes"),
+        ("response_bytes", "response_bytes"),
+    ] {
+        put(name, num(t, &[field]));
+    }
+    for (prefix, parent, field) in [
+        ("rtt", s, "round_trip"),
+        ("delay", s, "relative_one_way_delay"),
+        ("schedule_error", s, "schedule_error"),
+        ("transaction", t, "latency"),
+        ("connect", t, "connect"),
     ] {
         for (stat, key) in [
             ("mean", "mean_ns"),
@@ -66,7 +79,7 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         ] {
             put(
                 &format!("{prefix}_{stat}_us"),
-                num(s, &[field, key]).map(|x| x / 1e3),
+                num(parent, &[field, key]).map(|x| x / 1e3),
             );
         }
     }
@@ -167,7 +180,9 @@ mod tests {
             "round_trip": {"mean_ns": 50000.0, "p99_ns": 90000.0},
             "relative_one_way_delay": null,
             "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0},
-            "agent_role_cpu": null
+            "agent_role_cpu": null,
+            "transactions": {"transactions": 500, "transactions_per_sec": 250.0,
+                "latency": {"p50_ns": 3000.0}, "connect": null}
         }});
         let m = extract(&r);
         let get = |n: &str| m.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
@@ -179,6 +194,9 @@ mod tests {
         assert_eq!(get("delay_mean_us"), None);
         assert_eq!(get("cpu_client_pct"), Some(11.0));
         assert_eq!(get("cpu_agent_pct"), None);
+        assert_eq!(get("transactions_per_sec"), Some(250.0));
+        assert_eq!(get("transaction_p50_us"), Some(3.0));
+        assert_eq!(get("connect_p50_us"), None);
         assert!(extract(&json!({})).is_empty());
     }
 

@@ -18,6 +18,10 @@ pub enum Role {
     Receiver,
     /// Agent in a loopback test: receives and sends every packet back.
     Echo,
+    /// Client of a request/response test.
+    Requester,
+    /// Agent of a request/response test.
+    Responder,
 }
 
 /// Mean CPU load over the test.
@@ -90,6 +94,23 @@ pub struct SenderReport {
     pub pacing_spin_ns: u64,
     /// Per-flow figures when the test carried more than one flow.
     pub flows: Vec<FlowSenderSummary>,
+    /// Flows shaped to a token-bucket contract: how they stood against it.
+    pub contract: Option<ContractConformance>,
+}
+
+/// How a sender's contract-shaped flows stood against their contract.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ContractConformance {
+    pub contract: flowlab_traffic::ContractParams,
+    /// Flows held to it (each with its own buckets).
+    pub flows: u32,
+    /// What the shapers did, summed over those flows: packets, those held back to conform and
+    /// the longest hold, and packets of the unshaped sources a policer would have refused.
+    pub shaper: flowlab_traffic::ContractReport,
+    /// Measured on the application's send times, per flow: the largest excess, in bytes, of
+    /// any run of sent packets over a bucket's depth plus its rate times the run's span.
+    /// 0: the flow as sent conformed; a few bytes: send-time jitter.
+    pub max_excess_bytes: u64,
 }
 
 /// One flow's share of a multi-flow sender.
@@ -144,6 +165,44 @@ pub struct ReceiverReport {
     pub flows: Vec<FlowReceiverSummary>,
 }
 
+/// What the requesting end of a request/response test measured (netperf's RR and CRR).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransactionReport {
+    /// Completed transactions: request sent, whole response read.
+    pub transactions: u64,
+    /// From the first request to the last response, ns.
+    pub duration_ns: u64,
+    pub transactions_per_sec: f64,
+    /// Per transaction: first request byte written to last response byte read (CRR: the
+    /// connection's setup not included, see `connect`).
+    pub latency: Option<LatencySummary>,
+    /// CRR: time to establish each connection (connect() call to established).
+    pub connect: Option<LatencySummary>,
+    /// CRR: connections established.
+    pub connects: u64,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    /// Transactions whose response did not come within the timeout (UDP: a lost request or
+    /// response), or was cut off at the end of the test.
+    pub timeouts: u64,
+    /// Transactions that failed otherwise (connection refused or reset, a malformed response).
+    pub errors: u64,
+}
+
+/// What the answering end of a request/response test did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResponderReport {
+    pub requests: u64,
+    pub request_bytes: u64,
+    pub responses: u64,
+    pub response_bytes: u64,
+    /// Data connections accepted (CRR: one per transaction).
+    pub connections: u64,
+    /// Requests that were not well-formed requests of this session, or asked for a response
+    /// outside the limits: counted and not answered.
+    pub malformed: u64,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EchoReport {
     pub packets_echoed: u64,
@@ -174,6 +233,9 @@ pub struct SideReport {
     pub sender: Option<SenderReport>,
     pub receiver: Option<ReceiverReport>,
     pub echo: Option<EchoReport>,
+    /// Request/response tests: the client's transactions and the agent's answers.
+    pub transactions: Option<TransactionReport>,
+    pub responder: Option<ResponderReport>,
     pub tcp_info: Option<TcpInfoReport>,
     /// Why this end stopped early, if it did.
     pub error: Option<String>,

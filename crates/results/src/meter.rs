@@ -10,9 +10,11 @@ use flowlab_stats::{
     SeqTracker, Welford,
 };
 
+use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};
+
 use crate::{
-    Batching, FlowReceiverSummary, FlowSenderSummary, IntervalReport, LostBySender, PacketRecord,
-    ReceiverReport, SenderReport,
+    Batching, ContractConformance, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
+    LostBySender, PacketRecord, ReceiverReport, SenderReport, TransactionReport,
 };
 
 /// Cap on per-packet records kept in memory (about 400 MB); past it recording stops.
@@ -321,6 +323,9 @@ struct FlowTx {
     lost: LostBySender,
     first_send: Option<u64>,
     last_send: u64,
+    /// A flow shaped to a contract: its departures measured against it, and its shaper's report.
+    conformance: Option<ConformanceMeter>,
+    shaper: Option<ContractReport>,
 }
 
 /// What a sender measures.
@@ -389,6 +394,9 @@ impl SenderMeter {
         f.bytes += u64::from(size);
         f.first_send.get_or_insert(sent_mono_ns);
         f.last_send = sent_mono_ns;
+        if let Some(c) = &mut f.conformance {
+            c.on_packet(sent_mono_ns, size);
+        }
         if let (Some(errors), Some(deadline)) = (&mut self.schedule_error, deadline_ns) {
             errors.push(sent_mono_ns as i64 - deadline as i64);
         }
@@ -422,6 +430,50 @@ impl SenderMeter {
         if let Some(f) = self.flows.get_mut(flow) {
             f.lost.missed_slots = missed;
         }
+    }
+
+    /// Measures flow `flow`'s departures against the contract it is shaped to.
+    pub fn hold_to_contract(&mut self, flow: usize, contract: ContractParams) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.conformance = Some(ConformanceMeter::new(contract));
+        }
+    }
+
+    /// What flow `flow`'s shaper did (from its traffic source), at the end.
+    pub fn set_shaper_report(&mut self, flow: usize, report: ContractReport) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.shaper = Some(report);
+        }
+    }
+
+    /// The shaped flows against their contract (the first flow's contract is named).
+    fn conformance(&self) -> Option<ContractConformance> {
+        let shaped: Vec<&FlowTx> = self
+            .flows
+            .iter()
+            .filter(|f| f.conformance.is_some())
+            .collect();
+        let contract = shaped.first()?.conformance?.contract();
+        let mut shaper = ContractReport::default();
+        for r in shaped.iter().filter_map(|f| f.shaper) {
+            shaper.packets += r.packets;
+            shaper.bytes += r.bytes;
+            shaper.delayed += r.delayed;
+            shaper.max_delay_ns = shaper.max_delay_ns.max(r.max_delay_ns);
+            shaper.total_delay_ns = shaper.total_delay_ns.saturating_add(r.total_delay_ns);
+            shaper.would_violate += r.would_violate;
+            shaper.oversize += r.oversize;
+        }
+        Some(ContractConformance {
+            contract,
+            flows: shaped.len() as u32,
+            shaper,
+            max_excess_bytes: shaped
+                .iter()
+                .filter_map(|f| f.conformance.map(|c| c.max_excess_bytes()))
+                .max()
+                .unwrap_or(0),
+        })
     }
 
     pub fn set_gso(&mut self, gso: bool) {
@@ -509,6 +561,111 @@ impl SenderMeter {
             },
             pacing_spin_ns: self.pacing_spin_ns,
             flows,
+            contract: self.conformance(),
+        }
+    }
+}
+
+/// What the requesting end of a request/response test measures, transaction by transaction.
+/// Times are nanoseconds of one clock (CLOCK_MONOTONIC in the engine).
+#[derive(Debug, Default)]
+pub struct TransactionMeter {
+    latency: LatencyStats,
+    connect: Option<LatencyStats>,
+    transactions: u64,
+    connects: u64,
+    request_bytes: u64,
+    response_bytes: u64,
+    timeouts: u64,
+    errors: u64,
+    first_start: Option<u64>,
+    last_end: u64,
+}
+
+impl TransactionMeter {
+    /// `connect_each`: a connection per transaction (CRR), whose setup times are kept.
+    pub fn new(connect_each: bool) -> Self {
+        TransactionMeter {
+            connect: connect_each.then(LatencyStats::new),
+            ..TransactionMeter::default()
+        }
+    }
+
+    /// A connection established `ns` after its connect() began.
+    pub fn on_connect(&mut self, ns: u64) {
+        self.connects += 1;
+        if let Some(c) = &mut self.connect {
+            c.push(ns as i64);
+        }
+    }
+
+    /// A request of `bytes` written (complete or not).
+    pub fn on_request(&mut self, bytes: u32) {
+        self.request_bytes += u64::from(bytes);
+    }
+
+    /// A transaction done: its request began at `started_ns`, its `response_bytes` were all
+    /// read at `ended_ns`.
+    pub fn on_transaction(&mut self, started_ns: u64, ended_ns: u64, response_bytes: u32) {
+        self.transactions += 1;
+        self.response_bytes += u64::from(response_bytes);
+        self.latency
+            .push(ended_ns.saturating_sub(started_ns) as i64);
+        let first = *self.first_start.get_or_insert(started_ns);
+        self.first_start = Some(first.min(started_ns));
+        self.last_end = self.last_end.max(ended_ns);
+    }
+
+    pub fn on_timeout(&mut self) {
+        self.timeouts += 1;
+    }
+
+    pub fn on_error(&mut self) {
+        self.errors += 1;
+    }
+
+    pub fn transactions(&self) -> u64 {
+        self.transactions
+    }
+
+    /// Merges another stream's meter (a concurrent flow).
+    pub fn absorb(&mut self, other: TransactionMeter) {
+        self.latency.merge(&other.latency);
+        if let (Some(mine), Some(theirs)) = (&mut self.connect, &other.connect) {
+            mine.merge(theirs);
+        }
+        self.transactions += other.transactions;
+        self.connects += other.connects;
+        self.request_bytes += other.request_bytes;
+        self.response_bytes += other.response_bytes;
+        self.timeouts += other.timeouts;
+        self.errors += other.errors;
+        self.first_start = match (self.first_start, other.first_start) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_end = self.last_end.max(other.last_end);
+    }
+
+    pub fn report(&self) -> TransactionReport {
+        let duration_ns = self
+            .first_start
+            .map_or(0, |first| self.last_end.saturating_sub(first));
+        TransactionReport {
+            transactions: self.transactions,
+            duration_ns,
+            transactions_per_sec: if duration_ns == 0 {
+                0.0
+            } else {
+                self.transactions as f64 * 1e9 / duration_ns as f64
+            },
+            latency: self.latency.summary(),
+            connect: self.connect.as_ref().and_then(LatencyStats::summary),
+            connects: self.connects,
+            request_bytes: self.request_bytes,
+            response_bytes: self.response_bytes,
+            timeouts: self.timeouts,
+            errors: self.errors,
         }
     }
 }
@@ -516,6 +673,58 @@ impl SenderMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transactions_add_up_across_streams() {
+        let mut a = TransactionMeter::new(true);
+        a.on_connect(50_000);
+        a.on_request(64);
+        a.on_transaction(1_000_000, 1_200_000, 1000);
+        let mut b = TransactionMeter::new(true);
+        b.on_connect(70_000);
+        b.on_request(64);
+        b.on_transaction(1_100_000, 2_000_000, 1000);
+        b.on_timeout();
+        a.absorb(b);
+        let r = a.report();
+        assert_eq!((r.transactions, r.connects, r.timeouts), (2, 2, 1));
+        assert_eq!((r.request_bytes, r.response_bytes), (128, 2000));
+        assert_eq!(r.duration_ns, 1_000_000);
+        assert!((r.transactions_per_sec - 2000.0).abs() < 1e-9);
+        let latency = r.latency.unwrap();
+        assert_eq!(latency.count, 2);
+        assert!(latency.min_ns >= 199_000.0 && latency.max_ns <= 901_000.0);
+        assert_eq!(r.connect.unwrap().count, 2);
+        assert!(TransactionMeter::new(false).report().connect.is_none());
+    }
+
+    #[test]
+    fn a_shaped_flow_reports_its_contract() {
+        let contract = ContractParams {
+            peak_rate_bps: 100_000,
+            peak_bucket_bytes: 1500,
+            sustained_rate_bps: 100_000,
+            bucket_bytes: 10_000,
+        };
+        let mut m = SenderMeter::new(2, true, false);
+        m.hold_to_contract(1, contract);
+        for k in 0..5u64 {
+            m.on_sent(0, k, 1500, 0, None, k);
+            // 1500 B at 100 kb/s: 120 ms apart conforms.
+            m.on_sent(1, k, 1500, 0, None, k * 120_000_000);
+        }
+        m.set_shaper_report(
+            1,
+            ContractReport {
+                packets: 5,
+                delayed: 4,
+                ..ContractReport::default()
+            },
+        );
+        let c = m.report().contract.unwrap();
+        assert_eq!((c.flows, c.shaper.delayed, c.max_excess_bytes), (1, 4, 0));
+        assert!(SenderMeter::new(1, true, false).report().contract.is_none());
+    }
 
     fn arrived(seq: u64, sent_ns: u64, arrival_ns: u64) -> Arrived {
         Arrived {

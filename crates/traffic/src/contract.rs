@@ -221,6 +221,53 @@ impl<S: Source> Source for Shaper<S> {
     fn contract_report(&self) -> Option<ContractReport> {
         Some(self.report)
     }
+
+    fn contract(&self) -> Option<ContractParams> {
+        Some(self.contract)
+    }
+}
+
+/// Measures a sequence of real departures against a contract: for each bucket, the largest
+/// excess of any run of packets over `depth + rate * span`. Zero means the departures
+/// conform; a shaped flow sent on time shows a few bytes at most (the send-time jitter).
+#[derive(Debug, Clone, Copy)]
+pub struct ConformanceMeter {
+    contract: ContractParams,
+    buckets: Buckets,
+    last: u64,
+    /// Largest token deficit seen (tokens may go below empty here), in token units.
+    max_deficit: i128,
+}
+
+impl ConformanceMeter {
+    pub fn new(contract: ContractParams) -> Self {
+        ConformanceMeter {
+            contract,
+            buckets: Buckets::new(&contract),
+            last: 0,
+            max_deficit: 0,
+        }
+    }
+
+    pub fn contract(&self) -> ContractParams {
+        self.contract
+    }
+
+    /// A packet of `size` bytes that left at `t_ns` (times never go back).
+    pub fn on_packet(&mut self, t_ns: u64, size: u32) {
+        let t = t_ns.max(self.last);
+        self.last = t;
+        for bucket in [&mut self.buckets.peak, &mut self.buckets.sustained] {
+            bucket.take(t, size);
+            self.max_deficit = self.max_deficit.max(-bucket.tokens);
+        }
+    }
+
+    /// The largest excess in bytes, rounded up.
+    pub fn max_excess_bytes(&self) -> u64 {
+        let bytes = (self.max_deficit + UNITS_PER_BYTE - 1) / UNITS_PER_BYTE;
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
 }
 
 /// Checks that a sequence of emissions conforms to a contract, by the arrival-curve
@@ -271,6 +318,34 @@ mod tests {
             out.push(e);
         }
         (out, s.report())
+    }
+
+    #[test]
+    fn the_meter_measures_how_far_departures_break_the_contract() {
+        let (shaped, _) = run(
+            vec![
+                Emission {
+                    at_ns: 0,
+                    size: 1500
+                };
+                10
+            ],
+            aquila(),
+        );
+        let mut meter = ConformanceMeter::new(aquila());
+        for e in &shaped {
+            meter.on_packet(e.at_ns, e.size);
+        }
+        assert_eq!(meter.max_excess_bytes(), 0);
+        // One packet 1 ms early: the peak bucket (1500 B at 12.5 kB/s) is 12.5 B short.
+        meter.on_packet(shaped[9].at_ns + 119_000_000, 1500);
+        assert_eq!(meter.max_excess_bytes(), 13);
+        // A burst of three packets at once overdraws the peak bucket by two packets.
+        let mut burst = ConformanceMeter::new(aquila());
+        for _ in 0..3 {
+            burst.on_packet(5, 1500);
+        }
+        assert_eq!(burst.max_excess_bytes(), 3000);
     }
 
     #[test]

@@ -16,13 +16,15 @@ pub mod dist;
 pub mod models;
 mod pacer;
 pub mod preset;
+pub mod rr;
 mod schedule;
 pub mod spec;
 pub mod trace;
 
-pub use contract::{ContractParams, ContractReport, Shaper};
+pub use contract::{ConformanceMeter, ContractParams, ContractReport, Shaper};
 pub use dist::{Dist, EmpiricalCdf, Sampler, ValueKind};
 pub use pacer::{Action, EndCondition, Pacer, PacerConfig};
+pub use rr::{Transaction, TransactionConfig, Transactions};
 pub use schedule::{PacedSchedule, TrafficError};
 pub use spec::TrafficSpec;
 
@@ -47,6 +49,11 @@ pub trait Source: Send {
     fn contract_report(&self) -> Option<ContractReport> {
         None
     }
+
+    /// The contract the source is shaped to, if any.
+    fn contract(&self) -> Option<ContractParams> {
+        None
+    }
 }
 
 impl<S: Source + ?Sized> Source for Box<S> {
@@ -55,6 +62,9 @@ impl<S: Source + ?Sized> Source for Box<S> {
     }
     fn contract_report(&self) -> Option<ContractReport> {
         (**self).contract_report()
+    }
+    fn contract(&self) -> Option<ContractParams> {
+        (**self).contract()
     }
 }
 

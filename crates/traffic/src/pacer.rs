@@ -171,6 +171,22 @@ impl Pacer {
         }
     }
 
+    /// The contract the flow's source is shaped to, if any.
+    pub fn contract(&self) -> Option<crate::ContractParams> {
+        match &self.slots {
+            Slots::Source(e) => e.source.contract(),
+            _ => None,
+        }
+    }
+
+    /// How the flow's source stood against its contract so far.
+    pub fn contract_report(&self) -> Option<crate::ContractReport> {
+        match &self.slots {
+            Slots::Source(e) => e.source.contract_report(),
+            _ => None,
+        }
+    }
+
     /// Total slots of the flow if the end condition fixes it.
     fn slot_limit(&self) -> Option<u64> {
         let by_time = match (&self.slots, self.config.end.until_ns) {

@@ -23,54 +23,72 @@ pub struct SubFlow {
 pub struct PresetInfo {
     pub name: &'static str,
     pub description: &'static str,
+    /// The application runs over TCP: `flowlab test` carries it over TCP unless told otherwise.
+    pub over_tcp: bool,
 }
 
 pub const PRESETS: &[PresetInfo] = &[
     PresetInfo {
         name: "videoconf-1998",
         description: "videoconference of the late 1990s: audio 64 kb/s in 1119-byte packets (7.15 packets/s) + video 25 frames/s, 0.5-1.5 Mb/s (mean 1 Mb/s) following scene motion, frames cut into 72-1468-byte packets",
+        over_tcp: false,
     },
     PresetInfo {
         name: "videoconf-modern",
         description: "modern videoconference: Opus audio 48 kb/s in 20 ms frames + 30 frames/s video, mean 2 Mb/s, an I frame every second, packets of at most 1200 bytes paced over the frame",
+        over_tcp: false,
     },
     PresetInfo {
         name: "voip-g711",
         description: "G.711 VoIP, 64 kb/s in 160-byte packets every 20 ms with voice activity: exponential talk spurts 1.0 s, silences 1.35 s (Brady)",
+        over_tcp: false,
     },
     PresetInfo {
         name: "email-burst",
         description: "e-mail-like TCP bursts: a message every 2 s on average (exponential), log-normal sizes of mean 10 kB, sent in slow-start rounds of 1460-byte segments (IW 4, RTT 50 ms); mean 40 kb/s",
+        over_tcp: true,
     },
     PresetInfo {
         name: "bulk-contract",
         description: "bulk transfer of 1500-byte packets held to a token-bucket contract PR = SR = 100 kb/s, BS = 10 kB",
+        over_tcp: true,
     },
     PresetInfo {
         name: "aquila-flow1",
         description: "AQUILA flow #1: VoIP-like UDP constant bit rate, 64 kb/s peak, 53-byte packets (Premium CBR / ATM CBR)",
+        over_tcp: false,
     },
     PresetInfo {
         name: "aquila-flow2",
         description: "AQUILA flow #2: non-greedy TCP sending 10 kB messages in 1500-byte packets, shaped to PR = SR = 100 kb/s, BS = 10 kB (Premium Mission Critical / nrt-VBR); message gaps are our assumption (exponential, mean 2 s)",
+        over_tcp: true,
     },
     PresetInfo {
         name: "aquila-flow3",
         description: "AQUILA flow #3: greedy TCP transferring 5 MB files in 1500-byte packets, shaped to PR = SR = 100 kb/s, BS = 10 kB (Premium Multimedia / nrt-VBR)",
+        over_tcp: true,
     },
     PresetInfo {
         name: "aquila-flow4",
         description: "AQUILA flow #4: as flow #3, carried by best effort (STD / UBR)",
+        over_tcp: true,
     },
     PresetInfo {
         name: "aquila-background",
         description: "AQUILA background flow: constant bit rate 2 Mb/s into best effort (STD / UBR); packet size not given by the paper, 1500 bytes assumed",
+        over_tcp: false,
     },
     PresetInfo {
         name: "aquila-mix",
         description: "the whole AQUILA experiment: flows #1-#4 and the background flow",
+        over_tcp: false,
     },
 ];
+
+/// Whether preset `name` models a TCP application (see [`PresetInfo::over_tcp`]).
+pub fn over_tcp(name: &str) -> bool {
+    PRESETS.iter().any(|p| p.name == name && p.over_tcp)
+}
 
 /// The names of all presets.
 pub fn names() -> impl Iterator<Item = &'static str> {

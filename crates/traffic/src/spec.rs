@@ -13,6 +13,8 @@
 //! tcp:gap=exp:2s,msg=lognormal:10k,5k[,mss=1460][,iw=4][,rtt=50ms]
 //! trace:FILE                                 text "time size" records or a pcap
 //! preset:NAME
+//! rr:request=64,response=1k[,think=exp:10ms]  request/response transactions (netperf RR)
+//! crr:request=64,response=1k[,think=0]        a new connection per transaction (netperf CRR)
 //! ... +contract:pr=100k,sr=100k,bs=10k[,pbs=1500]
 //! ```
 //!
@@ -26,6 +28,7 @@ use crate::models::{
     Bursts, ConstantRate, FrameSizes, GapSource, MessageBursts, MessageConfig, OnOff, Replay,
     Video, VideoConfig,
 };
+use crate::rr::TransactionConfig;
 use crate::{preset, trace, Emission, Source, TrafficError};
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +80,9 @@ pub enum TrafficSpec {
     Preset {
         name: String,
     },
+    /// Request/response transactions (`rr`, `crr`): not a paced source but a workload the
+    /// engine runs as transactions.
+    RequestResponse(TransactionConfig),
     /// Any spec shaped to a token-bucket contract.
     Shaped {
         inner: Box<TrafficSpec>,
@@ -234,11 +240,12 @@ impl TrafficSpec {
                 sustained_rate_bps: sr,
                 bucket_bytes: bs,
             };
-            contract.validate()?;
-            return Ok(TrafficSpec::Shaped {
+            let shaped = TrafficSpec::Shaped {
                 inner: Box::new(inner),
                 contract,
-            });
+            };
+            shaped.validate()?;
+            return Ok(shaped);
         }
         let (kind, rest) = match s.split_once(':') {
             Some((k, r)) => (k.trim().to_ascii_lowercase(), r),
@@ -343,6 +350,15 @@ impl TrafficSpec {
                     rtt_ns: o.duration("rtt")?.unwrap_or(50_000_000),
                 })
             }
+            "rr" | "crr" => {
+                let o = opts(if kind == "rr" { "rr" } else { "crr" }, &["request", "response", "think"])?;
+                TrafficSpec::RequestResponse(TransactionConfig {
+                    request: o.dist("request", Bytes, Some("64"))?,
+                    response: o.dist("response", Bytes, Some("64"))?,
+                    think: o.dist("think", Duration, Some("0"))?,
+                    connect_each: kind == "crr",
+                })
+            }
             "trace" => {
                 let path = rest.trim();
                 if path.is_empty() {
@@ -367,7 +383,7 @@ impl TrafficSpec {
             }
             other => {
                 return Err(bad(format!(
-                    "unknown traffic kind '{other}' (expected constant, poisson, onoff, burst, generic, video, tcp, trace or preset)"
+                    "unknown traffic kind '{other}' (expected constant, poisson, onoff, burst, generic, video, tcp, trace, preset, rr or crr)"
                 )))
             }
         };
@@ -446,7 +462,11 @@ impl TrafficSpec {
                     return Err(bad(format!("unknown preset '{name}'")));
                 }
             }
+            TrafficSpec::RequestResponse(c) => c.validate()?,
             TrafficSpec::Shaped { inner, contract } => {
+                if matches!(**inner, TrafficSpec::RequestResponse(_)) {
+                    return Err(bad("request/response transactions take no contract"));
+                }
                 contract.validate()?;
                 inner.validate()?;
             }
@@ -505,6 +525,11 @@ impl TrafficSpec {
                 dist(&c.gap);
                 dist(&c.message);
             }
+            TrafficSpec::RequestResponse(c) => {
+                dist(&c.request);
+                dist(&c.response);
+                dist(&c.think);
+            }
             TrafficSpec::Trace { path } => out.push(path.clone()),
             TrafficSpec::Shaped { inner, .. } => out.extend(inner.required_files()),
             _ => {}
@@ -559,6 +584,12 @@ impl TrafficSpec {
                 message: c.message.resolve(files)?,
                 ..c.clone()
             }),
+            TrafficSpec::RequestResponse(c) => TrafficSpec::RequestResponse(TransactionConfig {
+                request: c.request.resolve(files)?,
+                response: c.response.resolve(files)?,
+                think: c.think.resolve(files)?,
+                connect_each: c.connect_each,
+            }),
             TrafficSpec::Trace { path } => TrafficSpec::TraceData {
                 emissions: read_trace(path, files)?,
             },
@@ -568,6 +599,25 @@ impl TrafficSpec {
             },
             other => other.clone(),
         })
+    }
+
+    /// Whether the traffic is a TCP application's, which a test carries over TCP unless told
+    /// otherwise: request/response (netperf's TCP_RR and TCP_CRR) and the TCP presets.
+    pub fn prefers_tcp(&self) -> bool {
+        match self {
+            TrafficSpec::RequestResponse(_) => true,
+            TrafficSpec::Preset { name } => preset::over_tcp(name),
+            TrafficSpec::Shaped { inner, .. } => inner.prefers_tcp(),
+            _ => false,
+        }
+    }
+
+    /// The request/response workload, if this spec is one (`rr`, `crr`).
+    pub fn transactions(&self) -> Option<&TransactionConfig> {
+        match self {
+            TrafficSpec::RequestResponse(c) => Some(c),
+            _ => None,
+        }
     }
 
     /// Builds the sources (one, or several for a preset). Random sources follow from `seed`
@@ -605,6 +655,9 @@ impl TrafficSpec {
             TrafficSpec::Video(c) => one(Box::new(Video::new(&c, seed)?)),
             TrafficSpec::Tcp(c) => one(Box::new(MessageBursts::new(&c, seed)?)),
             TrafficSpec::Trace { .. } => Err(bad("trace file was not read")),
+            TrafficSpec::RequestResponse(_) => Err(bad(
+                "request/response runs transactions, not a paced packet source",
+            )),
             TrafficSpec::TraceData { emissions } => one(Box::new(Replay::new(emissions)?)),
             TrafficSpec::Preset { name } => Ok(preset::build(&name, seed)?
                 .into_iter()
@@ -691,6 +744,8 @@ mod tests {
             "trace:/tmp/x,y=z.txt",
             "preset:voip-g711",
             "poisson:pps=100,size=1500+contract:pr=100k,sr=100k,bs=10k",
+            "rr:request=64,response=1k,think=0",
+            "crr:response=uniform:100..200,think=exp:1ms",
         ];
         for c in cases {
             let spec = TrafficSpec::parse(c).unwrap_or_else(|e| panic!("{c}: {e}"));
@@ -758,6 +813,13 @@ mod tests {
                 "sustained rate 2000 bit/s is above",
             ),
             ("video:gop=IXP,i=1k", "GOP pattern 'IXP' has 'X'"),
+            ("rr:response=0", "response size 0 B is outside"),
+            ("rr:response=1G", "response size 1000000000 B is outside"),
+            ("crr:size=10", "unknown option 'size' for crr"),
+            (
+                "rr:response=1k+contract:pr=1M,bs=10k",
+                "request/response transactions take no contract",
+            ),
         ];
         for (input, want) in cases {
             let e = TrafficSpec::parse(input).unwrap_err().to_string();

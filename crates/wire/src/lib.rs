@@ -6,10 +6,12 @@
 //! No I/O happens here: callers hand in and take out byte slices.
 
 pub mod control;
+pub mod message;
 pub mod probe;
 
 pub use control::{
     ClientHello, ControlError, Direction, FrameDecoder, Hello, Message, Protocol, RawEndpoint,
     SocketOptions, TestSpec, PROTOCOL_VERSION,
 };
+pub use message::{MessageError, MessageHead, StreamSplitter};
 pub use probe::{ProbeError, ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};

@@ -8,7 +8,14 @@
 //!  +------+----+-----+----------+----------------+----------------+----------------+
 //! ```
 //! `sent` is the sender's CLOCK_REALTIME when the packet left the application; `echoed` is the
-//! echoing agent's receive time in loopback tests (0 otherwise).
+//! echoing agent's receive time in loopback tests, or the responder's in request/response
+//! tests (0 otherwise).
+//!
+//! Flags: [`FLAG_ECHO`] marks an echo. In a byte stream (TCP) or a request/response test,
+//! [`FLAG_LENGTH`](crate::message::FLAG_LENGTH) says a 4-byte big-endian message length follows
+//! the header, [`FLAG_REQUEST`](crate::message::FLAG_REQUEST) that a 4-byte response size
+//! follows that, and [`FLAG_RESPONSE`](crate::message::FLAG_RESPONSE) marks a response: see
+//! [`crate::message`]. A message without `FLAG_LENGTH` is the fixed-size format.
 
 use thiserror::Error;
 

@@ -332,6 +332,12 @@ fn print_step(out: &mut impl Write, step: &Step, results: &[FlowOutcome]) -> std
         labels.join(" ")
     )?;
     let mut total = 0.0;
+    let width = results
+        .iter()
+        .map(|r| r.flow.len())
+        .chain([9]) // "all flows"
+        .max()
+        .unwrap_or(9);
     for r in results {
         match &r.result {
             Ok(t) => {
@@ -349,16 +355,16 @@ fn print_step(out: &mut impl Write, step: &Step, results: &[FlowOutcome]) -> std
                     .unwrap_or_default();
                 writeln!(
                     out,
-                    "  {:<12} {:>13}  loss {:>7.3}%  {delay}",
+                    "  {:<width$} {:>13}  loss {:>7.3}%  {delay}",
                     r.flow,
                     format_rate(s.receiver_goodput_bps),
                     s.loss_pct
                 )?;
             }
-            Err(e) => writeln!(out, "  {:<12} failed: {e}", r.flow)?,
+            Err(e) => writeln!(out, "  {:<width$} failed: {e}", r.flow)?,
         }
     }
-    writeln!(out, "  {:<12} {:>13}", "all flows", format_rate(total))
+    writeln!(out, "  {:<width$} {:>13}", "all flows", format_rate(total))
 }
 
 /// Runs the file's search: each trial is a step of the search's flows; the trial's loss is

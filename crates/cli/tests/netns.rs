@@ -721,3 +721,57 @@ fn the_aquila_tcp_flow_runs_over_tcp_and_reports_its_contract() {
     let excess = f64_at(c, "/max_excess_bytes");
     assert!(excess < 1500.0, "as sent, {excess} B beyond the contract");
 }
+
+#[test]
+fn the_aquila_flow_mix_runs_through_an_e1_lab_link() {
+    if !flowlab_netns::netns_or_skip("aquila_mix") {
+        return;
+    }
+    let lab = Lab::up("e1.toml", "e1");
+    let v = lab.run("a", "aquila-mix.toml", |t| t.replace("\"10s\"", "\"4s\""));
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 5, "each AQUILA flow reported: {v:#}");
+    let by_name = |name: &str| {
+        flows
+            .iter()
+            .find(|f| f["flow"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .get("result")
+            .unwrap_or_else(|| panic!("{name} failed: {v:#}"))
+    };
+    for (name, protocol) in [
+        ("flow1-voip", "udp"),
+        ("flow2-mission-critical", "tcp"),
+        ("flow3-multimedia", "tcp"),
+        ("flow4-best-effort", "tcp"),
+        ("background", "udp"),
+    ] {
+        let r = by_name(name);
+        assert_eq!(r["spec"]["protocol"], protocol, "{name}");
+        eprintln!(
+            "aquila_mix: {name} {protocol} {:.0} bit/s, loss {:.2} %",
+            f64_at(r, "/summary/receiver_goodput_bps"),
+            f64_at(r, "/summary/loss_pct")
+        );
+    }
+    let voip = f64_at(by_name("flow1-voip"), "/summary/receiver_goodput_bps");
+    assert!(within(voip, 64_000.0, 0.1), "VoIP at 64 kbit/s: {voip}");
+    for name in ["flow3-multimedia", "flow4-best-effort"] {
+        let c = &by_name(name)["client"]["sender"]["contract"];
+        assert_eq!(f64_at(c, "/contract/sustained_rate_bps"), 100_000.0);
+        assert!(f64_at(c, "/max_excess_bytes") < 1500.0, "{name} as sent: {c}");
+    }
+    // Together the flows offer more than the E1 carries: the link is full, never above.
+    let total: f64 = flows
+        .iter()
+        .map(|f| f64_at(&f["result"], "/summary/receiver_goodput_bps"))
+        .sum();
+    assert!(
+        (1.5e6..=2.048e6).contains(&total),
+        "{total} bit/s through a 2.048 Mbit/s link"
+    );
+    assert!(
+        f64_at(by_name("background"), "/summary/loss_pct") > 1.0,
+        "the oversubscribed FIFO drops the background's datagrams"
+    );
+}

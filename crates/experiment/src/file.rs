@@ -857,7 +857,24 @@ fn build_flow(r: &Reader, name: String, hosts: &[Host]) -> Result<Flow, Experime
     };
     let from = host_ref("from")?;
     let to = host_ref("to")?;
+    let traffic = match r.get("traffic") {
+        None => None,
+        Some(t) => match TrafficSpec::parse(&t.text) {
+            Ok(spec) if spec.transactions().is_some() => {
+                return r.err(
+                    t,
+                    "traffic",
+                    "request/response (rr, crr) runs with `flowlab test`; experiment flows are streams",
+                )
+            }
+            Ok(spec) => Some(spec),
+            Err(e) => return r.err(t, "traffic", e),
+        },
+    };
+    // A TCP application's model (a TCP preset) runs over TCP unless the file says otherwise.
+    let tcp_by_default = traffic.as_ref().is_some_and(TrafficSpec::prefers_tcp);
     let protocol = match r.string("protocol")?.as_deref() {
+        None if tcp_by_default => Protocol::Tcp,
         None | Some("udp") => Protocol::Udp,
         Some("tcp") => Protocol::Tcp,
         Some(other) => {
@@ -915,18 +932,13 @@ fn build_flow(r: &Reader, name: String, hosts: &[Host]) -> Result<Flow, Experime
     if duration_ns.is_none() && count.is_none() {
         duration_ns = Some(10_000_000_000);
     }
-    let traffic = match r.get("traffic") {
-        None => None,
-        Some(t) => {
-            if protocol != Protocol::Udp {
-                return r.err(t, "traffic", "traffic models need protocol = \"udp\"");
-            }
-            match TrafficSpec::parse(&t.text) {
-                Ok(spec) => Some(spec),
-                Err(e) => return r.err(t, "traffic", e),
-            }
-        }
-    };
+    if let (Some(t), Protocol::Tcp, Direction::Loopback) = (r.get("traffic"), protocol, direction) {
+        return r.err(
+            t,
+            "traffic",
+            "a traffic model over TCP runs oneway or reverse: the TCP echo returns fixed-size messages",
+        );
+    }
     let dscp = match r.get("dscp") {
         None => None,
         Some(d) => match flowlab_qos::classify::parse_dscp(&d.text) {
@@ -1629,6 +1641,19 @@ duration = "5s"
     }
 
     #[test]
+    fn a_tcp_preset_runs_over_tcp_unless_the_file_says_udp() {
+        let tcp = BASE.replacen("rate = \"2M\"", "traffic = \"preset:aquila-flow3\"", 1);
+        let e = load(&tcp).unwrap();
+        assert_eq!(e.points[0].flow("f1").unwrap().protocol, Protocol::Tcp);
+        let udp = tcp.replacen("duration", "protocol = \"udp\"\nduration", 1);
+        let e = load(&udp).unwrap();
+        assert_eq!(e.points[0].flow("f1").unwrap().protocol, Protocol::Udp);
+        let voip = BASE.replacen("rate = \"2M\"", "traffic = \"preset:aquila-flow1\"", 1);
+        let e = load(&voip).unwrap();
+        assert_eq!(e.points[0].flow("f1").unwrap().protocol, Protocol::Udp);
+    }
+
+    #[test]
     fn loads_a_minimal_file() {
         let e = load(BASE).unwrap();
         assert_eq!(e.name, "t");
@@ -1684,6 +1709,16 @@ duration = "5s"
                 "not HOST[:PORT]",
             ),
             ("rate = \"2M\"", "rate = \"2M\"\ndscp = \"af99\"", "dscp"),
+            (
+                "rate = \"2M\"",
+                "rate = \"2M\"\ntraffic = \"rr:request=64,response=1k\"",
+                "flowlab test",
+            ),
+            (
+                "rate = \"2M\"",
+                "rate = \"2M\"\nmode = \"loopback\"\nprotocol = \"tcp\"\ntraffic = \"poisson:pps=10,size=100\"",
+                "oneway or reverse",
+            ),
         ];
         for (from, to, want) in cases {
             let text = BASE.replacen(from, to, 1);

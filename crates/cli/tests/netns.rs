@@ -759,7 +759,10 @@ fn the_aquila_flow_mix_runs_through_an_e1_lab_link() {
     for name in ["flow3-multimedia", "flow4-best-effort"] {
         let c = &by_name(name)["client"]["sender"]["contract"];
         assert_eq!(f64_at(c, "/contract/sustained_rate_bps"), 100_000.0);
-        assert!(f64_at(c, "/max_excess_bytes") < 1500.0, "{name} as sent: {c}");
+        assert!(
+            f64_at(c, "/max_excess_bytes") < 1500.0,
+            "{name} as sent: {c}"
+        );
     }
     // Together the flows offer more than the E1 carries: the link is full, never above.
     let total: f64 = flows

@@ -860,13 +860,11 @@ fn build_flow(r: &Reader, name: String, hosts: &[Host]) -> Result<Flow, Experime
     let traffic = match r.get("traffic") {
         None => None,
         Some(t) => match TrafficSpec::parse(&t.text) {
-            Ok(spec) if spec.transactions().is_some() => {
-                return r.err(
-                    t,
-                    "traffic",
-                    "request/response (rr, crr) runs with `flowlab test`; experiment flows are streams",
-                )
-            }
+            Ok(spec) if spec.transactions().is_some() => return r.err(
+                t,
+                "traffic",
+                "request/response (rr, crr) runs with `flowlab test`; experiment flows are streams",
+            ),
             Ok(spec) => Some(spec),
             Err(e) => return r.err(t, "traffic", e),
         },

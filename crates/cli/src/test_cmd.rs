@@ -44,7 +44,9 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
     let size = args.size.unwrap_or(match protocol {
         Protocol::Udp => 1200,
         Protocol::Raw => 1000,
-        Protocol::Tcp => 128 * 1024,
+        // Measured on a veth: 256 KiB writes beat 128 KiB by 10-25 % (half the calls) and
+        // 512 KiB (the copy no longer stays in cache).
+        Protocol::Tcp => 256 * 1024,
     });
     let size =
         u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;

@@ -17,7 +17,11 @@ pub fn bind(ip: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     let addr = SocketAddr::new(ip, port);
     match TcpListener::bind(addr) {
         Ok(l) => Ok(l),
-        Err(_) if ip == IpAddr::V6(Ipv6Addr::UNSPECIFIED) => {
+        // Only a host without IPv6 falls back; a port in use is reported as such.
+        Err(e)
+            if ip == IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+                && e.kind() != std::io::ErrorKind::AddrInUse =>
+        {
             TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
                 .with_context(|| format!("cannot listen on port {port}"))
         }

@@ -9,4 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = flowlab_units::parse_bytes(&s);
     let _ = flowlab_units::parse_duration(&s);
     let _ = flowlab_units::parse_count(&s);
+    if let Ok(cpus) = flowlab_units::parse_cpu_list(&s) {
+        assert!(cpus.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+    }
 });

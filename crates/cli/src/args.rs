@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, Rate};
+use flowlab_units::{
+    parse_bytes, parse_count, parse_cpu_list, parse_duration, parse_rate, Rate, UnitError,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -27,7 +29,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run one test against an agent.
     #[command(
-        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported"
+        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported\n  flowlab test host --flows 1000 --rate 800k --cpus 0   # 1000 paced flows, client on CPU 0"
     )]
     Test(Box<TestArgs>),
     /// Run a scenario (ATM switches, IP routers, links, flows) in the deterministic simulator.
@@ -101,9 +103,21 @@ pub struct ServeArgs {
     /// default: it makes this host send to addresses the controller names.
     #[arg(long)]
     pub allow_relay: bool,
+    /// Run the agent on these CPUs only (0, 0,2, 1-3), like iperf3 -A.
+    #[arg(long, value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
     /// Log nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// CPUs as `taskset -c` takes them (one value, not a list of flags: clap reads a `Vec` field
+/// as repeated values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn parse_cpus(s: &str) -> Result<CpuList, UnitError> {
+    parse_cpu_list(s).map(CpuList)
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -190,6 +204,10 @@ pub struct TestArgs {
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
     #[arg(long)]
     pub busy_poll: bool,
+    /// Run the client on these CPUs only (0, 0,2, 1-3), like iperf3 -A: keeps the sender off
+    /// the agent's core on a shared host. Pin the agent with `flowlab serve --cpus`.
+    #[arg(long, value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
     /// Socket send buffer size at both ends (SO_SNDBUF), e.g. 4MiB.
     #[arg(long, value_parser = parse_socket_buffer)]
     pub send_buffer: Option<u32>,

@@ -66,3 +66,19 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Pins this process to `cpus` (`--cpus`), before it starts any thread.
+fn pin_cpus(cpus: Option<&args::CpuList>) -> anyhow::Result<()> {
+    let Some(args::CpuList(cpus)) = cpus else {
+        return Ok(());
+    };
+    flowlab_sys::cpu::pin_to(cpus).map_err(|e| {
+        let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+        let why = if e.kind() == std::io::ErrorKind::InvalidInput {
+            "no such CPU is online here".to_string()
+        } else {
+            e.to_string()
+        };
+        anyhow::anyhow!("cannot run on CPUs {}: {why}", list.join(","))
+    })
+}

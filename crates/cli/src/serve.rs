@@ -30,6 +30,7 @@ pub fn bind(ip: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    crate::pin_cpus(args.cpus.as_ref())?;
     let key = match &args.key_file {
         Some(path) => Some(load_key(path)?),
         None => None,

@@ -143,6 +143,7 @@ fn traffic_from_args(
 
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(&args)?;
+    crate::pin_cpus(args.cpus.as_ref())?;
     let key = args.key_file.as_deref().map(load_key).transpose()?;
     let options = TestOptions {
         target: args.target.clone(),

@@ -34,6 +34,18 @@ fn bad_flags_are_one_clear_line() {
             &["test", "127.0.0.1", "--key-file", "/nonexistent/key"],
             "cannot read key file /nonexistent/key",
         ),
+        (
+            &["test", "127.0.0.1", "--cpus", "3-1"],
+            "invalid CPU list '3-1'",
+        ),
+        (
+            &["test", "127.0.0.1", "--cpus", "4000"],
+            "cannot run on CPUs 4000: no such CPU is online here",
+        ),
+        (
+            &["serve", "--port", "0", "--cpus", "4000"],
+            "cannot run on CPUs 4000",
+        ),
     ];
     for (args, needle) in cases {
         let o = flowlab(args);
@@ -55,6 +67,12 @@ fn connection_refused_is_one_line() {
 
 #[test]
 fn port_in_use_is_one_line() {
+    // Also on the default dual-stack address: the IPv4 fallback does not hide it.
+    let taken = TcpListener::bind("[::]:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let o = flowlab(&["serve", "--port", &port]);
+    assert_one_line_error(&o, "Address already in use");
+
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let o = flowlab(&["serve", "--bind", "127.0.0.1", "--port", &port]);

@@ -129,6 +129,30 @@ pub fn thread_usage() -> io::Result<(u64, u64)> {
     Ok((timeval_ns(ru.ru_utime), timeval_ns(ru.ru_stime)))
 }
 
+/// Pins the calling thread, and every thread it starts afterwards, to `cpus`
+/// (sched_setaffinity). Called first thing, it pins the whole process.
+pub fn pin_to(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is a plain bit array, so all-zero (the empty set) is valid.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in cpus {
+        if cpu >= capacity {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond the {capacity} a CPU set holds"),
+            ));
+        }
+        // SAFETY: `cpu` is below the set's capacity, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size; pid 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// CPU usage over an interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CpuUsage {
@@ -174,6 +198,26 @@ pub fn usage_between(start: &CpuSnapshot, end: &CpuSnapshot) -> CpuUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pins_a_thread_and_refuses_impossible_sets() {
+        let allowed = std::thread::spawn(|| {
+            pin_to(&[0]).unwrap();
+            let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(allowed.as_deref(), Some("0"));
+        assert!(pin_to(&[1 << 20]).is_err());
+        assert!(
+            pin_to(&[]).is_err(),
+            "an empty set is refused by the kernel"
+        );
+    }
 
     const SAMPLE: &str = "cpu  963 10 1427 47983 163 0 15 20 5 0\n\
 cpu0 324 5 579 24347 20 0 3 7 0 0\n\

@@ -93,6 +93,36 @@ pub fn parse_count(s: &str) -> Result<u64, UnitError> {
     }
 }
 
+const CPUS_EXPECTED: &str = "expected CPU numbers and ranges such as 0, 2-3 or 0,2-3";
+/// More CPUs than any machine flowlab runs on: bounds what a range may expand to.
+const MAX_CPU: u64 = 4095;
+
+/// Parses a CPU list as `taskset -c` takes it (`0`, `0,2`, `1-3`, `0,2-3`): sorted, no repeats.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
+    let error = || unit_error("CPU list", s, CPUS_EXPECTED);
+    let number = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n <= MAX_CPU)
+            .ok_or_else(error)
+    };
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (number(a)?, number(b)?),
+            None => (number(part)?, number(part)?),
+        };
+        if first > last {
+            return Err(error());
+        }
+        cpus.extend((first..=last).map(|c| c as usize));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
 const DURATION_EXPECTED: &str =
     "expected a number with a unit h, m, s, ms, us or ns (10s, 1.5s, 500ms, 1m30s); a bare number is seconds";
 const DURATION_FRACTION: &str = "must be a whole number of nanoseconds";
@@ -323,6 +353,17 @@ fn decimals_for_three_significant_digits(scaled: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_as_taskset_takes_them() {
+        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpu_list("3,0-1,1").unwrap(), vec![0, 1, 3]);
+        assert_eq!(parse_cpu_list("2-4").unwrap(), vec![2, 3, 4]);
+        for bad in ["", "a", "1-", "3-1", "-1", "0,,1", "99999", "1.5"] {
+            let e = parse_cpu_list(bad).unwrap_err().to_string();
+            assert!(e.contains("CPU list"), "{bad}: {e}");
+        }
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -1130,7 +1130,18 @@ def build(out, doc_path):
     # -------------------------------------------------------------------------- e. flows
     md.append("## e. 1000 concurrent flows of 100 packets/s through one agent\n")
     cmp_ = Cmp()
-    fdoc, fs = fl_summary(res, "flows_flowlab")
+
+    def sched_p99(res, step):
+        doc, s = fl_summary(res, step)
+        return s if doc is None else (s.get("schedule_error") or {}).get("p99_ns")
+
+    def sched_p999(res, step):
+        doc, s = fl_summary(res, step)
+        return s if doc is None else (s.get("schedule_error") or {}).get("p999_ns")
+
+    st_def, v_def = median_round(res, "flows_flowlab", sched_p99)
+    st_pin, v_pin = median_round(res, "flows_pinned", sched_p99)
+    fdoc, fs = fl_summary(res, st_def)
     if fdoc is None:
         cmp_.add("schedule error p99", fs if "not available" not in fs else "not available yet",
                  None, None, fmt=fns, vkey="flows_sched_p99", measurement="e. 1000 flows")
@@ -1143,6 +1154,11 @@ def build(out, doc_path):
         hwm = max(hwms) if hwms else None
         cmp_.add("schedule error p99", se.get("p99_ns"), None, None, fmt=fns,
                  vkey="flows_sched_p99", measurement="e. 1000 flows")
+        pdoc, ps = fl_summary(res, st_pin)
+        if pdoc is not None:
+            cmp_.add("schedule error p99, pinned (`--cpus`)",
+                     (ps.get("schedule_error") or {}).get("p99_ns"), None, None, fmt=fns,
+                     vkey="flows_sched_p99", measurement="e. 1000 flows")
         cmp_.add("agent max RSS (VmHWM)", hwm, None, None,
                  fmt=lambda v: f"{v / 1024:.1f} MiB" if isinstance(v, (int, float)) else fnum(v),
                  vkey="flows_mem", measurement="e. 1000 flows")
@@ -1155,16 +1171,20 @@ def build(out, doc_path):
                 f"e. 1000 flows × 100 packets/s: `schedule_error` p99 {fns(se['p99_ns'])}, "
                 f"max {fns(se.get('max_ns'))}, {fcount(fs.get('lost_by_sender'))} datagrams "
                 f"lost by the sender, {fnum(bt.get('syscalls'))} send calls (mean batch "
-                f"{bt.get('mean_batch', 0):.2f}): one send call per datagram per flow, and the "
-                "client process uses "
-                f"{fpct(cpu_sum(fs.get('client_cpu')))} of a core, mostly in the kernel.")
+                f"{bt.get('mean_batch', 0):.2f}), the client process at "
+                f"{fpct(cpu_sum(fs.get('client_cpu')))} of a core.")
         hl = [ln.strip() for ln in res.text("flowlab-test-help.txt").splitlines()
-              if re.search(r"--rate|each flow|per flow|total", ln) and "flow" in ln.lower()]
+              if "--rate" in ln and re.search(r"each flow|per flow|total", ln)]
         given = res.text("flows_flowlab.rate").strip()
         md.append(f"Rate given: `--rate {given}` "
                   f"{'per flow' if given.endswith('k') else 'in total'}, "
                   "100 datagrams/s of 1000 B each (`flowlab test --help`: "
                   f"\"{hl[0] if hl else '?'}\").\n")
+        rounds_p999 = [sched_p999(res, st) for st in rounds(res, "flows_flowlab")]
+        pinned_p999 = [sched_p999(res, st) for st in rounds(res, "flows_pinned")]
+        md.append(f"Schedule error in each round (median shown): p99 {fvals(v_def, fns)}, "
+                  f"p999 {fvals(rounds_p999, fns)}; pinned p99 {fvals(v_pin, fns)}, "
+                  f"p999 {fvals(pinned_p999, fns)}.\n")
     md.append(cmp_.md())
     md.append("")
     overview.summary += cmp_.summary

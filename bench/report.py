@@ -1162,6 +1162,11 @@ def build(out, doc_path):
         cmp_.add("agent max RSS (VmHWM)", hwm, None, None,
                  fmt=lambda v: f"{v / 1024:.1f} MiB" if isinstance(v, (int, float)) else fnum(v),
                  vkey="flows_mem", measurement="e. 1000 flows")
+        own = (fs.get("agent_cpu") or {}).get("process_max_rss_bytes")
+        cmp_.add("agent peak memory, as flowlab reports it", own / 1024 if _num(own) else own,
+                 None, None,
+                 fmt=lambda v: f"{v / 1024:.1f} MiB" if isinstance(v, (int, float)) else fnum(v),
+                 vkey="flows_mem", measurement="e. 1000 flows")
         cmp_.add("received packets/s (all flows)", fs.get("receiver_packets_per_sec"), None, None,
                  measurement="e. 1000 flows")
         cmp_.add("loss", fs.get("loss_pct"), None, None, fmt=fpct, measurement="e. 1000 flows")

@@ -142,8 +142,12 @@ fn latency_line(label: &str, d: &LatencySummary) -> String {
 fn cpu_text(c: Option<&CpuLoad>) -> String {
     c.map_or("unknown".into(), |c| {
         format!(
-            "process {:.1}% user + {:.1}% system of one core, host {:.1}% of {} cores",
-            c.process_user_pct, c.process_system_pct, c.host_pct, c.cores
+            "process {:.1}% user + {:.1}% system of one core, peak memory {:.1} MiB, host {:.1}% of {} cores",
+            c.process_user_pct,
+            c.process_system_pct,
+            c.process_max_rss_bytes as f64 / f64::from(1u32 << 20),
+            c.host_pct,
+            c.cores
         )
     })
 }

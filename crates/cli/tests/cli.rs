@@ -384,6 +384,11 @@ fn parallel_flows_each_keep_their_own_accounting() {
         assert!(sent >= 300.0, "{args:?}: only {sent} sent");
         assert_eq!(f64_at(&v, "/summary/packets_received"), sent, "{args:?}");
         assert_eq!(f64_at(&v, "/summary/duplicates"), 0.0, "{args:?}");
+        // Each end reports its process's peak memory: more than a binary's few pages.
+        for end in ["/client", "/agent"] {
+            let rss = f64_at(&v, &format!("{end}/cpu/process_max_rss_bytes"));
+            assert!(rss > 1e6, "{args:?}: {end} peak memory {rss} B");
+        }
         // Per-flow tables at the receiving end: 8 flows of 40 packets each.
         let receiving = if args.contains(&"--reverse") || args.contains(&"loopback") {
             "client"

@@ -812,6 +812,7 @@ pub fn cpu_load(start: &CpuSnapshot) -> Option<flowlab_results::CpuLoad> {
         process_system_pct: u.process_system_pct,
         host_pct: u.host_pct,
         cores: u.cores,
+        process_max_rss_bytes: u.process_max_rss_bytes,
     })
 }
 

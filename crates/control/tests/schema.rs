@@ -301,6 +301,7 @@ fn cpu(user: f64) -> CpuLoad {
         process_system_pct: 3.5,
         host_pct: 21.0,
         cores: 2,
+        process_max_rss_bytes: 15 << 20,
     }
 }
 

@@ -34,6 +34,10 @@ pub struct CpuLoad {
     /// Busy share of all cores of the host, 0 to 100.
     pub host_pct: f64,
     pub cores: u32,
+    /// Largest resident memory of the flowlab process since it started, bytes (ru_maxrss).
+    /// Absent from documents written before it was reported: 0.
+    #[serde(default)]
+    pub process_max_rss_bytes: u64,
 }
 
 /// CPU time of the threads that carried an end's role (sender, receiver, echoer), as a

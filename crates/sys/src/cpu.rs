@@ -64,6 +64,8 @@ pub struct CpuSnapshot {
     pub process_user_ns: u64,
     /// Process system time (getrusage RUSAGE_SELF), ns.
     pub process_system_ns: u64,
+    /// Largest resident set of the process since it started (ru_maxrss), bytes.
+    pub process_max_rss_bytes: u64,
     /// Host counters from /proc/stat.
     pub host: HostCpuTimes,
     /// Monotonic wall time of the reading, ns.
@@ -101,6 +103,10 @@ impl CpuSnapshot {
         Ok(CpuSnapshot {
             process_user_ns: timeval_ns(ru.ru_utime),
             process_system_ns: timeval_ns(ru.ru_stime),
+            // Linux reports ru_maxrss in KiB.
+            process_max_rss_bytes: u64::try_from(ru.ru_maxrss)
+                .unwrap_or(0)
+                .saturating_mul(1024),
             host,
             wall_ns: monotonic_ns(),
         })
@@ -164,6 +170,8 @@ pub struct CpuUsage {
     pub host_pct: f64,
     /// Number of host cores.
     pub cores: u32,
+    /// Largest resident set of the process since it started, bytes.
+    pub process_max_rss_bytes: u64,
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -192,6 +200,7 @@ pub fn usage_between(start: &CpuSnapshot, end: &CpuSnapshot) -> CpuUsage {
         process_system_pct: pct(system, wall),
         host_pct: pct(busy, total).clamp(0.0, 100.0),
         cores: end.host.cores,
+        process_max_rss_bytes: end.process_max_rss_bytes,
     }
 }
 
@@ -293,6 +302,7 @@ procs_running 2\n";
             process_system_pct: 3.25,
             host_pct: 50.0,
             cores: 8,
+            process_max_rss_bytes: 14 << 20,
         };
         let json = serde_json::to_string(&u).unwrap();
         assert_eq!(serde_json::from_str::<CpuUsage>(&json).unwrap(), u);

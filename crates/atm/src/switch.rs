@@ -348,7 +348,7 @@ impl OutputPort {
     pub fn enqueue(&mut self, now_ns: u64, cell: CellMeta) -> Verdict {
         self.counters.cells_in += 1;
         let occupancy = self.occupancy;
-        let config = self.config;
+        let config = &self.config;
         let Some(vc) = self
             .vcs
             .get_mut(cell.vc.0 as usize)
@@ -451,6 +451,48 @@ impl OutputPort {
         self.occupancy += 1;
         self.counters.max_occupancy = self.counters.max_occupancy.max(self.occupancy as u64);
         Verdict::Queued
+    }
+
+    /// Offers the `cells` cells of AAL5 frame `frame` on `vc`, all arriving at `now_ns` (a
+    /// host handing a whole packet to its adapter): exactly `cells` calls of
+    /// [`OutputPort::enqueue`], the last marked end of frame, but in one step when the whole
+    /// frame is accepted untouched. Returns how many cells were queued.
+    pub fn enqueue_frame(&mut self, now_ns: u64, vc: VcId, frame: u32, cells: u32) -> u32 {
+        let n = cells as usize;
+        let occupancy = self.occupancy;
+        let config = &self.config;
+        // Whole frame fits, no discard or marking threshold is reached: nothing per cell.
+        let plain = n > 0
+            && occupancy + n <= config.buffer_cells
+            && config.epd_threshold.is_none_or(|t| occupancy <= t)
+            && config.efci_threshold.is_none_or(|t| occupancy + n <= t);
+        let state = self
+            .vcs
+            .get_mut(vc.0 as usize)
+            .filter(|s| s.registered && s.frame == FrameState::BetweenFrames);
+        let (true, Some(state)) = (plain, state) else {
+            return (0..cells)
+                .map(|j| self.enqueue(now_ns, CellMeta::user_data(vc, frame, j + 1 == cells)))
+                .filter(|v| *v == Verdict::Queued)
+                .count() as u32;
+        };
+        state.counters.cells_in += u64::from(cells);
+        let priority = state.category.priority();
+        self.counters.cells_in += u64::from(cells);
+        if occupancy == 0 && self.slot_ns < now_ns {
+            self.realign(now_ns);
+        }
+        let queue = &mut self.queues[priority];
+        for j in 0..cells {
+            queue.push_back(Queued {
+                cell: CellMeta::user_data(vc, frame, j + 1 == cells),
+                enqueued_ns: now_ns,
+            });
+        }
+        self.nonempty |= 1 << priority;
+        self.occupancy += n;
+        self.counters.max_occupancy = self.counters.max_occupancy.max(self.occupancy as u64);
+        cells
     }
 
     /// Moves the next free slot to the first slot at or after `now_ns` (idle line).
@@ -910,6 +952,59 @@ mod tests {
             for (i, f) in frames.iter().enumerate() {
                 let got = per_frame.get(&(i as u32 + 1)).copied().unwrap_or(0);
                 prop_assert!(got == 0 || got == usize::from(f.frame_len));
+            }
+        }
+
+        #[test]
+        fn a_frame_at_once_is_its_cells_one_by_one(
+            frames in arrivals(), buffer in 1usize..40, epd: bool, ppd: bool, efci: bool,
+        ) {
+            let mut config = PortConfig::new(line(), buffer);
+            config.ppd = ppd;
+            config.epd_threshold = epd.then_some(buffer / 2);
+            config.efci_threshold = efci.then_some(buffer / 3);
+            let mut ports = [OutputPort::new(config), OutputPort::new(config)];
+            let mut outs = [Vec::new(), Vec::new()];
+            for p in &mut ports {
+                // VC 3 is not set up.
+                for c in &ServiceCategory::ALL[..3] {
+                    p.add_vc(*c);
+                }
+            }
+            let mut now = 0u64;
+            for (k, f) in frames.iter().enumerate() {
+                now += f.gap_ns;
+                for (p, out) in ports.iter_mut().zip(&mut outs) {
+                    while let Some(t) = p.poll_timeout().filter(|&t| t <= now) {
+                        out.push(p.poll_transmit(t).unwrap());
+                    }
+                }
+                let (vc, frame) = (VcId(f.vc), k as u32);
+                // Some frames are empty, some cut short (their VC is left mid-frame).
+                let n = u32::from(f.frame_len) - u32::from(k % 4 == 0);
+                let [one, whole] = &mut ports;
+                if k % 5 == 4 {
+                    for p in [one, whole] {
+                        for _ in 0..n {
+                            p.enqueue(now, CellMeta::user_data(vc, frame, false));
+                        }
+                    }
+                    continue;
+                }
+                let queued = (0..n)
+                    .filter(|&j| {
+                        one.enqueue(now, CellMeta::user_data(vc, frame, j + 1 == n)) == Verdict::Queued
+                    })
+                    .count() as u32;
+                prop_assert_eq!(whole.enqueue_frame(now, vc, frame, n), queued);
+            }
+            for (p, out) in ports.iter_mut().zip(&mut outs) {
+                out.extend(drain(p));
+            }
+            prop_assert_eq!(&outs[0], &outs[1]);
+            prop_assert_eq!(ports[0].counters(), ports[1].counters());
+            for v in 0..4 {
+                prop_assert_eq!(ports[0].vc_counters(VcId(v)), ports[1].vc_counters(VcId(v)));
             }
         }
 

@@ -1101,6 +1101,18 @@ def build(out, doc_path):
     bp = rtt.get("rtt_flowlab_busypoll") or {}
     cmp_.add("RTT p50 with --busy-poll", bp.get("p50_ns", bp.get("err")), "sockperf 2×p50",
              sp_p50("rtt_sockperf"), fmt=fns, rkey="rtt_vs_sockperf", measurement="d. RTT 64 B")
+    rdoc, rs = fl_summary(res, "rr_flowlab")
+    tr = (rs.get("transactions") or {}) if rdoc is not None else {}
+    srr = sockperf_result(res, "rr_sockperf_tcp")
+    sp_rr = srr if isinstance(srr, dict) else {}
+    sp_secs = 10.0
+    cmp_.add("TCP RR 64 B/64 B: transaction p50", (tr.get("latency") or {}).get("p50_ns", rs),
+             "sockperf --tcp 2×p50", 2 * sp_rr[50.0] if 50.0 in sp_rr else srr, fmt=fns,
+             measurement="d. TCP request/response")
+    cmp_.add("TCP RR 64 B/64 B: transactions/s", tr.get("transactions_per_sec", rs),
+             "sockperf --tcp round trips/s",
+             sp_rr["received"] / sp_secs if "received" in sp_rr else srr,
+             measurement="d. TCP request/response")
     b, p = rtt.get("rtt_flowlab_busypoll") or {}, rtt.get("rtt_flowlab") or {}
     if b.get("p99_ns") and p.get("p99_ns") and b["p99_ns"] > 3 * p["p99_ns"]:
         bdoc, bs = fl_summary(res, "rtt_flowlab_busypoll")

@@ -160,7 +160,7 @@ pub struct TestArgs {
     #[arg(long, short, value_parser = parse_rate)]
     pub rate: Option<Rate>,
     /// Bytes per packet (UDP payload or TCP write), 32-byte probe header included.
-    /// Default: 1200B for UDP, 256KiB for TCP.
+    /// Default: 1200B for UDP, 256kB for TCP.
     #[arg(long, short, value_parser = parse_bytes)]
     pub size: Option<u64>,
     /// How long to send (10s, 2m). Default 10s unless --count is given.

@@ -99,7 +99,20 @@ impl ReceiverMeter {
             return;
         };
         let mut fresh = 0u64;
-        for &seq in seqs {
+        // A GSO train arrives as consecutive numbers ahead of all earlier ones: accounted
+        // in one step unless each packet is logged.
+        let consecutive = seqs.windows(2).all(|w| w[1].wrapping_sub(w[0]) == 1);
+        let run = match seqs {
+            [first, _, ..] if consecutive && self.log.is_none() => {
+                f.seq.on_run_ahead(*first, seqs.len() as u64)
+            }
+            _ => None,
+        };
+        if let Some(missing) = run {
+            self.interval.lost += missing;
+            fresh = seqs.len() as u64;
+        }
+        for &seq in seqs.iter().filter(|_| run.is_none()) {
             match f.seq.on_packet(seq) {
                 Arrival::Duplicate => continue,
                 Arrival::Gap { missing } => self.interval.lost += missing,
@@ -801,6 +814,26 @@ mod tests {
         assert_eq!(a.inter_arrival, b.inter_arrival);
         assert!((a.jitter_ns - b.jitter_ns).abs() < 1e-9);
         assert_eq!(one_by_one.take_log(), train.take_log());
+    }
+
+    #[test]
+    fn consecutive_trains_count_like_their_packets_without_a_log() {
+        let mut one_by_one = ReceiverMeter::new(1, false, false);
+        let mut trains = ReceiverMeter::new(1, false, false);
+        let sent: [&[u64]; 5] = [&[0, 1, 2, 3], &[6, 7, 8], &[7, 8], &[4], &[20, 21]];
+        for (i, seqs) in sent.iter().enumerate() {
+            let t = i as u64 * 1_000;
+            for &seq in seqs.iter() {
+                one_by_one.on_packet(0, arrived(seq, t, t + 500));
+            }
+            trains.on_train(0, arrived(99, t, t + 500), seqs);
+        }
+        let (a, b) = (one_by_one.report(Some(&[22])), trains.report(Some(&[22])));
+        assert_eq!(a.packets, b.packets);
+        assert_eq!(a.bytes_received, b.bytes_received);
+        assert_eq!(a.inter_arrival, b.inter_arrival);
+        assert_eq!(b.packets.duplicates, 2);
+        assert_eq!(b.packets.lost, 22 - 10);
     }
 
     #[test]

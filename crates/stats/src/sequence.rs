@@ -114,6 +114,51 @@ impl SeqTracker {
         Arrival::Late
     }
 
+    /// `count` consecutive numbers from `first`, all above any seen so far (a GSO train):
+    /// the same as `count` calls of [`Self::on_packet`], in a few word operations. Returns the
+    /// numbers skipped before the run (a gap), or `None`, changing nothing, when the run is
+    /// not wholly ahead of what was seen: then the caller goes number by number.
+    pub fn on_run_ahead(&mut self, first: u64, count: u64) -> Option<u64> {
+        let last = first.checked_add(count.checked_sub(1)?)?;
+        let missing = match self.highest_seen {
+            None => first,
+            Some(highest) if first > highest => first - highest - 1,
+            Some(_) => return None,
+        };
+        if count > self.window {
+            return None;
+        }
+        if let Some(highest) = self.highest_seen {
+            if first - 1 > highest {
+                self.clear_range_after(highest, first - 1);
+            }
+        } else if first >= self.window {
+            self.seen.fill(0);
+        }
+        // Slots of the run are set outright: whatever older number they held is forgotten,
+        // as clear_range_after would. The window is a whole number of words, so a chunk of
+        // one word never wraps.
+        let mut seq = first;
+        while seq <= last {
+            let slot = seq % self.window;
+            let offset = slot % BITS_PER_WORD;
+            let n = (BITS_PER_WORD - offset).min(last - seq + 1);
+            let mask = if n == BITS_PER_WORD {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << offset
+            };
+            if let Some(bits) = self.seen.get_mut((slot / BITS_PER_WORD) as usize) {
+                *bits |= mask;
+            }
+            seq += n;
+        }
+        self.highest_seen = Some(last);
+        self.received = self.received.saturating_add(count);
+        self.unique = self.unique.saturating_add(count);
+        Some(missing)
+    }
+
     /// Lost = (highest_seen + 1) - unique: gaps not (yet) filled; tail losses are
     /// invisible here, see [`Self::counts_with_sent`].
     pub fn counts(&self) -> SeqCounts {
@@ -185,6 +230,55 @@ mod tests {
             reordered,
             duplicates,
         }
+    }
+
+    proptest! {
+        /// A run ahead of everything seen is accounted as number-by-number arrivals are,
+        /// and leaves the tracker in the same state for what comes after.
+        #[test]
+        fn a_run_ahead_equals_its_packets(
+            before in proptest::collection::vec(0u64..300, 0..40),
+            gap in 0u64..200,
+            count in 1u64..130,
+            after in proptest::collection::vec(0u64..600, 0..40),
+        ) {
+            let mut one = SeqTracker::with_window(128);
+            let mut run = SeqTracker::with_window(128);
+            for &seq in &before {
+                one.on_packet(seq);
+                run.on_packet(seq);
+            }
+            let first = one.highest_seen.map_or(0, |h| h + 1) + gap;
+            match run.on_run_ahead(first, count) {
+                Some(missing) => {
+                    let mut gaps = 0;
+                    for seq in first..first + count {
+                        if let Arrival::Gap { missing } = one.on_packet(seq) {
+                            gaps += missing;
+                        }
+                    }
+                    prop_assert_eq!(missing, gaps);
+                }
+                None => prop_assert!(count > run.window, "refused only when longer than the window"),
+            }
+            for &seq in &after {
+                prop_assert_eq!(one.on_packet(seq), run.on_packet(seq));
+            }
+            prop_assert_eq!(one.counts(), run.counts());
+        }
+    }
+
+    #[test]
+    fn a_run_behind_is_left_to_the_caller() {
+        let mut tracker = SeqTracker::new();
+        tracker.on_packet(10);
+        assert_eq!(tracker.on_run_ahead(5, 3), None);
+        assert_eq!(tracker.on_run_ahead(10, 1), None);
+        assert_eq!(tracker.on_run_ahead(11, 0), None);
+        assert_eq!(tracker.counts(), counts(1, 1, 10, 0, 0));
+        assert_eq!(tracker.on_run_ahead(11, 3), Some(0));
+        assert_eq!(tracker.on_run_ahead(20, 2), Some(6));
+        assert_eq!(tracker.counts(), counts(6, 6, 16, 0, 0));
     }
 
     #[test]

@@ -778,3 +778,45 @@ fn the_aquila_flow_mix_runs_through_an_e1_lab_link() {
         "the oversubscribed FIFO drops the background's datagrams"
     );
 }
+
+#[test]
+fn the_videoconference_preset_of_1998_crosses_the_veth() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("videoconf_1998") else {
+        return;
+    };
+    let _agent = agent_in_b(&pair, AGENT);
+    let v = json(&client_in_a(
+        &pair,
+        &[AGENT, "--preset", "videoconf-1998", "-d", "4s"],
+    ));
+    assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0, "{v:#}");
+    let flows = v["agent"]["receiver"]["flows"]
+        .as_array()
+        .expect("per-flow table");
+    assert_eq!(flows.len(), 2, "audio and video");
+    let (audio, video) = (&flows[0], &flows[1]);
+    // Audio: 64 kbit/s in 1119-byte packets.
+    let audio_bytes = f64_at(audio, "/bytes_received");
+    let audio_packets = f64_at(audio, "/packets/unique");
+    assert_eq!(audio_bytes / audio_packets, 1119.0);
+    assert!(
+        within(audio_bytes * 8.0 / 4.0, 64_000.0, 0.15),
+        "audio at {} bit/s",
+        audio_bytes * 2.0
+    );
+    // Video: 0.5-1.5 Mbit/s in packets of 72 to 1468 bytes.
+    let video_bps = f64_at(video, "/bytes_received") * 8.0 / 4.0;
+    assert!(
+        (0.5e6..=1.5e6).contains(&video_bps),
+        "video at {video_bps} bit/s"
+    );
+    let mean_size = f64_at(video, "/bytes_received") / f64_at(video, "/packets/unique");
+    assert!(
+        (72.0..=1468.0).contains(&mean_size),
+        "video packets {mean_size} B"
+    );
+    eprintln!(
+        "videoconf_1998: audio {:.0} bit/s in {audio_packets} packets, video {video_bps:.0} bit/s, mean {mean_size:.0} B",
+        audio_bytes * 2.0
+    );
+}

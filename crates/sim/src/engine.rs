@@ -141,19 +141,7 @@ impl EventQueue {
             return;
         }
         // Here len < NEAR, so every index below is in range and the masks change nothing.
-        let mut i = self.len;
-        while i > self.head && self.at[(i - 1) & MASK] > e.at {
-            let (to, from) = (i & MASK, (i - 1) & MASK);
-            self.at[to] = self.at[from];
-            self.seq[to] = self.seq[from];
-            self.ev[to] = self.ev[from];
-            i -= 1;
-        }
-        let i = i & MASK;
-        self.at[i] = e.at;
-        self.seq[i] = e.seq;
-        self.ev[i] = e.ev;
-        self.len += 1;
+        self.insert_after_earlier(e, |q, i| q.at[i & MASK] > e.at);
     }
 
     /// Adds `e` with an insertion number that may be below pending ones (a wake-up the
@@ -164,8 +152,15 @@ impl EventQueue {
         if self.len == NEAR && !self.make_room(e) {
             return;
         }
+        self.insert_after_earlier(e, |q, i| q.entry(i).key() > e.key());
+    }
+
+    /// Moves up one slot the pending entries that `later` says go after `e`, from the
+    /// latest down, and puts `e` in the gap.
+    #[inline(always)]
+    fn insert_after_earlier(&mut self, e: Entry, later: impl Fn(&Self, usize) -> bool) {
         let mut i = self.len;
-        while i > self.head && self.entry(i - 1).key() > e.key() {
+        while i > self.head && later(self, i - 1) {
             let (to, from) = (i & MASK, (i - 1) & MASK);
             self.at[to] = self.at[from];
             self.seq[to] = self.seq[from];

@@ -86,10 +86,17 @@ pub fn headline(options: &TestOptions) -> String {
     )
 }
 
-pub fn interval_header() -> String {
+/// `transactions`: a request/response test, whose interval "packets" are transactions and
+/// "delay" their latency.
+pub fn interval_header(transactions: bool) -> String {
+    let (rate, delay50, delay99) = if transactions {
+        ("trans/s", "latency p50", "latency p99")
+    } else {
+        ("packets/s", "delay p50", "delay p99")
+    };
     format!(
         "{:>15}  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
-        "interval", "throughput", "packets/s", "lost", "delay p50", "delay p99", "jitter"
+        "interval", "throughput", rate, "lost", delay50, delay99, "jitter"
     )
 }
 

@@ -166,7 +166,16 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
             let _ = writeln!(std::io::stdout(), "{}", output::stream_line("interval", r));
         } else if human {
             if !printed_header {
-                let _ = writeln!(std::io::stdout(), "{}", output::interval_header());
+                let transactions = options
+                    .spec
+                    .traffic
+                    .as_ref()
+                    .is_some_and(|t| t.transactions().is_some());
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    output::interval_header(transactions)
+                );
                 printed_header = true;
             }
             let _ = writeln!(std::io::stdout(), "{}", output::interval_line(r));

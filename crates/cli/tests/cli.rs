@@ -307,6 +307,36 @@ fn json_stream_is_one_object_per_line() {
         .iter()
         .all(|l| l["type"] == "interval"));
     assert_eq!(lines.last().unwrap()["type"], "result");
+
+    // Request/response intervals count transactions: together, every one of the test's.
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--traffic",
+        "rr:request=64,response=1k",
+        "--flows",
+        "2",
+        "-d",
+        "1s",
+        "-i",
+        "250ms",
+        "--json-stream",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let (intervals, result) = lines.split_at(lines.len() - 1);
+    assert!(intervals.len() >= 4, "{lines:?}");
+    let in_intervals: f64 = intervals
+        .iter()
+        .map(|l| f64_at(&l["data"], "/packets"))
+        .sum();
+    let total = f64_at(&result[0]["data"], "/client/transactions/transactions");
+    assert!(total > 0.0);
+    assert_eq!(in_intervals, total, "{lines:?}");
 }
 
 #[test]

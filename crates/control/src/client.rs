@@ -545,7 +545,10 @@ fn spawn_roles<'scope, 'env>(
         ..
     } = signals;
     if flow.transactions().is_some() {
-        return (Some(spawn_requester(scope, data, flow, stop_sending)), None);
+        return (
+            Some(spawn_requester(scope, data, flow, stop_sending, intervals)),
+            None,
+        );
     }
     // A datagram loopback client sends and takes the echoes on one thread.
     match (data, spec.direction) {
@@ -636,16 +639,22 @@ fn spawn_requester<'scope, 'env>(
     data: &'env Data,
     flow: &'env flowlab_engine::FlowParams,
     stop: &'env AtomicBool,
+    intervals: mpsc::Sender<IntervalReport>,
 ) -> std::thread::ScopedJoinHandle<'scope, RoleOutcome> {
     scope.spawn(move || {
+        let mut on_interval = |r: IntervalReport| {
+            let _ = intervals.send(r);
+        };
         let (outcome, time) = ThreadTime::measure(|| match data {
-            Data::Tcp(streams) => flowlab_engine::tcp_request(streams, flow, stop),
-            Data::TcpConnectEach(agent, flows) => {
-                flowlab_engine::tcp_connect_request(*agent, *flows, flow, stop)
+            Data::Tcp(streams) => {
+                flowlab_engine::tcp_request(streams, flow, stop, &mut on_interval)
             }
-            Data::Udp(socks) => flowlab_engine::udp_request(socks, flow, stop),
+            Data::TcpConnectEach(agent, flows) => {
+                flowlab_engine::tcp_connect_request(*agent, *flows, flow, stop, &mut on_interval)
+            }
+            Data::Udp(socks) => flowlab_engine::udp_request(socks, flow, stop, &mut on_interval),
             // Refused by check_spec: no native-frame transactions.
-            Data::Raw(_) => flowlab_engine::udp_request(&[], flow, stop),
+            Data::Raw(_) => flowlab_engine::udp_request(&[], flow, stop, &mut on_interval),
         });
         RoleOutcome {
             time: time.with_workers(outcome.worker_cpu_ns),

@@ -10,10 +10,12 @@ use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use flowlab_results::meter::TransactionMeter;
-use flowlab_results::{ResponderReport, TransactionReport};
+use flowlab_results::{IntervalReport, ResponderReport, TransactionReport};
+use flowlab_stats::LatencyStats;
 use flowlab_sys::clock;
 use flowlab_traffic::{derive_seed, Transaction, Transactions};
 use flowlab_wire::message::{FRAMED_HEAD_LEN, REQUEST_HEAD_LEN};
@@ -22,7 +24,7 @@ use flowlab_wire::{MessageHead, ProbeRepr, StreamSplitter, PROBE_HEADER_LEN};
 use crate::tcp::{is_timeout, write_whole};
 use crate::{
     configure_tcp, fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams,
-    MAX_TCP_MESSAGE, POLL_PERIOD,
+    IntervalClock, IntervalSink, MAX_TCP_MESSAGE, POLL_PERIOD,
 };
 
 /// A UDP transaction whose response has not come within this time is counted lost.
@@ -66,6 +68,8 @@ struct Requester<'a> {
     flow: &'a FlowParams,
     model: Transactions,
     meter: TransactionMeter,
+    /// This flow's share of the live interval, when intervals are reported.
+    interval: Option<&'a Mutex<IntervalTally>>,
     request: Vec<u8>,
     seq: u64,
     end_mono_ns: Option<u64>,
@@ -73,7 +77,12 @@ struct Requester<'a> {
 }
 
 impl<'a> Requester<'a> {
-    fn new(flow: &'a FlowParams, index: usize, max_size: u32) -> Result<Self, String> {
+    fn new(
+        flow: &'a FlowParams,
+        index: usize,
+        max_size: u32,
+        interval: Option<&'a Mutex<IntervalTally>>,
+    ) -> Result<Self, String> {
         let config = flow
             .transactions()
             .ok_or("the test carries no request/response workload")?;
@@ -83,6 +92,7 @@ impl<'a> Requester<'a> {
             flow,
             model,
             meter: TransactionMeter::new(config.connect_each),
+            interval,
             request: Vec::new(),
             seq: 0,
             end_mono_ns: flow
@@ -90,6 +100,18 @@ impl<'a> Requester<'a> {
                 .map(|d| clock::monotonic_ns().saturating_add(d.as_nanos() as u64)),
             max_size,
         })
+    }
+
+    /// A transaction started at `started` (monotonic) got its `response_len`-byte answer now.
+    fn completed(&mut self, started: u64, response_len: u32) {
+        let ended = clock::monotonic_ns();
+        self.meter.on_transaction(started, ended, response_len);
+        if let Some(tally) = self.interval {
+            let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+            t.transactions += 1;
+            t.bytes += u64::from(response_len);
+            t.latency.push(ended.saturating_sub(started) as i64);
+        }
     }
 
     fn over(&self, stop: &AtomicBool) -> bool {
@@ -188,8 +210,9 @@ pub fn tcp_request(
     streams: &[TcpStream],
     flow: &FlowParams,
     stop: &AtomicBool,
+    on_interval: IntervalSink<'_>,
 ) -> TransactionOutcome {
-    run_requesters(streams.len(), flow, MAX_TCP_MESSAGE, |i, r| {
+    run_requesters(streams.len(), flow, MAX_TCP_MESSAGE, on_interval, |i, r| {
         request_on(&streams[i], r, stop)
     })
 }
@@ -200,9 +223,7 @@ fn request_on(stream: &TcpStream, r: &mut Requester<'_>, stop: &AtomicBool) -> O
     while let Some((t, request_len, response_len)) = r.next(stop) {
         let started = clock::monotonic_ns();
         match exchange(stream, &r.request[..request_len], r.seq, &mut buf, stop) {
-            Ok(true) => r
-                .meter
-                .on_transaction(started, clock::monotonic_ns(), response_len),
+            Ok(true) => r.completed(started, response_len),
             Ok(false) => r.meter.on_timeout(),
             Err(e) => {
                 r.meter.on_error();
@@ -222,8 +243,9 @@ pub fn tcp_connect_request(
     flows: usize,
     flow: &FlowParams,
     stop: &AtomicBool,
+    on_interval: IntervalSink<'_>,
 ) -> TransactionOutcome {
-    run_requesters(flows, flow, MAX_TCP_MESSAGE, |_, r| {
+    run_requesters(flows, flow, MAX_TCP_MESSAGE, on_interval, |_, r| {
         connect_request(agent, r, stop)
     })
 }
@@ -245,8 +267,7 @@ fn connect_request(agent: SocketAddr, r: &mut Requester<'_>, stop: &AtomicBool) 
         prepare_stream(&stream);
         match exchange(&stream, &r.request[..request_len], r.seq, &mut buf, stop) {
             Ok(true) => {
-                r.meter
-                    .on_transaction(started, clock::monotonic_ns(), response_len);
+                r.completed(started, response_len);
                 // The agent's close (end of stream) completes the transaction's cycle.
                 let _ = (&stream).read(&mut buf);
             }
@@ -267,8 +288,9 @@ pub fn udp_request(
     socks: &[UdpSocket],
     flow: &FlowParams,
     stop: &AtomicBool,
+    on_interval: IntervalSink<'_>,
 ) -> TransactionOutcome {
-    run_requesters(socks.len(), flow, MAX_UDP_MESSAGE, |i, r| {
+    run_requesters(socks.len(), flow, MAX_UDP_MESSAGE, on_interval, |i, r| {
         udp_request_on(&socks[i], r, stop)
     })
 }
@@ -317,8 +339,7 @@ fn udp_request_on(sock: &UdpSocket, r: &mut Requester<'_>, stop: &AtomicBool) ->
                         && h.probe.seq == r.seq
                         && h.probe.session == r.flow.session =>
                 {
-                    r.meter
-                        .on_transaction(started, clock::monotonic_ns(), n as u32);
+                    r.completed(started, n as u32);
                     break;
                 }
                 _ => {}
@@ -335,21 +356,102 @@ fn run_requesters(
     flows: usize,
     flow: &FlowParams,
     max_size: u32,
+    on_interval: IntervalSink<'_>,
     work: impl Fn(usize, &mut Requester<'_>) -> Option<String> + Sync,
 ) -> TransactionOutcome {
-    let (results, worker_cpu_ns) =
-        on_flow_threads(flows, |i| match Requester::new(flow, i, max_size) {
-            Ok(mut r) => {
-                let error = work(i, &mut r);
-                (r.meter, error)
+    let tallies: Vec<Mutex<IntervalTally>> = match flow.interval {
+        Some(_) => (0..flows).map(|_| Mutex::default()).collect(),
+        None => Vec::new(),
+    };
+    let run = || {
+        on_flow_threads(flows, |i| {
+            match Requester::new(flow, i, max_size, tallies.get(i)) {
+                Ok(mut r) => {
+                    let error = work(i, &mut r);
+                    (r.meter, error)
+                }
+                Err(e) => (TransactionMeter::default(), Some(e)),
             }
-            Err(e) => (TransactionMeter::default(), Some(e)),
-        });
+        })
+    };
+    let (results, worker_cpu_ns) = if tallies.is_empty() {
+        run()
+    } else {
+        // The flows run on other threads; this one reports the live intervals.
+        let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
+        std::thread::scope(|scope| {
+            let runner = scope.spawn(|| {
+                let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
+                let (results, (user, system)) = run();
+                let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
+                let own = (
+                    after.0.saturating_sub(before.0),
+                    after.1.saturating_sub(before.1),
+                );
+                (results, (user + own.0, system + own.1))
+            });
+            while !runner.is_finished() {
+                std::thread::sleep(INTERVAL_CHECK);
+                while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+                    on_interval(interval_report(&tallies, index, start, end));
+                }
+            }
+            if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
+                on_interval(interval_report(&tallies, index, start, end));
+            }
+            runner
+                .join()
+                .unwrap_or_else(|_| ((0..flows.max(1)).map(|_| None).collect(), (0, 0)))
+        })
+    };
     let (meter, error) = merge_flows(results, TransactionMeter::absorb);
     TransactionOutcome {
         report: meter.unwrap_or_default().report(),
         error: error.or_else(|| (flows == 0).then(|| "no flow to run".to_string())),
         worker_cpu_ns,
+    }
+}
+
+/// How often the interval reporter looks at the clock while the flows run.
+const INTERVAL_CHECK: Duration = Duration::from_millis(10);
+
+/// Transactions completed in the current live interval by one flow.
+#[derive(Default)]
+struct IntervalTally {
+    transactions: u64,
+    bytes: u64,
+    latency: LatencyStats,
+}
+
+/// A live interval of a request/response test: `packets` are the transactions completed in
+/// it, `bytes` their responses, `delay` their latency.
+fn interval_report(
+    tallies: &[Mutex<IntervalTally>],
+    index: u64,
+    start_ns: u64,
+    end_ns: u64,
+) -> IntervalReport {
+    let mut total = IntervalTally::default();
+    for tally in tallies {
+        let t = std::mem::take(&mut *tally.lock().unwrap_or_else(|p| p.into_inner()));
+        total.transactions += t.transactions;
+        total.bytes += t.bytes;
+        total.latency.merge(&t.latency);
+    }
+    let seconds = (end_ns.saturating_sub(start_ns) as f64 / 1e9).max(1e-9);
+    IntervalReport {
+        index,
+        start_ns,
+        end_ns,
+        packets: total.transactions,
+        bytes: total.bytes,
+        lost: 0,
+        reordered: 0,
+        throughput_bps: total.bytes as f64 * 8.0 / seconds,
+        packets_per_sec: total.transactions as f64 / seconds,
+        delay: total.latency.summary(),
+        jitter_ns: 0.0,
+        tcp_info: None,
     }
 }
 

@@ -430,10 +430,7 @@ fn parallel_flows_each_keep_their_own_accounting() {
             .unwrap_or_else(|| panic!("{args:?}: {v:#}"));
         assert_eq!(flows.len(), 8);
         // Each flow counts its own 40 (fewer only by slots its sender skipped).
-        let unique: Vec<f64> = flows
-            .iter()
-            .map(|f| f64_at(f, "/packets/unique"))
-            .collect();
+        let unique: Vec<f64> = flows.iter().map(|f| f64_at(f, "/packets/unique")).collect();
         assert!(unique.iter().all(|&u| u <= 40.0), "{args:?}: {unique:?}");
         assert_eq!(unique.iter().sum::<f64>(), sent, "{args:?}: {unique:?}");
         if f64_at(&v, "/summary/lost_by_sender") == 0.0 {

@@ -764,13 +764,15 @@ fn the_aquila_flow_mix_runs_through_an_e1_lab_link() {
             "{name} as sent: {c}"
         );
     }
-    // Together the flows offer more than the E1 carries: the link is full, never above.
+    // Together the flows offer more than the E1 carries: the link is full, never above. Over
+    // the test's 4 s (each flow's own goodput has its own span: a bursty TCP flow's reads
+    // higher), with 5 % for the queue still draining at the end.
     let total: f64 = flows
         .iter()
-        .map(|f| f64_at(&f["result"], "/summary/receiver_goodput_bps"))
+        .map(|f| f64_at(&f["result"], "/summary/bytes_received") * 8.0 / 4.0)
         .sum();
     assert!(
-        (1.5e6..=2.048e6).contains(&total),
+        (1.5e6..=2.048e6 * 1.05).contains(&total),
         "{total} bit/s through a 2.048 Mbit/s link"
     );
     assert!(

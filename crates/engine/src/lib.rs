@@ -178,18 +178,7 @@ fn on_flow_threads<T: Send>(
     let work = &work;
     std::thread::scope(|scope| {
         let workers: Vec<_> = (1..flows)
-            .map(|i| {
-                scope.spawn(move || {
-                    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
-                    let out = work(i);
-                    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
-                    let cpu = (
-                        after.0.saturating_sub(before.0),
-                        after.1.saturating_sub(before.1),
-                    );
-                    (out, cpu)
-                })
-            })
+            .map(|i| scope.spawn(move || with_thread_cpu(|| work(i))))
             .collect();
         let mut results: Vec<Option<T>> = Vec::with_capacity(flows);
         if flows > 0 {
@@ -207,6 +196,20 @@ fn on_flow_threads<T: Send>(
         }
         (results, cpu)
     })
+}
+
+/// Runs `f`, returning its result and the (user, system) CPU ns this thread spent on it.
+fn with_thread_cpu<T>(f: impl FnOnce() -> T) -> (T, (u64, u64)) {
+    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
+    let out = f();
+    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
+    (
+        out,
+        (
+            after.0.saturating_sub(before.0),
+            after.1.saturating_sub(before.1),
+        ),
+    )
 }
 
 /// Merges the per-flow results of [`on_flow_threads`] with `absorb`, keeping the first error;

@@ -115,14 +115,14 @@ enum Mode {
     Blocking,
     /// Spin over non-blocking sockets: no wake-up latency, one core busy.
     Spin,
-    Epoll(Poller, Vec<(u64, bool, bool)>),
+    /// Wait on an epoll set; with a period, sleep that long and take what is ready instead of
+    /// waking per datagram.
+    Epoll(Poller, Vec<(u64, bool, bool)>, Option<std::time::Duration>),
 }
 
 pub(crate) struct Readiness {
     count: usize,
     mode: Mode,
-    /// Epoll only: read every this often instead of waking per datagram.
-    coalesce: Option<std::time::Duration>,
 }
 
 /// Reads one socket drains at most this many times per turn, so flows share the thread.
@@ -135,9 +135,9 @@ impl Readiness {
         } else if socks.len() == 1 {
             Mode::Blocking
         } else {
-            Self::epoll(socks)?
+            Self::epoll(socks, None)?
         };
-        Self::with_mode(socks, mode, None)
+        Self::with_mode(socks, mode)
     }
 
     /// Reads every `period` instead of waking on each datagram: a receiver woken per
@@ -149,22 +149,18 @@ impl Readiness {
         socks: &[S],
         period: std::time::Duration,
     ) -> io::Result<Readiness> {
-        Self::with_mode(socks, Self::epoll(socks)?, Some(period))
+        Self::with_mode(socks, Self::epoll(socks, Some(period))?)
     }
 
-    fn epoll<S: DataSocket>(socks: &[S]) -> io::Result<Mode> {
+    fn epoll<S: DataSocket>(socks: &[S], period: Option<std::time::Duration>) -> io::Result<Mode> {
         let poller = Poller::new()?;
         for (i, s) in socks.iter().enumerate() {
             poller.add(s.as_fd(), i as u64, true, false)?;
         }
-        Ok(Mode::Epoll(poller, Vec::with_capacity(socks.len())))
+        Ok(Mode::Epoll(poller, Vec::with_capacity(socks.len()), period))
     }
 
-    fn with_mode<S: DataSocket>(
-        socks: &[S],
-        mode: Mode,
-        coalesce: Option<std::time::Duration>,
-    ) -> io::Result<Readiness> {
+    fn with_mode<S: DataSocket>(socks: &[S], mode: Mode) -> io::Result<Readiness> {
         for s in socks {
             match mode {
                 Mode::Blocking => {
@@ -177,7 +173,6 @@ impl Readiness {
         Ok(Readiness {
             count: socks.len(),
             mode,
-            coalesce,
         })
     }
 
@@ -202,10 +197,10 @@ impl Readiness {
         match &mut self.mode {
             Mode::Blocking => drain(0, 1),
             Mode::Spin => (0..self.count).try_for_each(|i| drain(i, DRAIN_TURNS)),
-            Mode::Epoll(poller, events) => {
-                let timeout = match self.coalesce {
+            Mode::Epoll(poller, events, period) => {
+                let timeout = match period {
                     Some(period) => {
-                        std::thread::sleep(period);
+                        std::thread::sleep(*period);
                         std::time::Duration::ZERO
                     }
                     None => POLL_PERIOD,

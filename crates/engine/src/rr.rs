@@ -23,8 +23,8 @@ use flowlab_wire::{MessageHead, ProbeRepr, StreamSplitter, PROBE_HEADER_LEN};
 
 use crate::tcp::{is_timeout, write_whole};
 use crate::{
-    configure_tcp, fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams,
-    IntervalClock, IntervalSink, MAX_TCP_MESSAGE, POLL_PERIOD,
+    configure_tcp, fill_payload, merge_flows, on_flow_threads, stopped, wait_until,
+    with_thread_cpu, FlowParams, IntervalClock, IntervalSink, MAX_TCP_MESSAGE, POLL_PERIOD,
 };
 
 /// A UDP transaction whose response has not come within this time is counted lost.
@@ -380,14 +380,9 @@ fn run_requesters(
         // The flows run on other threads; this one reports the live intervals.
         let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
         std::thread::scope(|scope| {
+            // Flow 0 runs on the runner thread: its CPU counts with the other flows'.
             let runner = scope.spawn(|| {
-                let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
-                let (results, (user, system)) = run();
-                let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
-                let own = (
-                    after.0.saturating_sub(before.0),
-                    after.1.saturating_sub(before.1),
-                );
+                let ((results, (user, system)), own) = with_thread_cpu(run);
                 (results, (user + own.0, system + own.1))
             });
             while !runner.is_finished() {

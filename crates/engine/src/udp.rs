@@ -17,8 +17,8 @@ use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
 
 use crate::readiness::{DatagramSocket, Readiness};
 use crate::{
-    fill_payload, stopped, wait_until, FlowParams, IntervalClock, IntervalSink, ReceiverOutcome,
-    SenderOutcome, MAX_BATCH,
+    fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams, IntervalClock,
+    IntervalSink, ReceiverOutcome, SenderOutcome, MAX_BATCH,
 };
 
 /// A receiver of this many flows, or of a flow fast enough for GRO, reads every
@@ -212,39 +212,13 @@ pub fn udp_send<S: DatagramSocket>(
     // kernel's softirq work, which on a small machine share it with the sender.
     let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores.saturating_sub(1).max(1));
     let share = socks.len().div_ceil(loops).max(1);
-    let mut shares = socks.chunks(share).enumerate();
-    let (_, first) = shares.next().unwrap_or((0, &[]));
-    let (mut meter, mut error, worker_cpu_ns) = std::thread::scope(|scope| {
-        let workers: Vec<_> = shares
-            .map(|(n, chunk)| {
-                scope.spawn(move || {
-                    let before = flowlab_sys::cpu::thread_usage().unwrap_or((0, 0));
-                    let out = send_loop(chunk, n * share, flow, stop);
-                    let after = flowlab_sys::cpu::thread_usage().unwrap_or(before);
-                    (
-                        out,
-                        (
-                            after.0.saturating_sub(before.0),
-                            after.1.saturating_sub(before.1),
-                        ),
-                    )
-                })
-            })
-            .collect();
-        let (mut meter, mut error) = send_loop(first, 0, flow, stop);
-        let mut cpu = (0, 0);
-        for worker in workers {
-            match worker.join() {
-                Ok(((m, e), (user, system))) => {
-                    meter.absorb(m);
-                    error = error.or(e);
-                    cpu = (cpu.0 + user, cpu.1 + system);
-                }
-                Err(_) => error = error.or(Some("a sender thread failed".into())),
-            }
-        }
-        (meter, error, cpu)
+    let (per_loop, worker_cpu_ns) = on_flow_threads(loops, |n| {
+        let chunk = socks.chunks(share).nth(n).unwrap_or(&[]);
+        send_loop(chunk, n * share, flow, stop)
     });
+    let (meter, mut error) = merge_flows(per_loop, SenderMeter::absorb);
+    let mut meter =
+        meter.unwrap_or_else(|| SenderMeter::new(socks.len(), flow.rate_bps.is_some(), false));
     if socks.is_empty() {
         error = error.or(Some("no data socket".into()));
     }

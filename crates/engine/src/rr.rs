@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use flowlab_results::meter::TransactionMeter;
 use flowlab_results::{IntervalReport, ResponderReport, TransactionReport};
-use flowlab_stats::LatencyStats;
 use flowlab_sys::clock;
 use flowlab_traffic::{derive_seed, Transaction, Transactions};
 use flowlab_wire::message::{FRAMED_HEAD_LEN, REQUEST_HEAD_LEN};
@@ -68,8 +67,8 @@ struct Requester<'a> {
     flow: &'a FlowParams,
     model: Transactions,
     meter: TransactionMeter,
-    /// This flow's share of the live interval, when intervals are reported.
-    interval: Option<&'a Mutex<IntervalTally>>,
+    /// This flow's transactions of the current live interval, when intervals are reported.
+    interval: Option<&'a Mutex<TransactionMeter>>,
     request: Vec<u8>,
     seq: u64,
     end_mono_ns: Option<u64>,
@@ -81,7 +80,7 @@ impl<'a> Requester<'a> {
         flow: &'a FlowParams,
         index: usize,
         max_size: u32,
-        interval: Option<&'a Mutex<IntervalTally>>,
+        interval: Option<&'a Mutex<TransactionMeter>>,
     ) -> Result<Self, String> {
         let config = flow
             .transactions()
@@ -106,11 +105,11 @@ impl<'a> Requester<'a> {
     fn completed(&mut self, started: u64, response_len: u32) {
         let ended = clock::monotonic_ns();
         self.meter.on_transaction(started, ended, response_len);
-        if let Some(tally) = self.interval {
-            let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
-            t.transactions += 1;
-            t.bytes += u64::from(response_len);
-            t.latency.push(ended.saturating_sub(started) as i64);
+        if let Some(interval) = self.interval {
+            interval
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .on_transaction(started, ended, response_len);
         }
     }
 
@@ -359,7 +358,7 @@ fn run_requesters(
     on_interval: IntervalSink<'_>,
     work: impl Fn(usize, &mut Requester<'_>) -> Option<String> + Sync,
 ) -> TransactionOutcome {
-    let tallies: Vec<Mutex<IntervalTally>> = match flow.interval {
+    let tallies: Vec<Mutex<TransactionMeter>> = match flow.interval {
         Some(_) => (0..flows).map(|_| Mutex::default()).collect(),
         None => Vec::new(),
     };
@@ -410,41 +409,33 @@ fn run_requesters(
 /// How often the interval reporter looks at the clock while the flows run.
 const INTERVAL_CHECK: Duration = Duration::from_millis(10);
 
-/// Transactions completed in the current live interval by one flow.
-#[derive(Default)]
-struct IntervalTally {
-    transactions: u64,
-    bytes: u64,
-    latency: LatencyStats,
-}
-
 /// A live interval of a request/response test: `packets` are the transactions completed in
 /// it, `bytes` their responses, `delay` their latency.
 fn interval_report(
-    tallies: &[Mutex<IntervalTally>],
+    tallies: &[Mutex<TransactionMeter>],
     index: u64,
     start_ns: u64,
     end_ns: u64,
 ) -> IntervalReport {
-    let mut total = IntervalTally::default();
+    let mut total = TransactionMeter::default();
     for tally in tallies {
-        let t = std::mem::take(&mut *tally.lock().unwrap_or_else(|p| p.into_inner()));
-        total.transactions += t.transactions;
-        total.bytes += t.bytes;
-        total.latency.merge(&t.latency);
+        total.absorb(std::mem::take(
+            &mut *tally.lock().unwrap_or_else(|p| p.into_inner()),
+        ));
     }
+    let total = total.report();
     let seconds = (end_ns.saturating_sub(start_ns) as f64 / 1e9).max(1e-9);
     IntervalReport {
         index,
         start_ns,
         end_ns,
         packets: total.transactions,
-        bytes: total.bytes,
+        bytes: total.response_bytes,
         lost: 0,
         reordered: 0,
-        throughput_bps: total.bytes as f64 * 8.0 / seconds,
+        throughput_bps: total.response_bytes as f64 * 8.0 / seconds,
         packets_per_sec: total.transactions as f64 / seconds,
-        delay: total.latency.summary(),
+        delay: total.latency,
         jitter_ns: 0.0,
         tcp_info: None,
     }

@@ -128,12 +128,9 @@ impl SeqTracker {
         if count > self.window {
             return None;
         }
-        if let Some(highest) = self.highest_seen {
-            if first - 1 > highest {
-                self.clear_range_after(highest, first - 1);
-            }
-        } else if first >= self.window {
-            self.seen.fill(0);
+        // Nothing seen yet: the bitmap is still empty.
+        if let Some(highest) = self.highest_seen.filter(|&h| first - 1 > h) {
+            self.clear_range_after(highest, first - 1);
         }
         // Slots of the run are set outright: whatever older number they held is forgotten,
         // as clear_range_after would. The window is a whole number of words, so a chunk of

@@ -9,7 +9,8 @@ fn uname() -> Option<libc::utsname> {
     (rc == 0).then_some(u)
 }
 
-fn c_field(chars: &[libc::c_char]) -> String {
+/// A NUL-terminated C string field as text (lossy).
+pub(crate) fn c_field(chars: &[libc::c_char]) -> String {
     let bytes: Vec<u8> = chars
         .iter()
         .take_while(|&&c| c != 0)

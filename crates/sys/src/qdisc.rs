@@ -291,12 +291,7 @@ fn interface_name(index: u32) -> String {
     if p.is_null() {
         return format!("interface {index}");
     }
-    let bytes: Vec<u8> = name
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+    crate::host::c_field(&name)
 }
 
 #[cfg(test)]

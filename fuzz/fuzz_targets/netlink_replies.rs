@@ -2,7 +2,7 @@
 //! every message it returns lies inside the input.
 #![no_main]
 
-use flowlab_sys::qdisc::{parse_replies, Reply};
+use flowlab_sys::netlink::{parse_replies, Reply};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -153,7 +153,8 @@ pub struct TestArgs {
     /// --proto raw: this end's interface, if not the one holding the control connection.
     #[arg(long)]
     pub interface: Option<String>,
-    /// --proto raw: the agent's interface, if not the one holding the control connection.
+    /// --proto raw: the agent's interface; the agent refuses any but the one its route to
+    /// this client takes (the default).
     #[arg(long)]
     pub agent_interface: Option<String>,
     /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.

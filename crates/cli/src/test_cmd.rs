@@ -4,8 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
-use flowlab_control::{check_spec, load_key, run_test, TestOptions, TestRun};
+use anyhow::Context;
+use flowlab_control::{load_key, run_test, TestOptions, TestRun};
 use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
@@ -54,15 +54,6 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
-    if duration.is_some_and(|d| d.is_zero()) {
-        bail!("invalid duration: must be above 0 s");
-    }
-    if args.count == Some(0) {
-        bail!("invalid count: must be at least 1 packet");
-    }
-    if args.interval.is_some_and(|i| i < Duration::from_millis(10)) {
-        bail!("invalid interval: must be at least 10ms");
-    }
     let traffic = traffic_from_args(args, &rate, size)?;
     // Each sub-flow of a preset (audio, video) is a flow of its own.
     let flows = match &traffic {
@@ -106,7 +97,8 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         traffic,
         seed: args.seed,
     };
-    check_spec(&spec).map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+    spec.validate()
+        .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
     Ok(spec)
 }
 

@@ -25,6 +25,19 @@ fn bad_flags_are_one_clear_line() {
             &["test", "127.0.0.1", "--duration", "soon"],
             "invalid duration 'soon'",
         ),
+        // The same checks as the agent's (one function): see tests/attacks.rs.
+        (
+            &["test", "127.0.0.1", "--interval", "1ms"],
+            "invalid test: interval must be at least 10 ms",
+        ),
+        (
+            &["test", "127.0.0.1", "--duration", "0s"],
+            "invalid test: duration must be above 0 s",
+        ),
+        (
+            &["test", "127.0.0.1", "--congestion", "a/b"],
+            "invalid test: 'a/b' is not a congestion control name",
+        ),
         (
             &["test", "no-such-host.invalid"],
             "cannot resolve host 'no-such-host.invalid'",

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use flowlab_engine::FlowParams;
 use flowlab_results::{IntervalReport, PacketRecord, SideReport};
 use flowlab_sys::cpu::CpuSnapshot;
+use flowlab_sys::netlink;
 use flowlab_sys::raw::{self, RawSocket};
 use flowlab_wire::control::HELLO_FLAG_AUTH_REQUIRED;
-use flowlab_wire::{
-    Direction, Hello, Message, Protocol, TestSpec, PROBE_HEADER_LEN, PROTOCOL_VERSION,
-};
+use flowlab_wire::spec::{format_mac, parse_mac};
+use flowlab_wire::{Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION};
 
 use crate::auth;
 use crate::conn::{Conn, ConnError, PACKET_LOG_CHUNK};
@@ -62,10 +62,6 @@ pub struct AgentStats {
     pub active_tests: AtomicUsize,
 }
 
-/// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
-pub const MAX_UDP_PAYLOAD: u32 = 65_507;
-/// Largest TCP message.
-pub const MAX_TCP_MESSAGE: u32 = flowlab_engine::MAX_TCP_MESSAGE;
 /// How often the agent shows it is alive during a test.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How long a connecting peer may take for each setup step.
@@ -272,6 +268,13 @@ fn run_session(
     if let Err(reason) = check_request(&spec, &config.limits) {
         return refuse(&mut conn, stats, reason);
     }
+    let raw = match spec.protocol {
+        Protocol::Raw => match raw_path(&spec, peer.ip()) {
+            Ok(path) => Some(path),
+            Err(reason) => return refuse(&mut conn, stats, reason),
+        },
+        _ => None,
+    };
     let active = stats.active_tests.fetch_add(1, Ordering::Relaxed);
     let _slot = Slot(stats);
     if active >= config.limits.max_tests {
@@ -284,13 +287,13 @@ fn run_session(
             ),
         );
     }
-    let data = DataSockets::open(&spec, local_ip, peer.ip()).inspect_err(|e| {
+    let data = DataSockets::open(&spec, local_ip, peer.ip(), raw).inspect_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
     })?;
     conn.send(&Message::Accepted {
         session,
         data_ports: data.ports(),
-        agent_mac: data.mac(&spec, local_ip),
+        agent_mac: data.mac(),
     })
     .map_err(|e| e.to_string())?;
     log(format!(
@@ -381,106 +384,9 @@ fn relay_test(
         .map_err(|e| e.to_string())
 }
 
-/// Checks a test against the protocol's bounds; the client checks before asking, the agent
-/// again on receipt.
-pub fn check_spec(spec: &TestSpec) -> Result<(), String> {
-    let (max_size, what) = match spec.protocol {
-        Protocol::Udp => (MAX_UDP_PAYLOAD, "the UDP maximum"),
-        Protocol::Tcp => (MAX_TCP_MESSAGE, "the TCP message maximum"),
-        Protocol::Raw => (MAX_UDP_PAYLOAD, "the native frame maximum"),
-    };
-    if spec.size < PROBE_HEADER_LEN as u32 {
-        return Err(format!(
-            "packet size {} B is below the {PROBE_HEADER_LEN}-byte probe header",
-            spec.size
-        ));
-    }
-    if spec.size > max_size {
-        return Err(format!(
-            "packet size {} B exceeds {what} of {max_size} B",
-            spec.size
-        ));
-    }
-    if spec.duration_ns.is_none() && spec.count.is_none() {
-        return Err("the test has no end: give a duration or a count".into());
-    }
-    if spec.flows == 0 {
-        return Err("a test needs at least one flow".into());
-    }
-    if spec.socket.dscp.is_some_and(|d| d > 63) {
-        return Err("a DSCP is 0..=63".into());
-    }
-    if spec.socket.read_rate_bps.is_some() && spec.protocol == Protocol::Tcp {
-        return Err(
-            "--read-rate models a slow UDP reader; TCP's own flow control slows its sender".into(),
-        );
-    }
-    if spec.protocol == Protocol::Raw && spec.flows != 1 {
-        return Err(
-            "native frames carry one flow: every socket on an interface sees every frame".into(),
-        );
-    }
-    if let Some(traffic) = &spec.traffic {
-        traffic
-            .validate()
-            .map_err(|e| format!("traffic model: {e}"))?;
-        match traffic.transactions() {
-            Some(rr) => check_transactions(spec, rr)?,
-            None if spec.protocol == Protocol::Tcp && spec.direction == Direction::Loopback => {
-                return Err(
-                    "a traffic model over TCP runs one-way or reverse: the TCP echo returns fixed-size messages".into(),
-                )
-            }
-            None => {}
-        }
-    }
-    if spec.rate_bps == Some(0) {
-        return Err("rate must be above 0 bit/s".into());
-    }
-    Ok(())
-}
-
-/// A request/response test: over TCP or UDP, client to agent, sizes within the transport's.
-fn check_transactions(
-    spec: &TestSpec,
-    rr: &flowlab_traffic::TransactionConfig,
-) -> Result<(), String> {
-    let kind = if rr.connect_each { "crr" } else { "rr" };
-    match spec.protocol {
-        Protocol::Raw => return Err(format!("{kind} runs over TCP or UDP, not native frames")),
-        Protocol::Udp if rr.connect_each => {
-            return Err(
-                "crr opens a TCP connection per transaction: use --proto tcp (or rr for UDP)"
-                    .into(),
-            )
-        }
-        Protocol::Udp => {
-            for (what, dist) in [("request", &rr.request), ("response", &rr.response)] {
-                if dist.mean().is_some_and(|m| m > f64::from(MAX_UDP_PAYLOAD)) {
-                    return Err(format!(
-                        "a UDP {what} is one datagram of at most {MAX_UDP_PAYLOAD} B: use --proto tcp for larger ones"
-                    ));
-                }
-            }
-        }
-        Protocol::Tcp => {}
-    }
-    if spec.direction != Direction::Oneway {
-        return Err(format!(
-            "{kind}: the client asks and the agent answers; --reverse and --mode loopback do not apply"
-        ));
-    }
-    if spec.rate_bps.is_some() {
-        return Err(format!(
-            "{kind} runs transactions back to back (or after think=): --rate does not apply"
-        ));
-    }
-    Ok(())
-}
-
 /// Checks a request against the protocol's bounds and the agent's limits.
 pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
-    check_spec(spec)?;
+    spec.validate().map_err(|e| e.to_string())?;
     if let Some(d) = spec.duration_ns {
         if d > limits.max_duration.as_nanos() as u64 {
             return Err(format!(
@@ -534,6 +440,44 @@ pub fn raw_interface(named: Option<&str>, local_ip: IpAddr) -> Result<raw::Inter
     }
 }
 
+/// Where the agent's native frames go: out of the interface the kernel routes the control
+/// peer through, to the MAC address of the peer's neighbour entry there. Never to what a
+/// request names: a request naming another MAC address or interface is refused.
+struct RawPath {
+    local: raw::Interface,
+    peer_mac: [u8; 6],
+}
+
+fn raw_path(spec: &TestSpec, peer_ip: IpAddr) -> Result<RawPath, String> {
+    let peer = netlink::link_peer(peer_ip)
+        .map_err(|e| format!("native frames go only to a client on this host's link: {e}"))?;
+    let named = spec.raw.as_ref();
+    if let Some(mac) = named.and_then(|r| parse_mac(&r.client_mac)) {
+        if mac != peer.mac {
+            return Err(format!(
+                "the request names client MAC address {}, but {} is {} on {}",
+                format_mac(&mac),
+                peer_ip.to_canonical(),
+                format_mac(&peer.mac),
+                peer.interface
+            ));
+        }
+    }
+    if let Some(name) = named.and_then(|r| r.agent_interface.as_deref()) {
+        if name != peer.interface {
+            return Err(format!(
+                "the request names interface {name}, but the client is reached on {}",
+                peer.interface
+            ));
+        }
+    }
+    let local = raw::interface_named(&peer.interface).map_err(|e| e.to_string())?;
+    Ok(RawPath {
+        local,
+        peer_mac: peer.mac,
+    })
+}
+
 /// A native frame must fit the interface's MTU: there is no IP to fragment it.
 pub fn check_mtu(interface: &raw::Interface, size: u32) -> Result<(), String> {
     let mtu = std::fs::read_to_string(format!("/sys/class/net/{}/mtu", interface.name))
@@ -574,8 +518,9 @@ fn raw_notes(flow: &FlowParams) -> Vec<String> {
 /// The agent's data sockets, one per flow, before and after the client's side is known.
 enum DataSockets {
     Udp(Vec<UdpSocket>),
-    /// Native frames: one socket on the interface, sending to the client's MAC address.
-    Raw(Vec<RawSocket>),
+    /// Native frames: one socket on the interface, sending to the client's MAC address; this
+    /// end's MAC address.
+    Raw(Vec<RawSocket>, [u8; 6]),
     TcpListening(TcpListener, usize),
     Tcp(Vec<TcpStream>),
     /// CRR: a connection per transaction, accepted from the client's address only.
@@ -585,7 +530,12 @@ enum DataSockets {
 impl DataSockets {
     /// UDP: each bound and connected to the client's address only, so the kernel drops
     /// datagrams from anyone else and the agent can send nowhere else.
-    fn open(spec: &TestSpec, local_ip: IpAddr, peer_ip: IpAddr) -> Result<DataSockets, String> {
+    fn open(
+        spec: &TestSpec,
+        local_ip: IpAddr,
+        peer_ip: IpAddr,
+        raw: Option<RawPath>,
+    ) -> Result<DataSockets, String> {
         let local = SocketAddr::new(local_ip, 0);
         match spec.protocol {
             Protocol::Udp => spec
@@ -614,30 +564,21 @@ impl DataSockets {
                     .map_err(|e| format!("cannot open a TCP data socket: {e}"))
             }
             Protocol::Raw => {
-                let endpoint = spec
-                    .raw
-                    .as_ref()
-                    .ok_or("native frames need the client's MAC address")?;
-                let client_mac = raw::parse_mac(&endpoint.client_mac)
-                    .ok_or_else(|| format!("invalid MAC address '{}'", endpoint.client_mac))?;
-                let interface = raw_interface(endpoint.agent_interface.as_deref(), local_ip)?;
-                check_mtu(&interface, spec.size)?;
-                RawSocket::open(&interface, client_mac)
-                    .map(|s| DataSockets::Raw(vec![s]))
-                    .map_err(|e| raw_error(&interface.name, &e))
+                let interface = raw.ok_or("native frames need the path to the client")?;
+                check_mtu(&interface.local, spec.size)?;
+                RawSocket::open(&interface.local, interface.peer_mac)
+                    .map(|s| DataSockets::Raw(vec![s], interface.local.mac))
+                    .map_err(|e| raw_error(&interface.local.name, &e))
             }
         }
     }
 
     /// This end's MAC address, for native frames.
-    fn mac(&self, spec: &TestSpec, local_ip: IpAddr) -> Option<String> {
-        let DataSockets::Raw(_) = self else {
-            return None;
-        };
-        let named = spec.raw.as_ref().and_then(|r| r.agent_interface.as_deref());
-        raw_interface(named, local_ip)
-            .ok()
-            .map(|i| raw::format_mac(&i.mac))
+    fn mac(&self) -> Option<String> {
+        match self {
+            DataSockets::Raw(_, mac) => Some(format_mac(mac)),
+            _ => None,
+        }
     }
 
     /// The ports the client sends to: one per UDP flow; TCP flows all connect to one port.
@@ -645,7 +586,7 @@ impl DataSockets {
         let port = |a: std::io::Result<SocketAddr>| a.map(|a| a.port()).unwrap_or(0);
         match self {
             DataSockets::Udp(socks) => socks.iter().map(|s| port(s.local_addr())).collect(),
-            DataSockets::Raw(_) => Vec::new(),
+            DataSockets::Raw(..) => Vec::new(),
             DataSockets::TcpListening(l, _) | DataSockets::TcpAcceptEach(l, _) => {
                 vec![port(l.local_addr())]
             }
@@ -657,7 +598,7 @@ impl DataSockets {
     fn configure(&self, flow: &FlowParams, sending: bool) -> Vec<String> {
         match self {
             DataSockets::Udp(socks) => flowlab_engine::configure_udp(socks, flow, sending),
-            DataSockets::Raw(_) => raw_notes(flow),
+            DataSockets::Raw(..) => raw_notes(flow),
             DataSockets::Tcp(streams) => flowlab_engine::configure_tcp(streams, flow, sending),
             DataSockets::TcpListening(..) | DataSockets::TcpAcceptEach(..) => Vec::new(),
         }
@@ -946,7 +887,7 @@ fn run_role(
         (DataSockets::Udp(socks), direction) => {
             datagram_role(&socks, direction, flow, stop, on_interval, events, &mut out)
         }
-        (DataSockets::Raw(socks), direction) => {
+        (DataSockets::Raw(socks, _), direction) => {
             datagram_role(&socks, direction, flow, stop, on_interval, events, &mut out)
         }
         (DataSockets::Tcp(streams), Direction::Oneway) => {

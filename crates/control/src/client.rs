@@ -191,7 +191,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
             .map_err(ClientError::Setup)?;
         crate::agent::check_mtu(&interface, spec.size).map_err(ClientError::Setup)?;
         spec.raw = Some(flowlab_wire::RawEndpoint {
-            client_mac: flowlab_sys::raw::format_mac(&interface.mac),
+            client_mac: flowlab_wire::spec::format_mac(&interface.mac),
             agent_interface: options.agent_interface.clone(),
         });
         raw_interface = Some(interface);
@@ -261,7 +261,7 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
             let mac = accepted
                 .agent_mac
                 .as_deref()
-                .and_then(flowlab_sys::raw::parse_mac)
+                .and_then(flowlab_wire::spec::parse_mac)
                 .ok_or_else(|| {
                     ClientError::Setup("the agent sent no MAC address for native frames".into())
                 })?;

@@ -11,7 +11,7 @@ mod conn;
 pub mod controller;
 pub mod result;
 
-pub use agent::{check_spec, serve, AgentConfig, AgentStats, Limits, LocalAgent};
+pub use agent::{serve, AgentConfig, AgentStats, Limits, LocalAgent};
 pub use auth::{load_key, AuthError};
 pub use client::{run_test, ClientError, TestOptions, TestRun};
 pub use result::{Summary2, TestResult, SCHEMA_VERSION};

@@ -5,7 +5,7 @@ use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 
 use flowlab_sys::timestamping::{self, TimestampFlags};
-use flowlab_sys::{qdisc, socket, tcp, udp};
+use flowlab_sys::{netlink, socket, tcp, udp};
 
 use crate::FlowParams;
 
@@ -99,7 +99,7 @@ fn kernel_udp_pacing(socks: &[UdpSocket]) -> String {
     let Some(peer) = socks.first().and_then(|s| s.peer_addr().ok()) else {
         return "kernel pacing: no connected socket to find the path's qdisc".into();
     };
-    let egress = match qdisc::egress(peer.ip()) {
+    let egress = match netlink::egress(peer.ip()) {
         Ok(e) => e,
         Err(e) => {
             return format!(

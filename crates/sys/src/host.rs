@@ -66,6 +66,19 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
     Ok(limit.rlim_cur)
 }
 
+/// Moves the calling thread into the network namespace `ip netns` made under `name`: the
+/// sockets it opens from then on live there. Other threads stay where they are (tests use it
+/// to act as a host of their own lab).
+pub fn enter_netns(name: &str) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(format!("/run/netns/{name}"))?;
+    // SAFETY: setns(2) on a namespace descriptor we hold open; it changes this thread only.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,24 +23,6 @@ pub struct Interface {
     pub mac: [u8; 6],
 }
 
-/// `aa:bb:cc:dd:ee:ff`.
-pub fn format_mac(mac: &[u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// Parses `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut out = [0u8; 6];
-    let mut parts = s.split(':');
-    for byte in &mut out {
-        *byte = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(out)
-}
-
 /// Every interface with a hardware address and the IP addresses it holds (getifaddrs).
 fn interfaces() -> io::Result<Vec<(Interface, Vec<IpAddr>)>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
@@ -272,16 +254,6 @@ impl AsFd for RawSocket {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn macs_parse_and_print() {
-        let mac = [0x02, 0x00, 0x5e, 0x10, 0xab, 0xff];
-        assert_eq!(format_mac(&mac), "02:00:5e:10:ab:ff");
-        assert_eq!(parse_mac("02:00:5e:10:ab:ff"), Some(mac));
-        for bad in ["", "02:00", "02:00:5e:10:ab:ff:00", "zz:00:00:00:00:00"] {
-            assert_eq!(parse_mac(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn loopback_is_found_by_address_and_name() {

@@ -9,8 +9,8 @@
 
 use std::collections::VecDeque;
 
+use crate::spec::TestSpec;
 use flowlab_results::{IntervalReport, PacketRecord, SideReport};
-use flowlab_traffic::TrafficSpec;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -96,104 +96,6 @@ impl Hello {
     pub fn auth_required(&self) -> bool {
         self.flags & HELLO_FLAG_AUTH_REQUIRED != 0
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    Udp,
-    Tcp,
-    /// Native link-layer frames (AF_PACKET, flowlab's EtherType): no IP, no UDP.
-    Raw,
-}
-
-/// Which way the test traffic flows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Client sends, agent receives.
-    Oneway,
-    /// Agent sends, client receives.
-    Reverse,
-    /// Client sends, agent echoes every packet back: round-trip delay.
-    Loopback,
-}
-
-/// What the client asks the agent to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TestSpec {
-    pub protocol: Protocol,
-    pub direction: Direction,
-    /// Offered rate in bit/s of application payload; `None` sends as fast as the path allows.
-    pub rate_bps: Option<u64>,
-    /// Application payload bytes per packet (UDP datagram or TCP write), probe header included.
-    pub size: u32,
-    /// End condition: whichever of duration and count comes first.
-    pub duration_ns: Option<u64>,
-    pub count: Option<u64>,
-    /// Period of live interval reports; `None` for no interval reports.
-    pub interval_ns: Option<u64>,
-    /// Parallel flows, each on its own socket pair (own 5-tuple); the rate is per flow.
-    pub flows: u32,
-    /// The client's UDP data ports (on the address it connected from), one per flow.
-    pub client_udp_ports: Vec<u16>,
-    /// Native frames: the client's MAC address, and the agent's interface if the client
-    /// names one (else the agent uses the interface of its control connection).
-    pub raw: Option<RawEndpoint>,
-    /// Busy-poll the receiving sockets (lower latency, one core spinning).
-    pub busy_poll: bool,
-    /// Whether the agent keeps and returns per-packet records.
-    pub packet_log: bool,
-    /// How both ends set up their data sockets.
-    pub socket: SocketOptions,
-    /// A traffic model instead of the constant rate (UDP): when packets leave and how big they
-    /// are. Files it names are embedded by the client, so the agent needs none.
-    pub traffic: Option<TrafficSpec>,
-    /// Seed of random traffic models: the same seed replays the same traffic.
-    pub seed: u64,
-}
-
-/// Where native link-layer frames go.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawEndpoint {
-    /// `aa:bb:cc:dd:ee:ff`.
-    pub client_mac: String,
-    pub agent_interface: Option<String>,
-}
-
-/// Data-socket settings, applied at both ends.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SocketOptions {
-    /// SO_SNDBUF / SO_RCVBUF in bytes; `None` keeps the kernel's default (and autotuning).
-    pub send_buffer: Option<u32>,
-    pub recv_buffer: Option<u32>,
-    /// Also ask the kernel to pace at the test rate (SO_MAX_PACING_RATE): TCP paces itself;
-    /// UDP only under the fq qdisc.
-    pub kernel_pacing: bool,
-    /// TCP: send with MSG_ZEROCOPY.
-    pub zerocopy: bool,
-    /// TCP congestion control algorithm (TCP_CONGESTION), e.g. "cubic", "reno", "bbr".
-    pub congestion: Option<String>,
-    /// UDP: take kernel transmit timestamps (SO_TIMESTAMPING, software and, where the NIC
-    /// has them, hardware) to measure when packets really left.
-    pub tx_timestamps: bool,
-    /// DiffServ code point (0..=63) in the IP header (IP_TOS / IPV6_TCLASS, ECN bits 0).
-    pub dscp: Option<u8>,
-    /// SO_PRIORITY: the queueing priority of the sender's packets on its host.
-    pub priority: Option<u32>,
-    /// SO_MARK (needs CAP_NET_ADMIN): a firewall/routing mark.
-    pub mark: Option<u32>,
-    /// TCP_NODELAY at the sender; `None`: on for paced flows, off at max rate.
-    pub nodelay: Option<bool>,
-    /// TCP_MAXSEG and TCP_WINDOW_CLAMP.
-    pub mss: Option<u32>,
-    pub window_clamp: Option<u32>,
-    /// The receiving application reads at most this many bit/s (a slow reader): its socket
-    /// buffer fills, delay grows by the buffer's worth, then the buffer drops packets.
-    pub read_rate_bps: Option<u64>,
 }
 
 /// One control message.
@@ -358,6 +260,7 @@ impl FrameDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::{Direction, Protocol, SocketOptions};
     use proptest::prelude::*;
 
     static HELLO_BYTES: [u8; 16] = [

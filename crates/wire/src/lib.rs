@@ -9,9 +9,9 @@ pub mod control;
 pub mod message;
 pub mod probe;
 
-pub use control::{
-    ClientHello, ControlError, Direction, FrameDecoder, Hello, Message, Protocol, RawEndpoint,
-    SocketOptions, TestSpec, PROTOCOL_VERSION,
-};
+pub mod spec;
+
+pub use control::{ClientHello, ControlError, FrameDecoder, Hello, Message, PROTOCOL_VERSION};
 pub use message::{MessageError, MessageHead, StreamSplitter};
 pub use probe::{ProbeError, ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
+pub use spec::{Direction, Protocol, RawEndpoint, SocketOptions, SpecError, TestSpec};

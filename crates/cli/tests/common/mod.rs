@@ -1,6 +1,8 @@
 //! Helpers for the CLI's integration tests: run the real `flowlab` binary, start agents.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod attacker;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

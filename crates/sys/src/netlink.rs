@@ -1,6 +1,8 @@
-//! The queueing disciplines on the interface that carries traffic to an address, read over
-//! rtnetlink. The kernel paces UDP (SO_MAX_PACING_RATE, SO_TXTIME) only under fq or etf, so a
-//! report says which qdisc the path has instead of assuming.
+//! What the kernel's routing tables say about a peer, read over rtnetlink: the interface that
+//! carries traffic to it and that interface's queueing disciplines (the kernel paces UDP only
+//! under fq or etf, so a report says which qdisc the path has instead of assuming), and for a
+//! peer on the same link, its hardware address from the neighbour table (native frames go
+//! there and nowhere else).
 
 use std::io;
 use std::net::IpAddr;
@@ -13,12 +15,21 @@ const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_DUMP: u16 = 0x300;
 const RTM_NEWROUTE: u16 = 24;
 const RTM_GETROUTE: u16 = 26;
+const RTM_NEWNEIGH: u16 = 28;
+const RTM_GETNEIGH: u16 = 30;
 const RTM_NEWQDISC: u16 = 36;
 const RTM_GETQDISC: u16 = 38;
 const RTMSG_LEN: usize = 12;
 const TCMSG_LEN: usize = 20;
+const NDMSG_LEN: usize = 12;
 const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
+const RTA_GATEWAY: u16 = 5;
+const NDA_DST: u16 = 1;
+const NDA_LLADDR: u16 = 2;
+/// Neighbour states without a usable hardware address: still resolving, or failed.
+const NUD_INCOMPLETE: u16 = 0x01;
+const NUD_FAILED: u16 = 0x20;
 const TCA_KIND: u16 = 1;
 /// The parent of a root qdisc.
 const TC_H_ROOT: u32 = 0xFFFF_FFFF;
@@ -48,6 +59,19 @@ pub enum Reply {
     Route {
         /// Its output interface index.
         oif: Option<u32>,
+        /// Whether it goes through a gateway (the peer is not on the link).
+        via_gateway: bool,
+    },
+    /// A neighbour table entry.
+    Neighbour {
+        /// The interface it is on.
+        ifindex: u32,
+        /// NUD_* state bits.
+        state: u16,
+        /// Its IP address.
+        dst: Option<IpAddr>,
+        /// Its hardware address, if the entry has an Ethernet one.
+        mac: Option<[u8; 6]>,
     },
     /// A qdisc.
     Qdisc {
@@ -115,8 +139,10 @@ pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
                     oif: attributes(attrs)
                         .find(|&(t, _)| t == RTA_OIF)
                         .and_then(|(_, p)| u32_at(p, 0)),
+                    via_gateway: attributes(attrs).any(|(t, _)| t == RTA_GATEWAY),
                 }
             }
+            RTM_NEWNEIGH => parse_neighbour(body)?,
             RTM_NEWQDISC => {
                 let ifindex = u32_at(body, 4).ok_or_else(|| malformed("short qdisc"))?;
                 let parent = u32_at(body, 12).ok_or_else(|| malformed("short qdisc"))?;
@@ -140,6 +166,30 @@ pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
         buf = buf.get(len.next_multiple_of(4)..).unwrap_or(&[]);
     }
     Ok(replies)
+}
+
+/// An ndmsg (family, pads, ifindex, state, flags, type) and its attributes.
+fn parse_neighbour(body: &[u8]) -> io::Result<Reply> {
+    let short = || malformed("short neighbour");
+    let ifindex = u32_at(body, 4).ok_or_else(short)?;
+    let state = u16_at(body, 8).ok_or_else(short)?;
+    let attrs = body.get(NDMSG_LEN..).ok_or_else(short)?;
+    let dst = attributes(attrs)
+        .find(|&(t, _)| t == NDA_DST)
+        .and_then(|(_, p)| match p.len() {
+            4 => <[u8; 4]>::try_from(p).ok().map(IpAddr::from),
+            16 => <[u8; 16]>::try_from(p).ok().map(IpAddr::from),
+            _ => None,
+        });
+    let mac = attributes(attrs)
+        .find(|&(t, _)| t == NDA_LLADDR)
+        .and_then(|(_, p)| <[u8; 6]>::try_from(p).ok());
+    Ok(Reply::Neighbour {
+        ifindex,
+        state,
+        dst,
+        mac,
+    })
 }
 
 fn header(total: usize, kind: u16, flags: u16, seq: u32) -> Vec<u8> {
@@ -167,6 +217,15 @@ fn route_request(dst: IpAddr, seq: u32) -> Vec<u8> {
     m.extend_from_slice(&(attr_len as u16).to_ne_bytes());
     m.extend_from_slice(&RTA_DST.to_ne_bytes());
     m.extend_from_slice(&addr);
+    m
+}
+
+/// RTM_GETNEIGH dump of one address family's neighbour table.
+fn neighbour_dump_request(family: u8, seq: u32) -> Vec<u8> {
+    let total = NLMSG_HDR_LEN + NDMSG_LEN;
+    let mut m = header(total, RTM_GETNEIGH, NLM_F_REQUEST | NLM_F_DUMP, seq);
+    m.push(family);
+    m.extend_from_slice(&[0; NDMSG_LEN - 1]);
     m
 }
 
@@ -246,18 +305,82 @@ impl Netlink {
     }
 }
 
-/// The interface the kernel routes `dst` through, and its qdiscs.
-pub fn egress(dst: IpAddr) -> io::Result<Egress> {
-    let netlink = Netlink::open()?;
-    let mut oif = None;
+/// The route the kernel takes to `dst`: output interface, and whether through a gateway.
+fn route(netlink: &Netlink, dst: IpAddr) -> io::Result<(u32, bool)> {
+    let mut found = None;
     netlink.exchange(&route_request(dst, 1), |reply| {
-        if let Reply::Route { oif: found } = reply {
-            oif = found;
+        if let Reply::Route { oif, via_gateway } = reply {
+            found = Some((oif, via_gateway));
             return Ok(true);
         }
         Ok(false)
     })?;
-    let oif = oif.ok_or_else(|| malformed("route without an output interface"))?;
+    match found {
+        Some((Some(oif), via_gateway)) => Ok((oif, via_gateway)),
+        _ => Err(malformed("route without an output interface")),
+    }
+}
+
+/// A peer on the same link: the interface that reaches it and its hardware address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkPeer {
+    /// The interface of the route to the peer.
+    pub interface: String,
+    /// Its index.
+    pub ifindex: u32,
+    /// The peer's hardware address.
+    pub mac: [u8; 6],
+}
+
+/// Where native frames for `peer` must go, from the kernel's own tables: the interface of the
+/// route to it and the MAC address of its neighbour entry on that interface. A peer behind a
+/// gateway, or without a resolved entry, has none.
+pub fn link_peer(peer: IpAddr) -> io::Result<LinkPeer> {
+    let peer = peer.to_canonical();
+    let netlink = Netlink::open()?;
+    let (oif, via_gateway) = route(&netlink, peer)?;
+    let not_found = |why: String| io::Error::new(io::ErrorKind::NotFound, why);
+    if via_gateway {
+        return Err(not_found(format!(
+            "{peer} is reached through a gateway, not on a link of this host"
+        )));
+    }
+    let family = if peer.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    } as u8;
+    let mut mac = None;
+    netlink.exchange(&neighbour_dump_request(family, 2), |reply| match reply {
+        Reply::Done => Ok(true),
+        Reply::Neighbour {
+            ifindex,
+            state,
+            dst: Some(dst),
+            mac: Some(found),
+        } if ifindex == oif && dst == peer && state & (NUD_INCOMPLETE | NUD_FAILED) == 0 => {
+            mac = Some(found);
+            Ok(false)
+        }
+        _ => Ok(false),
+    })?;
+    let interface = interface_name(oif);
+    let mac = mac.ok_or_else(|| {
+        not_found(format!(
+            "no neighbour entry with a MAC address for {peer} on {interface}"
+        ))
+    })?;
+    Ok(LinkPeer {
+        interface,
+        ifindex: oif,
+        mac,
+    })
+}
+
+/// The interface the kernel routes `dst` through, and its qdiscs.
+pub fn egress(dst: IpAddr) -> io::Result<Egress> {
+    let netlink = Netlink::open()?;
+    let (oif, _) = route(&netlink, dst)?;
     let mut root = None;
     let mut kinds = Vec::new();
     netlink.exchange(&qdisc_dump_request(2), |reply| match reply {
@@ -350,6 +473,45 @@ mod tests {
         assert!(parse_replies(&lying).is_err());
         lying[0..4].copy_from_slice(&3u32.to_ne_bytes());
         assert!(parse_replies(&lying).is_err());
+    }
+
+    /// An RTM_NEWNEIGH for 10.0.0.1 at 02:00:00:00:00:01 on interface 5, state REACHABLE.
+    fn neighbour_reply() -> Vec<u8> {
+        let mut m = header(16 + 12 + 8 + 12, RTM_NEWNEIGH, 2, 4);
+        m.extend_from_slice(&[libc::AF_INET as u8, 0, 0, 0]); // family, pads
+        m.extend_from_slice(&5u32.to_ne_bytes()); // ifindex
+        m.extend_from_slice(&0x02u16.to_ne_bytes()); // state
+        m.extend_from_slice(&[0, 1]); // flags, type
+        m.extend_from_slice(&[8, 0, 1, 0, 10, 0, 0, 1]); // NDA_DST
+        m.extend_from_slice(&[10, 0, 2, 0, 2, 0, 0, 0, 0, 1, 0, 0]); // NDA_LLADDR, padded
+        m
+    }
+
+    #[test]
+    fn parses_a_neighbour() {
+        assert_eq!(
+            parse_replies(&neighbour_reply()).unwrap(),
+            vec![Reply::Neighbour {
+                ifindex: 5,
+                state: 0x02,
+                dst: Some("10.0.0.1".parse().unwrap()),
+                mac: Some([2, 0, 0, 0, 0, 1]),
+            }]
+        );
+        let request = neighbour_dump_request(libc::AF_INET6 as u8, 3);
+        assert_eq!(request.len(), 28);
+        assert_eq!(u16_at(&request, 4), Some(RTM_GETNEIGH));
+        assert_eq!(request[16], libc::AF_INET6 as u8);
+    }
+
+    #[test]
+    fn loopback_has_no_link_peer() {
+        // lo has no neighbour entries: native frames to a loopback peer have nowhere to go.
+        match link_peer("127.0.0.1".parse().unwrap()) {
+            Ok(p) => panic!("a link peer on loopback: {p:?}"),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!("skipped: rtnetlink unavailable: {e}"),
+        }
     }
 
     #[test]

@@ -1,0 +1,140 @@
+//! The agent as a stranger would try it: hand-made control frames against a real `flowlab
+//! serve`, each attack checked for its outcome (issue 11). Attacks on the data path of a
+//! lab (native frames) need root and two namespaces; without them they say they were skipped.
+
+mod common;
+
+use common::attacker::{refusal, udp_request, ControlPeer};
+use common::*;
+use serde_json::{json, Value};
+
+/// Every field an attacker can set out of range is refused by the agent itself, with the
+/// reason the client would have given.
+#[test]
+fn agent_refuses_every_field_out_of_range() {
+    let agent = loopback_agent(&["--max-tests", "1"]);
+    let cases: [(&str, Value, &str); 14] = [
+        ("interval_ns", json!(0), "interval must be at least 10 ms"),
+        ("interval_ns", json!(1), "interval must be at least 10 ms"),
+        ("size", json!(0), "below the 32-byte probe header"),
+        ("size", json!(70_000), "exceeds the UDP maximum"),
+        ("flows", json!(0), "at least one flow"),
+        ("duration_ns", json!(0), "duration must be above 0 s"),
+        ("duration_ns", json!(u64::MAX), "exceeds the longest test"),
+        ("count", json!(0), "count must be at least 1 packet"),
+        ("rate_bps", json!(0), "rate must be above 0 bit/s"),
+        ("client_udp_ports", json!([0]), "port 0 is not a port"),
+        ("client_udp_ports", json!([1, 2]), "give one port per flow"),
+        (
+            "raw",
+            json!({"client_mac": "ff:ff:ff:ff:ff:ff", "agent_interface": null}),
+            "applies to --proto raw only",
+        ),
+        ("socket", socket_with("dscp", json!(99)), "a DSCP is 0..=63"),
+        (
+            "socket",
+            socket_with("congestion", json!("../../etc")),
+            "not a congestion control name",
+        ),
+    ];
+    for (field, value, reason) in cases {
+        let mut spec = udp_request(40_000);
+        spec[field] = value;
+        let mut peer = ControlPeer::connect(&agent.addr);
+        let got = refusal(&peer.request(spec));
+        assert!(got.contains(reason), "{field}: '{got}' lacks '{reason}'");
+    }
+    // The refusals held no slot: a valid test runs on the agent's single one.
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "-d",
+        "1s",
+        "--rate",
+        "1M",
+        "--json",
+        "--no-store",
+    ]);
+    assert!(
+        o.status.success(),
+        "valid test after attacks: {}",
+        stderr(&o)
+    );
+}
+
+fn socket_with(option: &str, value: Value) -> Value {
+    let mut socket = udp_request(1)["socket"].clone();
+    socket[option] = value;
+    socket
+}
+
+/// Native frames go only to the control peer's MAC address, out of the interface of the
+/// route to it: a request naming a broadcast MAC, another host's MAC or another interface is
+/// refused, and one naming the right ones (or none) is accepted.
+#[test]
+fn raw_frames_go_only_to_the_control_peer() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("raw_frames_go_only_to_the_control_peer")
+    else {
+        return;
+    };
+    let mut cmd = pair.command_in(&pair.ns_b, FLOWLAB);
+    cmd.args(["serve", "--bind", "10.99.0.2", "--port", "9470"]);
+    let _agent = start_agent(cmd);
+    let (ns_a, dev_a) = (pair.ns_a.clone(), pair.dev_a.clone());
+    let own_mac = std::thread::spawn(move || {
+        flowlab_sys::host::enter_netns(&ns_a).expect("enter namespace a");
+        let mac = flowlab_sys::raw::interface_named(&dev_a).expect("veth").mac;
+        flowlab_wire::spec::format_mac(&mac)
+    })
+    .join()
+    .unwrap();
+    let cases = [
+        (
+            json!("ff:ff:ff:ff:ff:ff"),
+            json!(null),
+            Some("not a unicast address"),
+        ),
+        (
+            json!("01:00:5e:00:00:01"),
+            json!(null),
+            Some("not a unicast address"),
+        ),
+        (
+            json!("02:12:34:56:78:9a"),
+            json!(null),
+            Some("the request names client MAC"),
+        ),
+        (
+            json!(own_mac),
+            json!("lo"),
+            Some("the request names interface lo"),
+        ),
+        (json!(own_mac), json!(pair.dev_b), None),
+        (json!(own_mac), json!(null), None),
+    ];
+    let ns_a = pair.ns_a.clone();
+    std::thread::spawn(move || {
+        flowlab_sys::host::enter_netns(&ns_a).expect("enter namespace a");
+        for (mac, interface, refused) in cases {
+            let mut spec = udp_request(1);
+            spec["protocol"] = json!("raw");
+            spec["client_udp_ports"] = json!([]);
+            spec["raw"] = json!({"client_mac": mac, "agent_interface": interface});
+            let mut peer = ControlPeer::connect("10.99.0.2:9470");
+            let answer = peer.request(spec);
+            match refused {
+                Some(reason) => {
+                    let got = refusal(&answer);
+                    assert!(got.contains(reason), "{mac}: '{got}' lacks '{reason}'");
+                }
+                None => {
+                    assert_eq!(answer["type"], "accepted", "{mac} {interface}: {answer}");
+                    let agent_mac = answer["agent_mac"].as_str().unwrap_or_default();
+                    assert_eq!(agent_mac.len(), 17, "the agent names its MAC: {answer}");
+                }
+            }
+        }
+    })
+    .join()
+    .unwrap();
+}

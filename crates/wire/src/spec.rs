@@ -1,0 +1,423 @@
+//! The description of a test as a client asks for it and an agent runs it, and its one
+//! validation: flags, experiment files and the agent all check a request with
+//! [`TestSpec::validate`], so what one end accepts the other does too.
+
+use std::time::Duration;
+
+use flowlab_traffic::{TrafficSpec, TransactionConfig};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::PROBE_HEADER_LEN;
+
+/// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
+pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+/// Largest TCP message (a request or response of a transaction, or a framed model message).
+pub const MAX_TCP_MESSAGE: u32 = flowlab_traffic::rr::MAX_MESSAGE_SIZE;
+/// Shortest live-report period: shorter ones report noise and cost a message per few packets.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// Longest live-report period.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// Longest test the protocol describes (an agent's `--max-duration` is usually far lower).
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Highest rate of one flow: above any interface of today, low enough for exact integer
+/// pacing arithmetic.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+/// Most flows of one test: a socket each at both ends.
+pub const MAX_FLOWS: u32 = 65_535;
+/// Largest socket buffer or TCP window clamp asked for (the kernel takes an int and doubles it).
+pub const MAX_BUFFER: u32 = 1 << 30;
+/// Longest TCP congestion control name (the kernel's TCP_CA_NAME_MAX less its NUL).
+const MAX_CONGESTION_NAME: usize = 15;
+/// Longest interface name (IFNAMSIZ less its NUL).
+const MAX_INTERFACE_NAME: usize = 15;
+
+/// Why a test description cannot run, in one line a user can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+fn refuse<T>(why: impl Into<String>) -> Result<T, SpecError> {
+    Err(SpecError(why.into()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Udp,
+    Tcp,
+    /// Native link-layer frames (AF_PACKET, flowlab's EtherType): no IP, no UDP.
+    Raw,
+}
+
+/// Which way the test traffic flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Client sends, agent receives.
+    Oneway,
+    /// Agent sends, client receives.
+    Reverse,
+    /// Client sends, agent echoes every packet back: round-trip delay.
+    Loopback,
+}
+
+/// What the client asks the agent to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    pub protocol: Protocol,
+    pub direction: Direction,
+    /// Offered rate in bit/s of application payload; `None` sends as fast as the path allows.
+    pub rate_bps: Option<u64>,
+    /// Application payload bytes per packet (UDP datagram or TCP write), probe header included.
+    pub size: u32,
+    /// End condition: whichever of duration and count comes first.
+    pub duration_ns: Option<u64>,
+    pub count: Option<u64>,
+    /// Period of live interval reports; `None` for no interval reports.
+    pub interval_ns: Option<u64>,
+    /// Parallel flows, each on its own socket pair (own 5-tuple); the rate is per flow.
+    pub flows: u32,
+    /// The client's UDP data ports (on the address it connected from), one per flow.
+    pub client_udp_ports: Vec<u16>,
+    /// Native frames: the client's MAC address, and the agent's interface if the client
+    /// names one (else the agent uses the interface of its control connection).
+    pub raw: Option<RawEndpoint>,
+    /// Busy-poll the receiving sockets (lower latency, one core spinning).
+    pub busy_poll: bool,
+    /// Whether the agent keeps and returns per-packet records.
+    pub packet_log: bool,
+    /// How both ends set up their data sockets.
+    pub socket: SocketOptions,
+    /// A traffic model instead of the constant rate (UDP): when packets leave and how big they
+    /// are. Files it names are embedded by the client, so the agent needs none.
+    pub traffic: Option<TrafficSpec>,
+    /// Seed of random traffic models: the same seed replays the same traffic.
+    pub seed: u64,
+}
+
+/// Where native link-layer frames go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEndpoint {
+    /// `aa:bb:cc:dd:ee:ff`.
+    pub client_mac: String,
+    pub agent_interface: Option<String>,
+}
+
+/// Data-socket settings, applied at both ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketOptions {
+    /// SO_SNDBUF / SO_RCVBUF in bytes; `None` keeps the kernel's default (and autotuning).
+    pub send_buffer: Option<u32>,
+    pub recv_buffer: Option<u32>,
+    /// Also ask the kernel to pace at the test rate (SO_MAX_PACING_RATE): TCP paces itself;
+    /// UDP only under the fq qdisc.
+    pub kernel_pacing: bool,
+    /// TCP: send with MSG_ZEROCOPY.
+    pub zerocopy: bool,
+    /// TCP congestion control algorithm (TCP_CONGESTION), e.g. "cubic", "reno", "bbr".
+    pub congestion: Option<String>,
+    /// UDP: take kernel transmit timestamps (SO_TIMESTAMPING, software and, where the NIC
+    /// has them, hardware) to measure when packets really left.
+    pub tx_timestamps: bool,
+    /// DiffServ code point (0..=63) in the IP header (IP_TOS / IPV6_TCLASS, ECN bits 0).
+    pub dscp: Option<u8>,
+    /// SO_PRIORITY: the queueing priority of the sender's packets on its host.
+    pub priority: Option<u32>,
+    /// SO_MARK (needs CAP_NET_ADMIN): a firewall/routing mark.
+    pub mark: Option<u32>,
+    /// TCP_NODELAY at the sender; `None`: on for paced flows, off at max rate.
+    pub nodelay: Option<bool>,
+    /// TCP_MAXSEG and TCP_WINDOW_CLAMP.
+    pub mss: Option<u32>,
+    pub window_clamp: Option<u32>,
+    /// The receiving application reads at most this many bit/s (a slow reader): its socket
+    /// buffer fills, delay grows by the buffer's worth, then the buffer drops packets.
+    pub read_rate_bps: Option<u64>,
+}
+
+impl TestSpec {
+    /// Checks every field against the protocol's bounds. The client checks before asking and
+    /// the agent again on receipt, with this one function: an agent's own limits come on top.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        self.check_size()?;
+        self.check_end()?;
+        self.check_rate()?;
+        self.check_flows()?;
+        self.check_raw()?;
+        self.socket.validate(self.protocol)?;
+        self.check_traffic()
+    }
+
+    fn check_size(&self) -> Result<(), SpecError> {
+        let (max_size, what) = match self.protocol {
+            Protocol::Udp => (MAX_UDP_PAYLOAD, "the UDP maximum"),
+            Protocol::Tcp => (MAX_TCP_MESSAGE, "the TCP message maximum"),
+            Protocol::Raw => (MAX_UDP_PAYLOAD, "the native frame maximum"),
+        };
+        if self.size < PROBE_HEADER_LEN as u32 {
+            return refuse(format!(
+                "packet size {} B is below the {PROBE_HEADER_LEN}-byte probe header",
+                self.size
+            ));
+        }
+        if self.size > max_size {
+            return refuse(format!(
+                "packet size {} B exceeds {what} of {max_size} B",
+                self.size
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_end(&self) -> Result<(), SpecError> {
+        let max = MAX_DURATION.as_nanos() as u64;
+        match (self.duration_ns, self.count) {
+            (None, None) => return refuse("the test has no end: give a duration or a count"),
+            (Some(0), _) => return refuse("duration must be above 0 s"),
+            (Some(d), _) if d > max => {
+                return refuse(format!(
+                    "duration {:.0} s exceeds the longest test of {} days",
+                    d as f64 / 1e9,
+                    MAX_DURATION.as_secs() / 86_400
+                ))
+            }
+            (_, Some(0)) => return refuse("count must be at least 1 packet"),
+            _ => {}
+        }
+        let (min, max) = (
+            MIN_INTERVAL.as_nanos() as u64,
+            MAX_INTERVAL.as_nanos() as u64,
+        );
+        match self.interval_ns {
+            Some(i) if i < min => refuse(format!(
+                "interval must be at least {} ms",
+                MIN_INTERVAL.as_millis()
+            )),
+            Some(i) if i > max => refuse(format!(
+                "interval must be at most {} s",
+                MAX_INTERVAL.as_secs()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_rate(&self) -> Result<(), SpecError> {
+        match self.rate_bps {
+            Some(0) => refuse("rate must be above 0 bit/s"),
+            Some(r) if r > MAX_RATE_BPS => refuse(format!(
+                "rate {r} bit/s exceeds the highest rate of {MAX_RATE_BPS} bit/s"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_flows(&self) -> Result<(), SpecError> {
+        if self.flows == 0 {
+            return refuse("a test needs at least one flow");
+        }
+        if self.flows > MAX_FLOWS {
+            return refuse(format!(
+                "{} flows exceed the most of {MAX_FLOWS}",
+                self.flows
+            ));
+        }
+        if self.protocol == Protocol::Raw && self.flows != 1 {
+            return refuse(
+                "native frames carry one flow: every socket on an interface sees every frame",
+            );
+        }
+        let ports = &self.client_udp_ports;
+        match self.protocol {
+            Protocol::Udp if !ports.is_empty() && ports.len() != self.flows as usize => {
+                refuse(format!(
+                    "{} client UDP ports for {} flows: give one port per flow",
+                    ports.len(),
+                    self.flows
+                ))
+            }
+            Protocol::Udp if ports.contains(&0) => refuse("client UDP port 0 is not a port"),
+            Protocol::Tcp | Protocol::Raw if !ports.is_empty() => {
+                refuse("client UDP ports apply to UDP tests only")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_raw(&self) -> Result<(), SpecError> {
+        match (&self.raw, self.protocol) {
+            (Some(raw), Protocol::Raw) => raw.validate(),
+            (Some(_), _) => refuse("a native-frame endpoint applies to --proto raw only"),
+            (None, _) => Ok(()),
+        }
+    }
+
+    fn check_traffic(&self) -> Result<(), SpecError> {
+        let Some(traffic) = &self.traffic else {
+            return Ok(());
+        };
+        traffic
+            .validate()
+            .map_err(|e| SpecError(format!("traffic model: {e}")))?;
+        match traffic.transactions() {
+            Some(rr) => self.check_transactions(rr),
+            None if self.protocol == Protocol::Tcp && self.direction == Direction::Loopback => {
+                refuse("a traffic model over TCP runs one-way or reverse: the TCP echo returns fixed-size messages")
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// A request/response test: over TCP or UDP, client to agent, sizes within the transport's.
+    fn check_transactions(&self, rr: &TransactionConfig) -> Result<(), SpecError> {
+        let kind = if rr.connect_each { "crr" } else { "rr" };
+        match self.protocol {
+            Protocol::Raw => {
+                return refuse(format!("{kind} runs over TCP or UDP, not native frames"))
+            }
+            Protocol::Udp if rr.connect_each => {
+                return refuse(
+                    "crr opens a TCP connection per transaction: use --proto tcp (or rr for UDP)",
+                )
+            }
+            Protocol::Udp => {
+                for (what, dist) in [("request", &rr.request), ("response", &rr.response)] {
+                    if dist.mean().is_some_and(|m| m > f64::from(MAX_UDP_PAYLOAD)) {
+                        return refuse(format!(
+                            "a UDP {what} is one datagram of at most {MAX_UDP_PAYLOAD} B: use --proto tcp for larger ones"
+                        ));
+                    }
+                }
+            }
+            Protocol::Tcp => {}
+        }
+        if self.direction != Direction::Oneway {
+            return refuse(format!(
+                "{kind}: the client asks and the agent answers; --reverse and --mode loopback do not apply"
+            ));
+        }
+        if self.rate_bps.is_some() {
+            return refuse(format!(
+                "{kind} runs transactions back to back (or after think=): --rate does not apply"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RawEndpoint {
+    fn validate(&self) -> Result<(), SpecError> {
+        match parse_mac(&self.client_mac) {
+            None => return refuse(format!("invalid MAC address '{}'", self.client_mac)),
+            Some(mac) if mac[0] & 1 != 0 || mac == [0; 6] => {
+                return refuse(format!(
+                    "client MAC address {} is not a unicast address",
+                    self.client_mac
+                ))
+            }
+            Some(_) => {}
+        }
+        match &self.agent_interface {
+            Some(name) if !is_interface_name(name) => {
+                refuse(format!("'{name}' is not an interface name"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl SocketOptions {
+    fn validate(&self, protocol: Protocol) -> Result<(), SpecError> {
+        for (what, value) in [
+            ("send buffer", self.send_buffer),
+            ("receive buffer", self.recv_buffer),
+            ("window clamp", self.window_clamp),
+        ] {
+            if value.is_some_and(|v| v > MAX_BUFFER) {
+                return refuse(format!("{what} exceeds the largest of {MAX_BUFFER} B"));
+            }
+        }
+        if self.dscp.is_some_and(|d| d > 63) {
+            return refuse("a DSCP is 0..=63");
+        }
+        if self.mss.is_some_and(|m| !(88..=65_535).contains(&m)) {
+            return refuse("a TCP MSS is 88..=65535 B");
+        }
+        if let Some(name) = &self.congestion {
+            let valid = name.len() <= MAX_CONGESTION_NAME
+                && !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid {
+                return refuse(format!("'{name}' is not a congestion control name"));
+            }
+        }
+        match self.read_rate_bps {
+            Some(_) if protocol == Protocol::Tcp => refuse(
+                "--read-rate models a slow UDP reader; TCP's own flow control slows its sender",
+            ),
+            Some(r) if r == 0 || r > MAX_RATE_BPS => {
+                refuse(format!("read rate must be 1..={MAX_RATE_BPS} bit/s"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for byte in &mut out {
+        let part = parts.next()?;
+        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        *byte = u8::from_str_radix(part, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn format_mac(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// What Linux accepts as an interface name: 1 to 15 bytes, no '/', ':' or white space.
+fn is_interface_name(name: &str) -> bool {
+    (1..=MAX_INTERFACE_NAME).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_parse_and_print() {
+        let mac = [0x02, 0x00, 0x5e, 0x10, 0xab, 0xff];
+        assert_eq!(format_mac(&mac), "02:00:5e:10:ab:ff");
+        assert_eq!(parse_mac("02:00:5e:10:ab:ff"), Some(mac));
+        for bad in [
+            "",
+            "02:00",
+            "02:00:5e:10:ab:ff:00",
+            "zz:00:00:00:00:00",
+            "2:0:5e:10:ab:ff",
+            "+2:00:5e:10:ab:ff",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
+    }
+}

@@ -83,13 +83,14 @@ pub struct ServeArgs {
     /// Control port.
     #[arg(long, default_value_t = flowlab_control::DEFAULT_PORT)]
     pub port: u16,
-    /// Longest test a client may ask for (10s, 2m, 1h).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    /// Longest test a client may ask for (10s, 2m, 1h, or 'unlimited': 7 days).
+    #[arg(long, default_value = "5m", value_parser = parse_duration_limit)]
     pub max_duration: Duration,
-    /// Highest rate a client may ask for (1G, 500M); with a limit, unpaced '--rate max' tests
-    /// are refused. Default: no limit.
-    #[arg(long, default_value = "max", value_parser = parse_rate)]
-    pub max_rate: Rate,
+    /// Most bit/s of one test, all its flows together (1G, 500M, or 'unlimited'). Faster asks
+    /// are refused, traffic models by their peak; '--rate max' tests run up to it, and the
+    /// agent holds its own sending to it.
+    #[arg(long, default_value = "10G", value_parser = parse_rate_limit)]
+    pub max_rate: RateLimit,
     /// Most tests running at once.
     #[arg(long, default_value_t = 16)]
     pub max_tests: usize,
@@ -115,6 +116,28 @@ pub struct ServeArgs {
 /// as repeated values).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
+
+/// A limit's rate in bit/s; `None` for 'unlimited' (also 'max').
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit(pub Option<u64>);
+
+fn parse_rate_limit(s: &str) -> Result<RateLimit, UnitError> {
+    match s {
+        "unlimited" => Ok(RateLimit(None)),
+        _ => parse_rate(s).map(|r| match r {
+            Rate::Max => RateLimit(None),
+            Rate::BitsPerSec(r) => RateLimit(Some(r)),
+        }),
+    }
+}
+
+/// A limit's duration; 'unlimited' is the longest test the protocol describes.
+fn parse_duration_limit(s: &str) -> Result<Duration, UnitError> {
+    match s {
+        "unlimited" => Ok(flowlab_wire::spec::MAX_DURATION),
+        _ => parse_duration(s),
+    }
+}
 
 fn parse_cpus(s: &str) -> Result<CpuList, UnitError> {
     parse_cpu_list(s).map(CpuList)

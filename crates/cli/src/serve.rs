@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use flowlab_control::{load_key, AgentConfig, AgentStats, Limits};
-use flowlab_units::Rate;
+use flowlab_units::{format_duration_ns, format_rate};
 
 use crate::args::ServeArgs;
 
@@ -38,10 +38,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = AgentConfig {
         limits: Limits {
             max_duration: args.max_duration,
-            max_rate_bps: match args.max_rate {
-                Rate::Max => None,
-                Rate::BitsPerSec(r) => Some(r),
-            },
+            max_rate_bps: args.max_rate.0,
             max_tests: args.max_tests,
             max_flows: args.max_flows,
         },
@@ -60,6 +57,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    eprintln!("{}", limits_line(&config.limits));
     let quiet = args.quiet;
     let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
         if !quiet {
@@ -78,4 +76,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         stats.malformed_control.load(Relaxed)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The limits in force, said at start: a stranger's test can ask for no more.
+fn limits_line(limits: &Limits) -> String {
+    let rate = limits
+        .max_rate_bps
+        .map_or("unlimited rate".into(), |r| format_rate(r as f64));
+    format!(
+        "limits: {rate} and {} per test, {} flows each, {} tests at once\n  \
+         (--max-rate, --max-duration: 'unlimited' lifts; --max-flows, --max-tests)",
+        format_duration_ns(limits.max_duration.as_nanos() as f64),
+        limits.max_flows,
+        limits.max_tests,
+    )
 }

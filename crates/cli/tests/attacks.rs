@@ -138,3 +138,67 @@ fn raw_frames_go_only_to_the_control_peer() {
     .join()
     .unwrap();
 }
+
+/// `--max-rate` bounds a test's aggregate: every flow counted, a traffic model by the load it
+/// really offers (run ahead), not by its `rate_bps` field.
+#[test]
+fn max_rate_bounds_the_aggregate_and_models() {
+    let agent = loopback_agent(&["--max-rate", "5M"]);
+    let cases: [&[&str]; 2] = [
+        &["--rate", "2M", "--flows", "4"],
+        &["--reverse", "--traffic", "poisson:pps=200000,size=1400"],
+    ];
+    for extra in cases {
+        let mut args = vec!["test", &agent.addr, "-d", "2s", "--no-store"];
+        args.extend_from_slice(extra);
+        assert_one_line_error(
+            &flowlab(&args),
+            "the agent's limit of 5.00 Mbit/s (--max-rate)",
+        );
+    }
+    // An attacker's own frame: a model far past the limit with a tiny rate_bps beside it.
+    let mut peer = ControlPeer::connect(&agent.addr);
+    let mut spec = udp_request(40_000);
+    spec["direction"] = json!("reverse");
+    let model = flowlab_traffic::TrafficSpec::parse("poisson:pps=200000,size=1400").unwrap();
+    spec["traffic"] = serde_json::to_value(model).unwrap();
+    spec["rate_bps"] = json!(1000);
+    let got = refusal(&peer.request(spec));
+    assert!(got.contains("the traffic model offers"), "{got}");
+}
+
+/// The agent holds its own sending to `--max-rate` while it sends: a reverse `--rate max`
+/// test against a 20 Mbit/s agent arrives at no more than 20 Mbit/s (and the burst).
+#[test]
+fn the_agent_holds_its_sending_to_the_limit() {
+    let agent = loopback_agent(&["--max-rate", "20M"]);
+    for proto in ["udp", "tcp"] {
+        let o = flowlab(&[
+            "test",
+            &agent.addr,
+            "--reverse",
+            "--rate",
+            "max",
+            "--proto",
+            proto,
+            "--size",
+            "1200",
+            "-d",
+            "2s",
+            "--json",
+            "--no-store",
+        ]);
+        assert!(o.status.success(), "{proto}: {}", stderr(&o));
+        let v = json(&o);
+        let bytes = f64_at(&v, "/summary/bytes_received");
+        // 2 s at 20 Mbit/s is 5 MB, plus one 256 KiB burst and what the last second adds.
+        assert!(
+            bytes <= 5.0e6 + 300e3,
+            "{proto}: {bytes} B in 2 s past a 20 Mbit/s limit"
+        );
+        assert!(
+            bytes >= 3.0e6,
+            "{proto}: only {bytes} B: the limit is not the only brake"
+        );
+    }
+}

@@ -11,6 +11,9 @@ use flowlab_results::{IntervalReport, PacketRecord, SideReport};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_sys::netlink;
 use flowlab_sys::raw::{self, RawSocket};
+use flowlab_traffic::contract::TokenBucket;
+use flowlab_traffic::load::offered_load;
+use flowlab_units::format_rate;
 use flowlab_wire::control::HELLO_FLAG_AUTH_REQUIRED;
 use flowlab_wire::spec::{format_mac, parse_mac};
 use flowlab_wire::{Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION};
@@ -19,11 +22,12 @@ use crate::auth;
 use crate::conn::{Conn, ConnError, PACKET_LOG_CHUNK};
 use crate::result::roles;
 
-/// What one test may ask for.
+/// What one test may ask for. The defaults bound what a stranger can make an agent do; an
+/// operator lifts each explicitly (`flowlab serve --max-rate unlimited`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_duration: Duration,
-    /// `None`: no limit on the rate, `--rate max` allowed.
+    /// Most bit/s of one test, all flows together, held while sending; `None`: no limit.
     pub max_rate_bps: Option<u64>,
     pub max_tests: usize,
     /// Most flows in one test.
@@ -34,7 +38,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_duration: Duration::from_secs(300),
-            max_rate_bps: None,
+            max_rate_bps: Some(DEFAULT_MAX_RATE_BPS),
             max_tests: 16,
             max_flows: 1024,
         }
@@ -62,6 +66,8 @@ pub struct AgentStats {
     pub active_tests: AtomicUsize,
 }
 
+/// The default `--max-rate`: a fast host's link, not a data centre's aggregate.
+pub const DEFAULT_MAX_RATE_BPS: u64 = 10_000_000_000;
 /// How often the agent shows it is alive during a test.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How long a connecting peer may take for each setup step.
@@ -294,6 +300,7 @@ fn run_session(
         session,
         data_ports: data.ports(),
         agent_mac: data.mac(),
+        rate_cap_bps: config.limits.max_rate_bps,
     })
     .map_err(|e| e.to_string())?;
     log(format!(
@@ -315,7 +322,7 @@ fn run_session(
         other => return Err(format!("expected start, got '{}'", other.kind())),
     }
     stats.tests_run.fetch_add(1, Ordering::Relaxed);
-    let report = run_test(&mut conn, data, &spec, session, config.limits.max_duration);
+    let report = run_test(&mut conn, data, &spec, session, &config.limits);
     log(format!(
         "{peer}: session {session} done{}",
         report
@@ -396,24 +403,8 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
             ));
         }
     }
-    let transactions = spec.traffic.as_ref().and_then(|t| t.transactions());
-    match (spec.rate_bps, limits.max_rate_bps) {
-        (None, Some(max)) if transactions.is_some() => {
-            return Err(format!(
-                "request/response tests are not rate-limited, and this agent limits rates to {max} bit/s (--max-rate)"
-            ))
-        }
-        (None, Some(max)) => {
-            return Err(format!(
-                "--rate max is not allowed: the agent limits rates to {max} bit/s (--max-rate)"
-            ))
-        }
-        (Some(rate), Some(max)) if rate > max => {
-            return Err(format!(
-                "rate {rate} bit/s exceeds the agent's limit of {max} bit/s (--max-rate)"
-            ))
-        }
-        _ => {}
+    if let Some(max) = limits.max_rate_bps {
+        check_load(spec, max)?;
     }
     if spec.flows as usize > limits.max_flows {
         return Err(format!(
@@ -427,6 +418,63 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
         return Err("a UDP test needs the client's UDP port for each flow".into());
     }
     Ok(())
+}
+
+/// How far ahead a traffic model is run to find its load, and how many of its packets at most.
+const LOAD_HORIZON: Duration = Duration::from_secs(10);
+const LOAD_MAX_PACKETS: usize = 1_000_000;
+
+/// The test's offered load against the agent's `--max-rate`, over all its flows. A constant
+/// rate is its rate times its flows. A traffic model is run ahead (its own sources, no clock)
+/// over its first seconds, and every packet must fit a token bucket of the limit: a model's
+/// peak where it has one, else its mean with a bounded burst. `--rate max` and transactions
+/// run held to the limit, which the agent also enforces while sending.
+fn check_load(spec: &TestSpec, max: u64) -> Result<(), String> {
+    let flows = u64::from(spec.flows);
+    let limit = || {
+        format!(
+            "the agent's limit of {} (--max-rate)",
+            format_rate(max as f64)
+        )
+    };
+    let Some(traffic) = &spec.traffic else {
+        let rate = spec.rate_bps.unwrap_or(0);
+        let total = rate.saturating_mul(flows);
+        let asked = match flows {
+            1 => format!("rate {}", format_rate(rate as f64)),
+            _ => format!(
+                "{flows} flows x {} = {}",
+                format_rate(rate as f64),
+                format_rate(total as f64)
+            ),
+        };
+        return match total > max {
+            true => Err(format!("{asked} exceeds {}", limit())),
+            false => Ok(()),
+        };
+    };
+    if traffic.transactions().is_some() {
+        return Ok(());
+    }
+    let flow = flow_params(spec, 0);
+    let sources = (0..spec.flows as usize)
+        .filter_map(|i| flow.source_for(i).transpose())
+        .collect::<Result<Vec<_>, String>>()?;
+    let horizon = spec
+        .duration_ns
+        .map_or(LOAD_HORIZON, Duration::from_nanos)
+        .min(LOAD_HORIZON);
+    let bucket = TokenBucket::new(max, flowlab_engine::SendBudget::burst_bytes(max));
+    let load = offered_load(sources, horizon.as_nanos() as u64, LOAD_MAX_PACKETS, bucket);
+    match load.first_excess_ns {
+        Some(at) => Err(format!(
+            "the traffic model offers {} over {flows} flow(s) and passes {} {:.0} ms in",
+            format_rate(load.mean_bps),
+            limit(),
+            at as f64 / 1e6
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The interface native frames use: the one named, else the one holding the control
@@ -647,9 +695,13 @@ fn run_test(
     data: DataSockets,
     spec: &TestSpec,
     session: u32,
-    max_duration: Duration,
+    limits: &Limits,
 ) -> SideReport {
-    let flow = flow_params(spec, session);
+    let max_duration = limits.max_duration;
+    let flow = FlowParams {
+        send_cap_bps: limits.max_rate_bps,
+        ..flow_params(spec, session)
+    };
     let (_, role) = roles(spec);
     let stop = AtomicBool::new(false);
     let (events, inbox) = mpsc::channel::<Event>();
@@ -669,6 +721,12 @@ fn run_test(
         error: None,
         notes: data.configure(&flow, role == flowlab_results::Role::Sender),
     };
+    if let (None, Some(cap)) = (spec.rate_bps, limits.max_rate_bps) {
+        report.notes.push(format!(
+            "--rate max: each end sends at most {} in all, the agent's limit (--max-rate)",
+            format_rate(cap as f64)
+        ));
+    }
     let mut log: Vec<PacketRecord> = Vec::new();
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
@@ -770,6 +828,7 @@ pub fn flow_params(spec: &TestSpec, session: u32) -> FlowParams {
         socket: spec.socket.clone(),
         traffic: spec.traffic.clone(),
         seed: spec.seed,
+        send_cap_bps: None,
     }
 }
 
@@ -972,6 +1031,12 @@ mod tests {
             max_flows: 4,
         };
         assert_eq!(check_request(&spec(), &limits), Ok(()));
+        // --rate max runs held to the limit.
+        let max = TestSpec {
+            rate_bps: None,
+            ..spec()
+        };
+        assert_eq!(check_request(&max, &limits), Ok(()));
         let cases = [
             (
                 TestSpec { size: 10, ..spec() },
@@ -989,14 +1054,16 @@ mod tests {
                     rate_bps: Some(6_000_000),
                     ..spec()
                 },
-                "rate 6000000 bit/s exceeds the agent's limit of 5000000 bit/s (--max-rate)",
+                "rate 6.00 Mbit/s exceeds the agent's limit of 5.00 Mbit/s (--max-rate)",
             ),
             (
                 TestSpec {
-                    rate_bps: None,
+                    flows: 3,
+                    client_udp_ports: vec![1, 2, 3],
+                    rate_bps: Some(2_000_000),
                     ..spec()
                 },
-                "--rate max is not allowed: the agent limits rates to 5000000 bit/s (--max-rate)",
+                "3 flows x 2.00 Mbit/s = 6.00 Mbit/s exceeds the agent's limit of 5.00 Mbit/s (--max-rate)",
             ),
             (
                 TestSpec {

@@ -114,6 +114,7 @@ struct Accepted {
     session: u32,
     data_ports: Vec<u16>,
     agent_mac: Option<String>,
+    rate_cap_bps: Option<u64>,
     udp: Vec<UdpSocket>,
     /// Native frames: this end's interface.
     raw_interface: Option<flowlab_sys::raw::Interface>,
@@ -217,12 +218,14 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
             session,
             data_ports,
             agent_mac,
+            rate_cap_bps,
         } => Ok(Accepted {
             conn,
             spec,
             session,
             data_ports,
             agent_mac,
+            rate_cap_bps,
             udp,
             raw_interface,
         }),
@@ -317,6 +320,7 @@ pub fn run_test(
         mut conn,
         spec,
         session,
+        rate_cap_bps,
         ..
     } = accepted;
     let notes = match &data {
@@ -336,7 +340,10 @@ pub fn run_test(
     let cpu_start = CpuSnapshot::take().ok();
     conn.send(&Message::Start).map_err(setup_error)?;
 
-    let flow = flow_params(&spec, session);
+    let flow = flowlab_engine::FlowParams {
+        send_cap_bps: rate_cap_bps,
+        ..flow_params(&spec, session)
+    };
     let signals = RoleSignals::default();
     let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();
     let mut session_state = Session::default();

@@ -4,6 +4,7 @@
 //! the meters) with the real clocks and sockets of `flowlab-sys`. A role runs until its flow
 //! ends or its stop flag is raised, then returns what it measured; it never panics on input.
 
+mod budget;
 mod readiness;
 mod rr;
 mod setup;
@@ -15,8 +16,9 @@ use std::time::Duration;
 
 use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport};
 use flowlab_sys::clock;
-use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig};
+use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig, Source};
 
+pub use budget::SendBudget;
 pub use readiness::{DataSocket, DatagramSocket};
 pub use rr::{
     tcp_accept_respond, tcp_connect_request, tcp_request, tcp_respond, udp_request, udp_respond,
@@ -65,6 +67,9 @@ pub struct FlowParams {
     /// A traffic model instead of the constant rate, and its seed.
     pub traffic: Option<flowlab_traffic::TrafficSpec>,
     pub seed: u64,
+    /// The most bit/s this end may send over all flows (an agent's `--max-rate`), enforced
+    /// while sending whatever the schedule or model asks for; `None`: no limit.
+    pub send_cap_bps: Option<u64>,
 }
 
 impl FlowParams {
@@ -100,8 +105,17 @@ impl FlowParams {
     /// the model seeded for this flow).
     fn pacer_for(&self, index: usize, start_mono_ns: u64, max_batch: u64) -> Result<Pacer, String> {
         let config = self.pacer_config(start_mono_ns, max_batch);
+        match self.source_for(index)? {
+            Some(source) => Ok(Pacer::from_source(source, start_mono_ns, config)),
+            None => Ok(Pacer::new(config)),
+        }
+    }
+
+    /// The traffic model's source of flow `index` (sub-flow `index` of a preset, or the model
+    /// seeded for this flow); `None` for the constant-rate schedule.
+    pub fn source_for(&self, index: usize) -> Result<Option<Box<dyn Source>>, String> {
         let Some(spec) = &self.traffic else {
-            return Ok(Pacer::new(config));
+            return Ok(None);
         };
         let no_files = |path: &str| Err(format!("file {path} was not embedded in the test"));
         let mut sources = spec
@@ -110,19 +124,11 @@ impl FlowParams {
                 &no_files,
             )
             .map_err(|e| e.to_string())?;
-        let pick = if sources.len() > 1 {
-            index % sources.len()
-        } else {
-            0
-        };
-        if pick >= sources.len() {
+        if sources.is_empty() {
             return Err("the traffic model produced no source".into());
         }
-        Ok(Pacer::from_source(
-            sources.swap_remove(pick),
-            start_mono_ns,
-            config,
-        ))
+        let pick = index % sources.len();
+        Ok(Some(sources.swap_remove(pick)))
     }
 
     fn pacer_config(&self, start_mono_ns: u64, max_batch: u64) -> PacerConfig {

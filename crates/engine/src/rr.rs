@@ -23,7 +23,8 @@ use flowlab_wire::{MessageHead, ProbeRepr, StreamSplitter, PROBE_HEADER_LEN};
 use crate::tcp::{is_timeout, write_whole};
 use crate::{
     configure_tcp, fill_payload, merge_flows, on_flow_threads, stopped, wait_until,
-    with_thread_cpu, FlowParams, IntervalClock, IntervalSink, MAX_TCP_MESSAGE, POLL_PERIOD,
+    with_thread_cpu, FlowParams, IntervalClock, IntervalSink, SendBudget, MAX_TCP_MESSAGE,
+    POLL_PERIOD,
 };
 
 /// A UDP transaction whose response has not come within this time is counted lost.
@@ -450,11 +451,14 @@ fn add_responses(total: &mut ResponderReport, r: ResponderReport) {
     total.malformed += r.malformed;
 }
 
+/// Runs `work(i, budget)` for every flow; the budget holds all responses to the agent's limit.
 fn run_responders(
     flows: usize,
-    work: impl Fn(usize) -> (ResponderReport, Option<String>) + Sync,
+    flow: &FlowParams,
+    work: impl Fn(usize, &SendBudget) -> (ResponderReport, Option<String>) + Sync,
 ) -> ResponderOutcome {
-    let (results, worker_cpu_ns) = on_flow_threads(flows, work);
+    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let (results, worker_cpu_ns) = on_flow_threads(flows, |i| work(i, &budget));
     let (report, error) = merge_flows(results, add_responses);
     ResponderOutcome {
         report: report.unwrap_or_default(),
@@ -476,6 +480,7 @@ fn response_length(head: &MessageHead, flow: &FlowParams, max: u32) -> Option<u3
 fn answer(
     mut stream: &TcpStream,
     flow: &FlowParams,
+    budget: &SendBudget,
     once: bool,
     stop: &AtomicBool,
     report: &mut ResponderReport,
@@ -507,6 +512,7 @@ fn answer(
                 continue;
             };
             report.requests += 1;
+            budget.hold(len);
             let message = message_of(&mut response, len as usize);
             MessageHead::response_to(&head.probe, len, received_ns).emit(message);
             match write_whole(&mut stream, message, stop) {
@@ -530,12 +536,12 @@ pub fn tcp_respond(
     flow: &FlowParams,
     stop: &AtomicBool,
 ) -> ResponderOutcome {
-    run_responders(streams.len(), |i| {
+    run_responders(streams.len(), flow, |i, budget| {
         let mut report = ResponderReport {
             connections: 1,
             ..ResponderReport::default()
         };
-        let error = answer(&streams[i], flow, false, stop, &mut report).err();
+        let error = answer(&streams[i], flow, budget, false, stop, &mut report).err();
         (report, error)
     })
 }
@@ -556,7 +562,7 @@ pub fn tcp_accept_respond(
             worker_cpu_ns: (0, 0),
         };
     }
-    run_responders(flows, |_| {
+    run_responders(flows, flow, |_, budget| {
         let mut report = ResponderReport::default();
         while !stopped(stop) {
             match flowlab_sys::poll::wait_readable(&[listener.as_fd()], POLL_PERIOD) {
@@ -570,7 +576,7 @@ pub fn tcp_accept_respond(
                     let _ = stream.set_nonblocking(false);
                     let _ = configure_tcp(std::slice::from_ref(&stream), flow, true);
                     // One connection failing (a reset) is the client's business, not the test's.
-                    let _ = answer(&stream, flow, true, stop, &mut report);
+                    let _ = answer(&stream, flow, budget, true, stop, &mut report);
                 }
                 Ok(_) => {}
                 // Another thread took it.
@@ -585,7 +591,7 @@ pub fn tcp_accept_respond(
 /// The agent of a UDP RR test: answers each request datagram with one response datagram, a
 /// thread per flow's socket.
 pub fn udp_respond(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> ResponderOutcome {
-    run_responders(socks.len(), |i| {
+    run_responders(socks.len(), flow, |i, budget| {
         let sock = &socks[i];
         let mut report = ResponderReport::default();
         let _ = sock.set_nonblocking(false);
@@ -611,6 +617,7 @@ pub fn udp_respond(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) ->
                 continue;
             };
             report.requests += 1;
+            budget.hold(len);
             let message = message_of(&mut response, len as usize);
             MessageHead::response_to(&head.probe, len, received_ns).emit(message);
             match sock.send(message) {

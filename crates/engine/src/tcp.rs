@@ -18,7 +18,8 @@ use flowlab_wire::{MessageHead, ProbeHeader, ProbeRepr, StreamSplitter};
 use crate::readiness::Readiness;
 use crate::{
     fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams, IntervalClock,
-    IntervalSink, ReceiverOutcome, SenderOutcome, MAX_BATCH, MAX_TCP_MESSAGE, POLL_PERIOD,
+    IntervalSink, ReceiverOutcome, SendBudget, SenderOutcome, MAX_BATCH, MAX_TCP_MESSAGE,
+    POLL_PERIOD,
 };
 
 pub(crate) fn is_timeout(e: &io::Error) -> bool {
@@ -159,8 +160,10 @@ impl Outbox {
 /// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
 /// not hold up the other flows.
 pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let (flows, worker_cpu_ns) =
-        on_flow_threads(streams.len(), |i| send_one(&streams[i], i, flow, stop));
+    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let (flows, worker_cpu_ns) = on_flow_threads(streams.len(), |i| {
+        send_one(&streams[i], i, flow, &budget, stop)
+    });
     let (merged, error) = merge_flows(flows, SenderMeter::absorb);
     let error = error.or_else(|| streams.is_empty().then(|| "no connection".to_string()));
     let mut meter = merged.unwrap_or_else(|| SenderMeter::new(0, false, false));
@@ -178,6 +181,7 @@ fn send_one(
     stream: &TcpStream,
     index: usize,
     flow: &FlowParams,
+    budget: &SendBudget,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
     let mut meter = SenderMeter::new(1, flow.paced(), flow.packet_log);
@@ -205,12 +209,24 @@ fn send_one(
             }
             Action::Send { first, count } => (first, count),
         };
+        // A model's size, within what a framed message can be; else the fixed size.
+        let framed_size = |slot: u64| {
+            pacer
+                .size(slot)
+                .map(|s| s.clamp(FRAMED_HEAD_LEN as u32, MAX_TCP_MESSAGE))
+        };
+        let now = clock::monotonic_ns();
+        let sizes = |k: usize| framed_size(first + k as u64).unwrap_or(flow.size);
+        let count = match budget.admit(now, count as usize, sizes) {
+            Ok(n) => n as u64,
+            Err(until_ns) => {
+                wait_until(until_ns);
+                continue;
+            }
+        };
         meter.on_batch(count);
         for slot in first..first + count {
-            // A model's size, within what a framed message can be; else the fixed size.
-            let framed_size = pacer
-                .size(slot)
-                .map(|s| s.clamp(FRAMED_HEAD_LEN as u32, MAX_TCP_MESSAGE));
+            let framed_size = framed_size(slot);
             let size = framed_size.unwrap_or(flow.size);
             let message = match outbox.slot(stream, seq, size as usize, stop) {
                 Ok(Some(m)) => m,

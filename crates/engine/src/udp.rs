@@ -18,7 +18,7 @@ use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
 use crate::readiness::{DatagramSocket, Readiness};
 use crate::{
     fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams, IntervalClock,
-    IntervalSink, ReceiverOutcome, SenderOutcome, MAX_BATCH,
+    IntervalSink, ReceiverOutcome, SendBudget, SenderOutcome, MAX_BATCH,
 };
 
 /// A receiver of this many flows, or of a flow fast enough for GRO, reads every
@@ -212,9 +212,10 @@ pub fn udp_send<S: DatagramSocket>(
     // kernel's softirq work, which on a small machine share it with the sender.
     let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores.saturating_sub(1).max(1));
     let share = socks.len().div_ceil(loops).max(1);
+    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
     let (per_loop, worker_cpu_ns) = on_flow_threads(loops, |n| {
         let chunk = socks.chunks(share).nth(n).unwrap_or(&[]);
-        send_loop(chunk, n * share, flow, stop)
+        send_loop(chunk, n * share, flow, &budget, stop)
     });
     let (meter, mut error) = merge_flows(per_loop, SenderMeter::absorb);
     let mut meter =
@@ -238,9 +239,10 @@ fn send_loop<S: DatagramSocket>(
     socks: &[S],
     first_flow: usize,
     flow: &FlowParams,
+    budget: &SendBudget,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
-    let mut sender = match Sender::new(socks, first_flow, flow) {
+    let mut sender = match Sender::new(socks, first_flow, flow, budget) {
         Ok(s) => s,
         Err(e) => {
             return (
@@ -277,6 +279,7 @@ enum Step {
 struct Sender<'a, S> {
     socks: &'a [S],
     flow: &'a FlowParams,
+    budget: &'a SendBudget,
     meter: SenderMeter,
     error: Option<String>,
     paced: bool,
@@ -294,7 +297,12 @@ struct Sender<'a, S> {
 }
 
 impl<'a, S: DatagramSocket> Sender<'a, S> {
-    fn new(socks: &'a [S], first_flow: usize, flow: &'a FlowParams) -> Result<Self, String> {
+    fn new(
+        socks: &'a [S],
+        first_flow: usize,
+        flow: &'a FlowParams,
+        budget: &'a SendBudget,
+    ) -> Result<Self, String> {
         let paced = flow.rate_bps.is_some();
         let mut meter = SenderMeter::new(socks.len(), paced, flow.packet_log);
         let size = flow.size as usize;
@@ -335,6 +343,7 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
         Ok(Sender {
             socks,
             flow,
+            budget,
             meter,
             error: None,
             paced,
@@ -373,9 +382,17 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
             }
             Action::Send { first, count } => (first, count as usize),
         };
+        let (pacer, size) = (&self.pacers[i], self.size);
+        let size_of = |k: usize| pacer.size(first + k as u64).unwrap_or(size as u32);
+        let count = match self.budget.admit(now, count, size_of) {
+            Ok(n) => n,
+            Err(until_ns) => {
+                self.due.push(Reverse((until_ns, i)));
+                return Step::Sent;
+            }
+        };
         let now_mono = clock::monotonic_ns();
         let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
-        let (pacer, size) = (&self.pacers[i], self.size);
         self.train
             .stamp(count, self.flow.session, self.seqs[i], sent_ns, |k| {
                 pacer.size(first + k as u64).map_or(size, |s| s as usize)
@@ -487,7 +504,8 @@ pub fn udp_ping<S: DatagramSocket>(
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut scratch = TrainScratch::default();
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
-    let (mut sender, mut sending) = match Sender::new(socks, 0, flow) {
+    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let (mut sender, mut sending) = match Sender::new(socks, 0, flow, &budget) {
         Ok(s) => (Some(s), true),
         Err(e) => {
             error = error.or(Some(e));

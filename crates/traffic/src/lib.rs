@@ -13,6 +13,7 @@
 
 pub mod contract;
 pub mod dist;
+pub mod load;
 pub mod models;
 mod pacer;
 pub mod preset;

@@ -118,6 +118,10 @@ pub enum Message {
         session: u32,
         data_ports: Vec<u16>,
         agent_mac: Option<String>,
+        /// The agent's `--max-rate`: it holds its own sending to it, and asks the client to
+        /// hold its sending to it too (a `--rate max` test runs as fast as the limit allows).
+        #[serde(default)]
+        rate_cap_bps: Option<u64>,
     },
     /// Agent refuses a request (limits, bad parameters, failed authentication).
     Refused {
@@ -383,7 +387,7 @@ mod tests {
 
         #[test]
         fn messages_round_trip(reason in ".{0,40}", session: u32, port: u16) {
-            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)], agent_mac: None }, Message::Error { message: reason.clone() }] {
+            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)], agent_mac: None, rate_cap_bps: Some(1) }, Message::Error { message: reason.clone() }] {
                 let mut d = FrameDecoder::new();
                 d.push(&m.encode());
                 prop_assert_eq!(d.next_message(), Ok(Some(m)));

@@ -185,15 +185,20 @@ fn limits_are_refused_with_the_reason() {
     let o = flowlab(&["test", &agent.addr, "--rate", "2M", "-d", "1s"]);
     assert_one_line_error(
         &o,
-        "rate 2000000 bit/s exceeds the agent's limit of 1000000 bit/s (--max-rate)",
+        "rate 2.00 Mbit/s exceeds the agent's limit of 1.00 Mbit/s (--max-rate)",
     );
     let o = flowlab(&["test", &agent.addr, "--rate", "100k", "-d", "10s"]);
     assert_one_line_error(
         &o,
         "duration 10.0 s exceeds the agent's limit of 5.0 s (--max-duration)",
     );
-    let o = flowlab(&["test", &agent.addr, "--tcp", "-d", "1s"]);
-    assert_one_line_error(&o, "--rate max is not allowed");
+    // --rate max runs held to the limit, and says so.
+    let o = flowlab(&["test", &agent.addr, "--tcp", "-d", "1s", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let notes = v["agent"]["notes"].to_string();
+    assert!(notes.contains("the agent's limit (--max-rate)"), "{notes}");
+    assert!(f64_at(&v, "/summary/bytes_received") <= 125e3 + 262_144.0 + 256e3);
 }
 
 #[test]
@@ -650,10 +655,24 @@ fn request_response_input_is_checked_in_one_line() {
         args.extend_from_slice(extra);
         assert_one_line_error(&flowlab(&args), needle);
     }
+    // Under a limit, responses are held to it: 10k responses of 1 kB at 1 Mbit/s take
+    // seconds, so a 1 s test answers at most about the limit's worth.
     let limited = loopback_agent(&["--max-rate", "1M"]);
-    assert_one_line_error(
-        &flowlab(&["test", &limited.addr, "--traffic", "rr", "-d", "1s"]),
-        "request/response tests are not rate-limited",
+    let o = flowlab(&[
+        "test",
+        &limited.addr,
+        "--traffic",
+        "rr:response=1k",
+        "-d",
+        "1s",
+        "--json",
+        "--no-store",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = f64_at(&json(&o), "/agent/responder/response_bytes");
+    assert!(
+        bytes <= 125e3 + 262_144.0 + 2e3,
+        "{bytes} B of responses past 1 Mbit/s"
     );
     // A human report with units, and the run stored.
     let o = flowlab(&[

@@ -202,3 +202,92 @@ fn the_agent_holds_its_sending_to_the_limit() {
         );
     }
 }
+
+/// Counts the datagrams `sock` receives until `until`, and when the last came.
+fn count_until(
+    sock: &std::net::UdpSocket,
+    until: std::time::Instant,
+) -> (u64, Option<std::time::Instant>) {
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(20)))
+        .unwrap();
+    let (mut n, mut last, mut buf) = (0, None, [0u8; 2048]);
+    while std::time::Instant::now() < until {
+        if sock.recv(&mut buf).is_ok() {
+            n += 1;
+            last = Some(std::time::Instant::now());
+        }
+    }
+    (n, last)
+}
+
+/// Return routability: a reverse test's agent sends to a port only after that port brought
+/// back the session's cookie, and stops within about a second once it no longer does.
+#[test]
+fn reverse_traffic_only_to_a_port_that_asks_for_it() {
+    use std::time::{Duration, Instant};
+    let agent = loopback_agent(&[]);
+    for acknowledge in [false, true] {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut spec = udp_request(rx.local_addr().unwrap().port());
+        spec["direction"] = json!("reverse");
+        spec["rate_bps"] = json!(8_000_000);
+        spec["size"] = json!(1000);
+        spec["duration_ns"] = json!(6_000_000_000u64);
+        let mut peer = ControlPeer::connect(&agent.addr);
+        let accepted = peer.request(spec);
+        assert_eq!(accepted["type"], "accepted", "{accepted}");
+        let cookie = accepted["cookie"]
+            .as_u64()
+            .expect("a cookie for reverse UDP");
+        let port = accepted["data_ports"][0].as_u64().unwrap() as u16;
+        rx.connect(("127.0.0.1", port)).unwrap();
+        if acknowledge {
+            // Once only: the agent must stop a second after it.
+            rx.send(&flowlab_wire::ack::emit_ack(cookie)).unwrap();
+        }
+        peer.send(&json!({"type": "start"}));
+        let start = Instant::now();
+        let (n, last) = count_until(&rx, start + Duration::from_secs(3));
+        if acknowledge {
+            // 1000 packets/s: about a second's worth after the one acknowledgement.
+            assert!(
+                (500..1600).contains(&n),
+                "{n} datagrams after one acknowledgement"
+            );
+            let stopped = last.unwrap().duration_since(start);
+            assert!(
+                stopped < Duration::from_millis(1600),
+                "still sending after {stopped:?}"
+            );
+        } else {
+            assert_eq!(n, 0, "datagrams sent to a port that never acknowledged");
+        }
+    }
+}
+
+/// A client that vanishes without a word (control connection open, silent) loses its test
+/// within seconds, and its slot is free for the next client.
+#[test]
+fn a_silent_client_loses_its_slot() {
+    use std::time::{Duration, Instant};
+    let agent = loopback_agent(&["--max-tests", "1"]);
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut spec = udp_request(rx.local_addr().unwrap().port());
+    spec["duration_ns"] = json!(60_000_000_000u64);
+    let mut peer = ControlPeer::connect(&agent.addr);
+    assert_eq!(peer.request(spec)["type"], "accepted");
+    peer.send(&json!({"type": "start"}));
+    let start = Instant::now();
+    loop {
+        let o = flowlab(&["test", &agent.addr, "-d", "1s", "--no-store"]);
+        if o.status.success() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "slot still held: {}",
+            stderr(&o)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

@@ -70,6 +70,8 @@ pub struct AgentStats {
 pub const DEFAULT_MAX_RATE_BPS: u64 = 10_000_000_000;
 /// How often the agent shows it is alive during a test.
 const HEARTBEAT: Duration = Duration::from_millis(500);
+/// A test ends when its client has sent nothing (it heartbeats) for this long.
+const CLIENT_SILENCE: Duration = Duration::from_secs(3);
 /// How long a connecting peer may take for each setup step.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Past its duration limit a test gets this long to finish before the agent stops it.
@@ -293,6 +295,8 @@ fn run_session(
             ),
         );
     }
+    let cookie = (spec.protocol == Protocol::Udp && spec.direction == Direction::Reverse)
+        .then(rand::random::<u64>);
     let data = DataSockets::open(&spec, local_ip, peer.ip(), raw).inspect_err(|e| {
         let _ = conn.send(&Message::Error { message: e.clone() });
     })?;
@@ -301,6 +305,7 @@ fn run_session(
         data_ports: data.ports(),
         agent_mac: data.mac(),
         rate_cap_bps: config.limits.max_rate_bps,
+        cookie,
     })
     .map_err(|e| e.to_string())?;
     log(format!(
@@ -322,7 +327,7 @@ fn run_session(
         other => return Err(format!("expected start, got '{}'", other.kind())),
     }
     stats.tests_run.fetch_add(1, Ordering::Relaxed);
-    let report = run_test(&mut conn, data, &spec, session, &config.limits);
+    let report = run_test(&mut conn, data, &spec, session, &config.limits, cookie);
     log(format!(
         "{peer}: session {session} done{}",
         report
@@ -696,10 +701,12 @@ fn run_test(
     spec: &TestSpec,
     session: u32,
     limits: &Limits,
+    cookie: Option<u64>,
 ) -> SideReport {
     let max_duration = limits.max_duration;
     let flow = FlowParams {
         send_cap_bps: limits.max_rate_bps,
+        return_cookie: cookie,
         ..flow_params(spec, session)
     };
     let (_, role) = roles(spec);
@@ -739,7 +746,7 @@ fn run_test(
             outcome.time = time.with_workers(outcome.worker_cpu_ns);
             outcome
         });
-        let mut last_beat = Instant::now();
+        let (mut last_beat, mut last_heard) = (Instant::now(), Instant::now());
         loop {
             while let Ok(event) = inbox.try_recv() {
                 let message = match event {
@@ -766,7 +773,15 @@ fn run_test(
             }
             match conn.poll(Duration::from_millis(50)) {
                 Ok(Some(Message::Finish)) => break,
-                Ok(Some(_)) | Ok(None) => {}
+                Ok(Some(_)) => last_heard = Instant::now(),
+                Ok(None) if last_heard.elapsed() > CLIENT_SILENCE => {
+                    report.error = Some(format!(
+                        "client lost: no word from it for {:.0} s",
+                        CLIENT_SILENCE.as_secs_f64()
+                    ));
+                    break;
+                }
+                Ok(None) => {}
                 Err(e) => {
                     report.error = Some(format!("client lost: {e}"));
                     break;
@@ -829,6 +844,7 @@ pub fn flow_params(spec: &TestSpec, session: u32) -> FlowParams {
         traffic: spec.traffic.clone(),
         seed: spec.seed,
         send_cap_bps: None,
+        return_cookie: None,
     }
 }
 

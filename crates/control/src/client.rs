@@ -115,6 +115,7 @@ struct Accepted {
     data_ports: Vec<u16>,
     agent_mac: Option<String>,
     rate_cap_bps: Option<u64>,
+    cookie: Option<u64>,
     udp: Vec<UdpSocket>,
     /// Native frames: this end's interface.
     raw_interface: Option<flowlab_sys::raw::Interface>,
@@ -219,6 +220,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
             data_ports,
             agent_mac,
             rate_cap_bps,
+            cookie,
         } => Ok(Accepted {
             conn,
             spec,
@@ -226,6 +228,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
             data_ports,
             agent_mac,
             rate_cap_bps,
+            cookie,
             udp,
             raw_interface,
         }),
@@ -321,8 +324,12 @@ pub fn run_test(
         spec,
         session,
         rate_cap_bps,
+        cookie,
         ..
     } = accepted;
+    let mut keepalive = Keepalive::new(&data, cookie);
+    // The first acknowledgements are waiting at the agent before it starts sending.
+    keepalive.send_acks();
     let notes = match &data {
         Data::Raw(_) | Data::TcpConnectEach(..) => Vec::new(),
         Data::Udp(socks) => flowlab_engine::configure_udp(
@@ -370,6 +377,7 @@ pub fn run_test(
             if drain_from.is_some_and(|t| t.elapsed() >= options.drain) {
                 break;
             }
+            keepalive.tick(&mut conn);
             match conn.poll(Duration::from_millis(20)) {
                 Ok(Some(mut message)) => {
                     last_heard = Instant::now();
@@ -475,6 +483,50 @@ pub fn run_test(
         },
         packets,
     })
+}
+
+/// What the client sends while a test runs so the agent goes on: heartbeats on the control
+/// connection, and for a reverse UDP test the return-routability cookie from every data
+/// socket (the agent sends to a socket only while its cookie arrives).
+struct Keepalive<'a> {
+    acks: Vec<&'a UdpSocket>,
+    ack: [u8; flowlab_wire::ack::ACK_LEN],
+    last: Option<Instant>,
+}
+
+impl<'a> Keepalive<'a> {
+    fn new(data: &'a Data, cookie: Option<u64>) -> Keepalive<'a> {
+        let acks = match (data, cookie) {
+            (Data::Udp(socks), Some(_)) => socks.iter().collect(),
+            _ => Vec::new(),
+        };
+        Keepalive {
+            acks,
+            ack: flowlab_wire::ack::emit_ack(cookie.unwrap_or(0)),
+            last: None,
+        }
+    }
+
+    /// Sends what is due: at most every [`flowlab_engine::ACK_PERIOD`].
+    fn tick(&mut self, conn: &mut Conn) {
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < flowlab_engine::ACK_PERIOD)
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        self.send_acks();
+        // A failed heartbeat shows as a lost agent on the next read.
+        let _ = conn.send(&Message::Heartbeat);
+    }
+
+    fn send_acks(&self) {
+        for sock in &self.acks {
+            // A lost acknowledgement is covered by the next; the agent waits a second.
+            let _ = sock.send(&self.ack);
+        }
+    }
 }
 
 /// What the client learned from the agent during and after the test.

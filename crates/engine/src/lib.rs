@@ -46,6 +46,10 @@ pub const MAX_BATCH: u64 = 64;
 pub const MAX_LATENESS_NS: u64 = 10_000_000;
 /// Largest TCP message, and largest request or response of a transaction.
 pub const MAX_TCP_MESSAGE: u32 = flowlab_traffic::rr::MAX_MESSAGE_SIZE;
+/// A reverse sender stops once a flow's client has not acknowledged for this long.
+pub const ACK_TIMEOUT_NS: u64 = 1_000_000_000;
+/// How often a reverse sender reads its flows' acknowledgements (and a client sends them).
+pub const ACK_PERIOD: Duration = Duration::from_millis(200);
 /// SO_BUSY_POLL budget, microseconds, for `--busy-poll`.
 pub const BUSY_POLL_US: u32 = 50;
 
@@ -70,6 +74,9 @@ pub struct FlowParams {
     /// The most bit/s this end may send over all flows (an agent's `--max-rate`), enforced
     /// while sending whatever the schedule or model asks for; `None`: no limit.
     pub send_cap_bps: Option<u64>,
+    /// A reverse UDP sender's return-routability cookie: it sends a flow's packets only while
+    /// that flow's socket hears the cookie from the client (`flowlab_wire::ack`).
+    pub return_cookie: Option<u64>,
 }
 
 impl FlowParams {

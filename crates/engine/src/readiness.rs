@@ -31,6 +31,11 @@ pub trait DatagramSocket: DataSocket + Sync {
     fn kernel_timed(&self) -> bool;
     /// Sends one datagram to leave at `txtime_ns` (CLOCK_MONOTONIC); bytes sent.
     fn send_at(&self, frame: &[u8], txtime_ns: u64, nowait: bool) -> io::Result<usize>;
+    /// Reads a waiting datagram without blocking (a reverse sender's acknowledgements).
+    /// Native frames need none: they go only to a verified neighbour, so they read nothing.
+    fn recv_nowait(&self, _buf: &mut [u8]) -> io::Result<usize> {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
 }
 
 impl DatagramSocket for UdpSocket {
@@ -56,6 +61,9 @@ impl DatagramSocket for UdpSocket {
     }
     fn send_at(&self, frame: &[u8], txtime_ns: u64, nowait: bool) -> io::Result<usize> {
         udp::send_at(self, frame, txtime_ns, nowait)
+    }
+    fn recv_nowait(&self, buf: &mut [u8]) -> io::Result<usize> {
+        udp::recv_nowait(self, buf)
     }
 }
 

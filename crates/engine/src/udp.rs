@@ -18,7 +18,8 @@ use flowlab_wire::{ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
 use crate::readiness::{DatagramSocket, Readiness};
 use crate::{
     fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams, IntervalClock,
-    IntervalSink, ReceiverOutcome, SendBudget, SenderOutcome, MAX_BATCH,
+    IntervalSink, ReceiverOutcome, SendBudget, SenderOutcome, ACK_PERIOD, ACK_TIMEOUT_NS,
+    MAX_BATCH,
 };
 
 /// A receiver of this many flows, or of a flow fast enough for GRO, reads every
@@ -294,6 +295,55 @@ struct Sender<'a, S> {
     pacers: Vec<flowlab_traffic::Pacer>,
     seqs: Vec<u64>,
     due: BinaryHeap<Reverse<(u64, usize)>>,
+    acks: Option<AckWatch>,
+}
+
+/// A reverse sender's view of its client's acknowledgements (see `flowlab_wire::ack`).
+struct AckWatch {
+    cookie: u64,
+    /// When each flow's socket last heard the cookie (monotonic ns).
+    heard_ns: Vec<Option<u64>>,
+    next_read_ns: u64,
+}
+
+impl AckWatch {
+    fn new(cookie: u64, flows: usize) -> AckWatch {
+        AckWatch {
+            cookie,
+            heard_ns: vec![None; flows],
+            next_read_ns: 0,
+        }
+    }
+
+    /// Reads what acknowledgements wait on every socket, at most every [`ACK_PERIOD`].
+    fn read<S: DatagramSocket>(&mut self, socks: &[S], now: u64) {
+        if now < self.next_read_ns {
+            return;
+        }
+        self.next_read_ns = now + ACK_PERIOD.as_nanos() as u64;
+        let mut buf = [0u8; 64];
+        for (sock, heard) in socks.iter().zip(&mut self.heard_ns) {
+            while let Ok(n) = sock.recv_nowait(&mut buf) {
+                if flowlab_wire::ack::is_ack(&buf[..n], self.cookie) {
+                    *heard = Some(now);
+                }
+            }
+        }
+    }
+
+    /// Why flow `i` may not send at `now`, if it may not.
+    fn refusal(&self, i: usize, now: u64) -> Option<String> {
+        match self.heard_ns[i] {
+            None => Some(format!(
+                "flow {i}: the client's data port never acknowledged: nothing sent to it"
+            )),
+            Some(t) if now.saturating_sub(t) > ACK_TIMEOUT_NS => Some(format!(
+                "flow {i}: the client stopped acknowledging for {:.1} s: stopped sending",
+                ACK_TIMEOUT_NS as f64 / 1e9
+            )),
+            Some(_) => None,
+        }
+    }
 }
 
 impl<'a, S: DatagramSocket> Sender<'a, S> {
@@ -359,6 +409,9 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
             due: (0..socks.len())
                 .map(|i| Reverse((start + stagger * i as u64, i)))
                 .collect(),
+            acks: flow
+                .return_cookie
+                .map(|cookie| AckWatch::new(cookie, socks.len())),
         })
     }
 
@@ -369,6 +422,13 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
         };
         if self.error.is_some() {
             return Step::Done;
+        }
+        if let Some(acks) = &mut self.acks {
+            acks.read(self.socks, now);
+            if let Some(why) = acks.refusal(i, now) {
+                self.error = Some(why);
+                return Step::Done;
+            }
         }
         if next > now {
             return Step::Idle { until_ns: next };
@@ -419,6 +479,13 @@ impl<'a, S: DatagramSocket> Sender<'a, S> {
             Err(e) if udp::is_send_buffer_full(&e) => 0,
             // An ICMP port unreachable for an earlier packet: the peer socket is gone. The
             // control connection decides the end; these packets are send errors.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && self.acks.is_some() => {
+                self.meter.on_send_error(i, count as u64);
+                self.error = Some(format!(
+                    "flow {i}: the client's port is unreachable (ICMP): stopped sending"
+                ));
+                return Step::Done;
+            }
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 self.meter.on_send_error(i, count as u64);
                 self.pacers[i].advance(count as u64);

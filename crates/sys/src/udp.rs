@@ -613,6 +613,24 @@ pub fn send_at(fd: impl AsFd, buf: &[u8], txtime_ns: u64, nowait: bool) -> io::R
     send_with_cmsg(fd.as_fd(), buf, c.as_bytes(), flags)
 }
 
+/// Reads one datagram if one is waiting (MSG_DONTWAIT), whatever the socket's blocking mode:
+/// a sender checks for its peer's acknowledgements without ever waiting for them.
+pub fn recv_nowait(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is writable for its length for the whole call.
+    let n = unsafe {
+        libc::recv(
+            fd.as_fd().as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

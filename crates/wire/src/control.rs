@@ -122,6 +122,10 @@ pub enum Message {
         /// hold its sending to it too (a `--rate max` test runs as fast as the limit allows).
         #[serde(default)]
         rate_cap_bps: Option<u64>,
+        /// A reverse UDP test's return-routability cookie: the client sends it from each data
+        /// socket (`crate::ack`), and the agent sends to a socket only while it arrives.
+        #[serde(default)]
+        cookie: Option<u64>,
     },
     /// Agent refuses a request (limits, bad parameters, failed authentication).
     Refused {
@@ -129,7 +133,7 @@ pub enum Message {
     },
     /// Client to agent: sockets are ready, begin.
     Start,
-    /// Agent to client while a test runs, so a dead agent is noticed quickly.
+    /// Each way while a test runs, so a dead or vanished peer is noticed quickly.
     Heartbeat,
     /// Live interval measured by the agent's side.
     Interval {
@@ -387,7 +391,7 @@ mod tests {
 
         #[test]
         fn messages_round_trip(reason in ".{0,40}", session: u32, port: u16) {
-            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)], agent_mac: None, rate_cap_bps: Some(1) }, Message::Error { message: reason.clone() }] {
+            for m in [Message::Refused { reason: reason.clone() }, Message::Accepted { session, data_ports: vec![port, port.wrapping_add(1)], agent_mac: None, rate_cap_bps: Some(1), cookie: Some(7) }, Message::Error { message: reason.clone() }] {
                 let mut d = FrameDecoder::new();
                 d.push(&m.encode());
                 prop_assert_eq!(d.next_message(), Ok(Some(m)));

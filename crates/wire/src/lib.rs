@@ -5,6 +5,7 @@
 //! once its length is checked, a parsed value (`Repr`), and byte test vectors beside the parser.
 //! No I/O happens here: callers hand in and take out byte slices.
 
+pub mod ack;
 pub mod control;
 pub mod message;
 pub mod probe;

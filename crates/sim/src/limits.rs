@@ -16,7 +16,8 @@ pub const MAX_SIM_NS: u64 = 24 * 3600 * 1_000_000_000;
 /// sender and the run only measures how long the simulator takes to drop them.
 pub const MAX_OVERLOAD: u64 = 10;
 /// Most packets (cells, for background sources) a scenario may simulate over all its runs:
-/// about ten minutes of simulating, and a bound on what queues can hold.
+/// minutes of simulating at most (tens of millions of cell events a second), and a bound on
+/// what queues and in-flight records can hold.
 pub const MAX_PACKETS: u64 = 200_000_000;
 
 /// What a flow offers its first link in bit/s; `None` for TCP, which its window paces.

@@ -17,10 +17,13 @@ use flowlab_wire::{Direction, Protocol};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+use crate::limits::{
+    hours, MAX_DEFINITIONS, MAX_FLOW_RUNS, MAX_PARALLEL, MAX_PLANNED_NS, MAX_PLAN_ITEMS,
+    MAX_POINTS, MAX_POINT_ENTRIES, MAX_REPEAT, MAX_STEPS, MAX_STEP_FLOWS, MAX_TRIALS,
+};
+
 /// Port of an agent when a host's address names none (the agent's default).
 pub const DEFAULT_AGENT_PORT: u16 = 9470;
-/// Bound on the points of all sweeps together, so a typo in a range cannot plan a year.
-pub const MAX_POINTS: usize = 10_000;
 const MIN_SIZE: u64 = flowlab_wire::PROBE_HEADER_LEN as u64;
 const MAX_UDP_SIZE: u64 = 65_507;
 
@@ -451,6 +454,17 @@ impl Reader<'_, '_> {
             },
         }
     }
+    /// A count from 1 to `max`, a cap on work (see [`crate::limits`]).
+    fn capped_u32(&self, k: &str, max: u32) -> Result<Option<u32>, ExperimentError> {
+        match self.positive_u32(k)? {
+            Some(n) if n > max => self.err(
+                self.get(k).unwrap_or(&dummy()),
+                k,
+                format!("{n} is above the limit of {max} (see Limits in docs/experiments.md)"),
+            ),
+            n => Ok(n),
+        }
+    }
     fn float(&self, k: &str) -> Result<Option<f64>, ExperimentError> {
         match self.get(k) {
             None => Ok(None),
@@ -630,7 +644,7 @@ pub fn load(text: &str) -> Result<Experiment, ExperimentError> {
     let name = exp.name("name")?;
     let description = exp.string("description")?;
     let seed = exp.uint("seed")?.unwrap_or(0);
-    let repeat = exp.positive_u32("repeat")?.unwrap_or(1);
+    let repeat = exp.capped_u32("repeat", MAX_REPEAT)?.unwrap_or(1);
 
     // [[host]] and [[flow]], raw.
     let mut hosts = Vec::new();
@@ -656,6 +670,20 @@ pub fn load(text: &str) -> Result<Experiment, ExperimentError> {
             line: None,
             message: "no [[flow]]: an experiment needs at least one flow".into(),
         });
+    }
+    for (what, spans) in [
+        (
+            "[[host]]",
+            hosts.iter().map(|h| &h.span).collect::<Vec<_>>(),
+        ),
+        ("[[flow]]", flows.iter().map(|f| &f.span).collect()),
+    ] {
+        if let Some(span) = spans.get(MAX_DEFINITIONS) {
+            return ctx.err(
+                span,
+                format!("more than {MAX_DEFINITIONS} {what} tables, the limit"),
+            );
+        }
     }
 
     // [[sweep]]
@@ -687,6 +715,8 @@ pub fn load(text: &str) -> Result<Experiment, ExperimentError> {
     };
 
     let points = expand_sweeps(&ctx, &hosts, &flows, &vars, &sweeps, &base)?;
+    check_plan_size(&ctx, &exp, &plan, repeat, points.len() as u64)?;
+    check_planned_time(&ctx, &exp, &plan, repeat, &points)?;
     for p in &points {
         crate::plan::expand(&plan, p).map_err(|(line, message)| ExperimentError {
             line: Some(line),
@@ -950,7 +980,7 @@ fn build_flow(r: &Reader, name: String, hosts: &[Host]) -> Result<Flow, Experime
             }
         },
     };
-    let flows = r.positive_u32("flows")?.unwrap_or(1);
+    let flows = r.capped_u32("flows", MAX_PARALLEL)?.unwrap_or(1);
     let start_ns = r.duration("start")?.unwrap_or(0);
     let interval_ns = r.duration("interval")?;
     if interval_ns == Some(0) {
@@ -1098,9 +1128,29 @@ fn parse_unit(unit: Unit, s: &str) -> Result<u64, String> {
     }
 }
 
-/// `A..B:STEP` (inclusive) in the parameter's unit, as base-unit values; `None` when the text
-/// is not a range.
-fn parse_range(unit: Unit, s: &str) -> Option<Result<Vec<String>, String>> {
+/// `A..B:STEP` (inclusive) in base units, counted but not yet expanded.
+#[derive(Clone, Copy)]
+struct RangeSpec {
+    start: u64,
+    step: u64,
+    n: u64,
+    unit: Unit,
+}
+
+impl RangeSpec {
+    fn values(self) -> impl Iterator<Item = String> {
+        let suffix = if matches!(self.unit, Unit::Duration) {
+            "ns"
+        } else {
+            ""
+        };
+        // Never overflows: every value is at most END.
+        (0..self.n).map(move |i| format!("{}{suffix}", self.start + i * self.step))
+    }
+}
+
+/// `A..B:STEP` in the parameter's unit; `None` when the text is not a range.
+fn parse_range(unit: Unit, s: &str) -> Option<Result<RangeSpec, String>> {
     let (a, rest) = s.split_once("..")?;
     Some((|| {
         let (b, step) = rest
@@ -1115,20 +1165,161 @@ fn parse_range(unit: Unit, s: &str) -> Option<Result<Vec<String>, String>> {
             return Err(format!("range '{s}' needs START <= END and STEP > 0"));
         }
         let n = (b - a) / step + 1;
-        if n as usize > MAX_POINTS {
+        if n > MAX_POINTS {
             return Err(format!(
-                "range '{s}' has {n} values, more than {MAX_POINTS}"
+                "range '{s}' has {n} values, more than the limit of {MAX_POINTS}"
             ));
         }
-        let suffix = if matches!(unit, Unit::Duration) {
-            "ns"
-        } else {
-            ""
-        };
-        Ok((0..n)
-            .map(|i| format!("{}{suffix}", a + i * step))
-            .collect())
+        Ok(RangeSpec {
+            start: a,
+            step,
+            n,
+            unit,
+        })
     })())
+}
+
+/// One value as written: a scalar, or a range standing for many.
+enum ValueSpec {
+    One(Raw),
+    Range(RangeSpec, Span),
+}
+
+impl ValueSpec {
+    fn count(&self) -> u64 {
+        match self {
+            ValueSpec::One(_) => 1,
+            ValueSpec::Range(r, _) => r.n,
+        }
+    }
+}
+
+/// Reads the ranges among `raws` (strings only) without expanding them; `what` prefixes a
+/// bad range's message.
+fn value_specs(
+    ctx: &Ctx,
+    unit: Option<Unit>,
+    raws: Vec<Raw>,
+    what: &str,
+) -> Result<Vec<ValueSpec>, ExperimentError> {
+    let mut out = Vec::with_capacity(raws.len());
+    for v in raws {
+        let range = unit
+            .filter(|_| v.kind == Kind::Str)
+            .and_then(|u| parse_range(u, &v.text));
+        out.push(match range {
+            Some(Ok(r)) => ValueSpec::Range(r, v.span),
+            Some(Err(m)) => return ctx.err(&v.span, format!("{what}: {m}")),
+            None => ValueSpec::One(v),
+        });
+    }
+    Ok(out)
+}
+
+/// How many values `specs` stand for, saturating.
+fn value_count(specs: &[ValueSpec]) -> u64 {
+    specs
+        .iter()
+        .fold(0u64, |acc, s| acc.saturating_add(s.count()))
+}
+
+/// The values themselves; call only once their count is known to be within the caps.
+fn expand_values(specs: Vec<ValueSpec>) -> Vec<Raw> {
+    let mut out = Vec::new();
+    for s in specs {
+        match s {
+            ValueSpec::One(r) => out.push(r),
+            ValueSpec::Range(r, span) => out.extend(r.values().map(|text| Raw {
+                text,
+                kind: Kind::Str,
+                span: span.clone(),
+            })),
+        }
+    }
+    out
+}
+
+/// One sweep: its parameter, where its values go, and the values (ranges unexpanded).
+struct Axis {
+    param: String,
+    target: Target,
+    values: Vec<ValueSpec>,
+}
+
+fn sweep_axis(
+    ctx: &Ctx,
+    s: &RawSweep,
+    vars: &BTreeMap<String, Raw>,
+    base: &SweepPoint,
+) -> Result<Axis, ExperimentError> {
+    let p = &s.param;
+    let parts: Vec<&str> = p.text.split('.').collect();
+    let (target, unit) = match parts.as_slice() {
+        ["vars", n] if vars.contains_key(*n) => (Target::Var(n.to_string()), Unit::Count),
+        ["vars", n] => return ctx.err(&p.span, format!("sweep: unknown variable '{n}'")),
+        ["flow", f, k] => {
+            if base.flow(f).is_none() {
+                return ctx.err(&p.span, format!("sweep: unknown flow '{f}'"));
+            }
+            if !FLOW_KEYS.contains(k) || matches!(*k, "name") {
+                return ctx.err(
+                    &p.span,
+                    format!("sweep: '{k}' is not a flow parameter that can vary"),
+                );
+            }
+            (Target::Flow(f.to_string(), k.to_string()), unit_of(k))
+        }
+        ["host", h, "address"] => {
+            if base.host(h).is_none() {
+                return ctx.err(&p.span, format!("sweep: unknown host '{h}'"));
+            }
+            (Target::Host(h.to_string()), Unit::Count)
+        }
+        _ => {
+            return ctx.err(
+                &p.span,
+                format!(
+                    "sweep: param '{}' is not flow.NAME.KEY, host.NAME.address or vars.NAME",
+                    p.text
+                ),
+            )
+        }
+    };
+    Ok(Axis {
+        param: p.text.clone(),
+        target,
+        values: value_specs(ctx, Some(unit), s.values.clone(), "sweep")?,
+    })
+}
+
+/// The number of sweep points, refused past [`MAX_POINTS`] or when every point's copy of the
+/// `definitions` hosts and flows would pass [`MAX_POINT_ENTRIES`]; counted, not expanded.
+fn count_points(
+    ctx: &Ctx,
+    axes: &[Axis],
+    sweeps: &[RawSweep],
+    definitions: usize,
+) -> Result<u64, ExperimentError> {
+    let total = axes
+        .iter()
+        .fold(1u64, |acc, a| acc.saturating_mul(value_count(&a.values)));
+    let entries = total.saturating_mul(definitions as u64);
+    let message = if total > MAX_POINTS {
+        format!(
+            "sweeps give {total} points, more than the limit of {MAX_POINTS}: sweep fewer values"
+        )
+    } else if entries > MAX_POINT_ENTRIES {
+        format!(
+            "sweeps give {total} points × {definitions} hosts and flows = {entries}, more than \
+             the limit of {MAX_POINT_ENTRIES}: sweep fewer values"
+        )
+    } else {
+        return Ok(total);
+    };
+    Err(ExperimentError {
+        line: sweeps.first().map(|s| ctx.line(&s.param.span)),
+        message,
+    })
 }
 
 fn expand_sweeps(
@@ -1139,69 +1330,15 @@ fn expand_sweeps(
     sweeps: &[RawSweep],
     base: &SweepPoint,
 ) -> Result<Vec<SweepPoint>, ExperimentError> {
-    // Resolve each sweep's target and values.
-    let mut axes: Vec<(String, Target, Vec<Raw>)> = Vec::new();
-    for s in sweeps {
-        let p = &s.param;
-        let parts: Vec<&str> = p.text.split('.').collect();
-        let (target, unit) = match parts.as_slice() {
-            ["vars", n] if vars.contains_key(*n) => (Target::Var(n.to_string()), Unit::Count),
-            ["vars", n] => return ctx.err(&p.span, format!("sweep: unknown variable '{n}'")),
-            ["flow", f, k] => {
-                if base.flow(f).is_none() {
-                    return ctx.err(&p.span, format!("sweep: unknown flow '{f}'"));
-                }
-                if !FLOW_KEYS.contains(k) || matches!(*k, "name") {
-                    return ctx.err(
-                        &p.span,
-                        format!("sweep: '{k}' is not a flow parameter that can vary"),
-                    );
-                }
-                (Target::Flow(f.to_string(), k.to_string()), unit_of(k))
-            }
-            ["host", h, "address"] => {
-                if base.host(h).is_none() {
-                    return ctx.err(&p.span, format!("sweep: unknown host '{h}'"));
-                }
-                (Target::Host(h.to_string()), Unit::Count)
-            }
-            _ => {
-                return ctx.err(
-                    &p.span,
-                    format!(
-                        "sweep: param '{}' is not flow.NAME.KEY, host.NAME.address or vars.NAME",
-                        p.text
-                    ),
-                )
-            }
-        };
-        let mut values = Vec::new();
-        for v in &s.values {
-            match (v.kind == Kind::Str)
-                .then(|| parse_range(unit, &v.text))
-                .flatten()
-            {
-                Some(Ok(list)) => values.extend(list.into_iter().map(|text| Raw {
-                    text,
-                    kind: Kind::Str,
-                    span: v.span.clone(),
-                })),
-                Some(Err(m)) => return ctx.err(&v.span, format!("sweep: {m}")),
-                None => values.push(v.clone()),
-            }
-        }
-        axes.push((p.text.clone(), target, values));
-    }
-    let total = axes
+    let axes = sweeps
         .iter()
-        .try_fold(1usize, |acc, a| acc.checked_mul(a.2.len()))
-        .filter(|&n| n <= MAX_POINTS);
-    let Some(total) = total else {
-        return Err(ExperimentError {
-            line: sweeps.first().map(|s| ctx.line(&s.param.span)),
-            message: format!("sweeps give more than {MAX_POINTS} points"),
-        });
-    };
+        .map(|s| sweep_axis(ctx, s, vars, base))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total = count_points(ctx, &axes, sweeps, hosts.len() + flows.len())? as usize;
+    let axes: Vec<(String, Target, Vec<Raw>)> = axes
+        .into_iter()
+        .map(|a| (a.param, a.target, expand_values(a.values)))
+        .collect();
     let mut points = Vec::with_capacity(total);
     for i in 0..total {
         // Mixed radix, the first sweep outermost.
@@ -1211,29 +1348,22 @@ fn expand_sweeps(
             *slot = rem % a.2.len();
             rem /= a.2.len();
         }
+        let labels: Vec<(String, String)> = axes
+            .iter()
+            .zip(&idx)
+            .map(|(a, &j)| (a.0.clone(), a.2[j].text.clone()))
+            .collect();
         let overrides: Vec<(Target, Raw)> = axes
             .iter()
             .zip(&idx)
             .map(|(a, &j)| (a.1.clone(), a.2[j].clone()))
             .collect();
-        let mut p = build_point(ctx, hosts, flows, vars, &overrides).map_err(|e| {
-            let which = label_text(
-                &axes
-                    .iter()
-                    .zip(&idx)
-                    .map(|(a, &j)| (a.0.clone(), a.2[j].text.clone()))
-                    .collect::<Vec<_>>(),
-            );
-            ExperimentError {
+        let mut p =
+            build_point(ctx, hosts, flows, vars, &overrides).map_err(|e| ExperimentError {
                 line: e.line,
-                message: format!("{} (at sweep point {which})", e.message),
-            }
-        })?;
-        p.labels = axes
-            .iter()
-            .zip(&idx)
-            .map(|(a, &j)| (a.0.clone(), a.2[j].text.clone()))
-            .collect();
+                message: format!("{} (at sweep point {})", e.message, label_text(&labels)),
+            })?;
+        p.labels = labels;
         points.push(p);
     }
     Ok(points)
@@ -1335,7 +1465,7 @@ fn parse_block(
         name,
         kind,
         items,
-        repeat: r.positive_u32("repeat")?.unwrap_or(1),
+        repeat: r.capped_u32("repeat", MAX_REPEAT)?.unwrap_or(1),
         start_ns: r.duration("start")?.unwrap_or(0),
         span,
     })
@@ -1362,44 +1492,56 @@ fn parse_plan(
             named.insert(n, b);
         }
     }
-    let mut stack = Vec::new();
-    resolve(ctx, &root, &named, flows, &mut stack)
+    let mut walk = Walk {
+        stack: Vec::new(),
+        items: 0,
+    };
+    resolve(ctx, &root, &named, flows, &mut walk)
 }
 
-/// Resolves names into flows and copies of named blocks; `stack` holds the blocks being
-/// resolved, so a block reached again through itself is a cycle.
+/// State of [`resolve`]: the named blocks being resolved, so a block reached again through
+/// itself is a cycle, and the items made so far, so copies cannot multiply without bound.
+struct Walk {
+    stack: Vec<String>,
+    items: u64,
+}
+
+/// Resolves names into flows and copies of named blocks.
 fn resolve(
     ctx: &Ctx,
     b: &RawBlock,
     named: &BTreeMap<String, RawBlock>,
     flows: &BTreeSet<&str>,
-    stack: &mut Vec<String>,
+    walk: &mut Walk,
 ) -> Result<Block, ExperimentError> {
+    walk.items += 1 + b.items.len() as u64;
+    if walk.items > MAX_PLAN_ITEMS {
+        return ctx.err(
+            &b.span,
+            format!(
+                "the plan has more than {MAX_PLAN_ITEMS} items once named blocks are copied \
+                 where they are used, the limit"
+            ),
+        );
+    }
     let mut items = Vec::new();
     for it in &b.items {
         match it {
             RawItem::Inline(inner) => {
-                items.push(Item::Block(resolve(ctx, inner, named, flows, stack)?))
+                items.push(Item::Block(resolve(ctx, inner, named, flows, walk)?))
             }
+            RawItem::Name(n, _) if flows.contains(n.as_str()) => items.push(Item::Flow(n.clone())),
             RawItem::Name(n, span) => {
-                if flows.contains(n.as_str()) {
-                    items.push(Item::Flow(n.clone()));
-                } else if let Some(nb) = named.get(n) {
-                    if stack.contains(n) {
-                        let mut path = stack.clone();
-                        path.push(n.clone());
-                        let from = path.iter().position(|x| x == n).unwrap_or(0);
-                        return ctx.err(
-                            span,
-                            format!("blocks form a cycle: {}", path[from..].join(" -> ")),
-                        );
-                    }
-                    stack.push(n.clone());
-                    items.push(Item::Block(resolve(ctx, nb, named, flows, stack)?));
-                    stack.pop();
-                } else {
+                let Some(nb) = named.get(n) else {
                     return ctx.err(span, format!("'{n}' is neither a flow nor a block"));
+                };
+                if let Some(from) = walk.stack.iter().position(|x| x == n) {
+                    let path = [&walk.stack[from..], std::slice::from_ref(n)].concat();
+                    return ctx.err(span, format!("blocks form a cycle: {}", path.join(" -> ")));
                 }
+                walk.stack.push(n.clone());
+                items.push(Item::Block(resolve(ctx, nb, named, flows, walk)?));
+                walk.stack.pop();
             }
         }
     }
@@ -1410,6 +1552,89 @@ fn resolve(
         repeat: b.repeat,
         start_ns: b.start_ns,
         line: ctx.line(&b.span),
+    })
+}
+
+/// Refuses a plan whose steps, flow runs or flows in one step, over every repetition and
+/// sweep point, pass the caps; computed from the block tree, before anything is expanded.
+fn check_plan_size(
+    ctx: &Ctx,
+    exp: &Reader,
+    plan: &Block,
+    repeat: u32,
+    points: u64,
+) -> Result<(), ExperimentError> {
+    let s = crate::limits::shape(plan);
+    let runs = u64::from(repeat).saturating_mul(points);
+    let steps = s.steps.saturating_mul(runs);
+    let flow_runs = s.flow_runs.saturating_mul(runs);
+    let product = format!("{points} sweep points × repeat {repeat} × ");
+    let message = if steps > MAX_STEPS {
+        format!(
+            "{product}{} steps of the plan = {steps} steps, more than the limit of {MAX_STEPS}",
+            s.steps
+        )
+    } else if flow_runs > MAX_FLOW_RUNS {
+        format!(
+            "{product}{} flow runs of the plan = {flow_runs} flow runs, more than the limit of \
+             {MAX_FLOW_RUNS}",
+            s.flow_runs
+        )
+    } else if s.step_flows > MAX_STEP_FLOWS {
+        // The plan alone: repetitions do not widen a step.
+        return Err(ExperimentError {
+            line: Some(plan.line),
+            message: format!(
+                "a step of the plan starts {} flows together, more than the limit of \
+                 {MAX_STEP_FLOWS} (see Limits in docs/experiments.md)",
+                s.step_flows
+            ),
+        });
+    } else {
+        return Ok(());
+    };
+    let line = exp.get("repeat").map_or(plan.line, |r| ctx.line(&r.span));
+    Err(ExperimentError {
+        line: Some(line),
+        message: format!("{message} (see Limits in docs/experiments.md)"),
+    })
+}
+
+/// Refuses an experiment whose known running time, over every step, passes a day.
+fn check_planned_time(
+    ctx: &Ctx,
+    exp: &Reader,
+    plan: &Block,
+    repeat: u32,
+    points: &[SweepPoint],
+) -> Result<(), ExperimentError> {
+    let once = points.iter().fold(0u64, |acc, p| {
+        acc.saturating_add(crate::limits::planned_ns(plan, p))
+    });
+    let total = once.saturating_mul(u64::from(repeat));
+    if total <= MAX_PLANNED_NS {
+        return Ok(());
+    }
+    // The repeat multiplies; without one, the longest flow is the likely cause.
+    let longest = points.first().and_then(|p| {
+        p.flows
+            .iter()
+            .max_by_key(|f| f.known_length_ns().unwrap_or(0))
+    });
+    let line = match (exp.get("repeat"), longest) {
+        (Some(r), _) => ctx.line(&r.span),
+        (None, Some(f)) => f.line,
+        (None, None) => plan.line,
+    };
+    Err(ExperimentError {
+        line: Some(line),
+        message: format!(
+            "the plan runs {} in all ({} sweep points × repeat {repeat}), more than the limit \
+             of {}: shorten the flows or repeat less",
+            hours(total),
+            points.len(),
+            hours(MAX_PLANNED_NS)
+        ),
     })
 }
 
@@ -1440,22 +1665,15 @@ fn parse_search(
                 .collect::<Result<_, _>>()?,
             _ => vec![substitute(ctx, &ctx.scalar(lv, k)?, vars, k)?],
         };
-        let mut out = Vec::new();
-        for it in items {
-            match unit.and_then(|u| parse_range(u, &it.text)) {
-                Some(Ok(vals)) => out.extend(vals.into_iter().map(|text| Raw {
-                    text,
-                    kind: Kind::Str,
-                    span: it.span.clone(),
-                })),
-                Some(Err(m)) => return ctx.err(&it.span, format!("search {k}: {m}")),
-                None => out.push(it),
-            }
+        let specs = value_specs(ctx, unit, items, &format!("search {k}"))?;
+        match value_count(&specs) {
+            0 => ctx.err(&lv.span(), format!("search {k}: empty")),
+            n if n > MAX_POINTS => ctx.err(
+                &lv.span(),
+                format!("search {k}: {n} values, more than the limit of {MAX_POINTS}"),
+            ),
+            _ => Ok(Some((expand_values(specs), lv.span()))),
         }
-        if out.is_empty() {
-            return ctx.err(&lv.span(), format!("search {k}: empty"));
-        }
-        Ok(Some((out, lv.span())))
     };
     let mut flows: Vec<String> = Vec::new();
     if let Some(f) = r.string("flow")? {
@@ -1513,7 +1731,7 @@ fn parse_search(
                 min_packets,
                 max_packets,
                 resolution_packets: r.count("resolution")?.unwrap_or(1).max(1),
-                repeat: r.positive_u32("repeat")?.unwrap_or(50),
+                repeat: r.capped_u32("repeat", MAX_REPEAT)?.unwrap_or(50),
             }
         }
         "rfc2544-loss" => {
@@ -1588,12 +1806,50 @@ fn parse_search(
             )
         }
     };
-    Ok(SearchSpec {
+    let spec = SearchSpec {
         kind,
         flows,
         trial_ns: r.duration("trial")?,
         line: ctx.line(&v.span()),
-    })
+    };
+    check_search_size(ctx, &v.span(), &spec, base)?;
+    Ok(spec)
+}
+
+/// Refuses a search with more than [`MAX_TRIALS`] trials, or more than a day of them.
+fn check_search_size(
+    ctx: &Ctx,
+    span: &Span,
+    spec: &SearchSpec,
+    base: &SweepPoint,
+) -> Result<(), ExperimentError> {
+    let trials = crate::limits::search_trials(&spec.kind);
+    if trials > MAX_TRIALS {
+        return ctx.err(
+            span,
+            format!("search: up to {trials} trials, more than the limit of {MAX_TRIALS}: raise the step or resolution, or repeat less"),
+        );
+    }
+    let trial_ns = spec.trial_ns.unwrap_or_else(|| {
+        spec.flows
+            .iter()
+            .filter_map(|n| base.flow(n).and_then(Flow::known_length_ns))
+            .max()
+            .unwrap_or(0)
+    });
+    let total = trial_ns.saturating_mul(trials);
+    if total > MAX_PLANNED_NS {
+        return ctx.err(
+            span,
+            format!(
+                "search: up to {trials} trials × {:.3} s = {}, more than the limit of {}: shorten the trials",
+                trial_ns as f64 / 1e9,
+                hours(total),
+                hours(MAX_PLANNED_NS)
+            ),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1847,6 +2103,136 @@ duration = "5s"
         assert!(err_of(&with_sweep).message.contains("cannot also have"));
     }
 
+    /// Loads `text`, expecting an error that names `want` at the line of `needle`, in well
+    /// under a second: a cap checked after expanding would hang here instead.
+    fn assert_capped(text: &str, needle: &str, want: &str) {
+        let t0 = std::time::Instant::now();
+        let e = err_of(text);
+        assert!(
+            t0.elapsed().as_secs_f64() < 2.0,
+            "{e}: took {:?}",
+            t0.elapsed()
+        );
+        assert!(e.message.contains(want), "{e} should mention {want}");
+        assert_eq!(e.line, Some(line_with(text, needle)), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn repeats_are_capped() {
+        let huge = BASE.replace("seed = 7", "seed = 7\nrepeat = 4000000000");
+        assert_capped(&huge, "repeat =", "4000000000 is above the limit of 10000");
+        let block = format!("{BASE}\n[plan]\nserial = [\"f1\"]\nrepeat = 20000\n");
+        assert_capped(&block, "repeat = 20000", "above the limit of 10000");
+        let sockets = BASE.replace("size = \"500B\"", "size = \"500B\"\nflows = 5000");
+        assert_capped(&sockets, "flows = 5000", "above the limit of 1024");
+    }
+
+    #[test]
+    fn sweep_values_are_counted_before_expanding() {
+        let many: Vec<String> = (0..200_000).map(|i| i.to_string()).collect();
+        let literal = format!(
+            "{BASE}\n[[sweep]]\nparam = \"flow.f1.size\"\nvalues = [{}]\n",
+            many.join(",")
+        );
+        assert_capped(
+            &literal,
+            "param = ",
+            "200000 points, more than the limit of 10000",
+        );
+        let ranges = format!(
+            "{BASE}\n[[sweep]]\nparam = \"flow.f1.size\"\nvalues = [\"100..9000:1\", \"100..9000:1\"]\n"
+        );
+        assert_capped(&ranges, "param = ", "17802 points");
+        let nested = format!(
+            "{BASE}\n[[sweep]]\nparam = \"flow.f1.rate\"\nvalues = \"1M..100M:1M\"\n\
+             [[sweep]]\nparam = \"flow.f1.size\"\nvalues = \"100..199:1\"\n\
+             [[sweep]]\nparam = \"flow.f1.duration\"\nvalues = \"1s..100s:1s\"\n"
+        );
+        assert_capped(&nested, "param = ", "1000000 points");
+    }
+
+    #[test]
+    fn steps_and_flow_runs_are_capped_as_products() {
+        let steps = format!(
+            "{}\n[[sweep]]\nparam = \"flow.f1.rate\"\nvalues = \"1M..20M:1M\"\n",
+            BASE.replace("seed = 7", "seed = 7\nrepeat = 10000")
+                .replace("duration = \"5s\"", "duration = \"10ms\"")
+        );
+        assert_capped(
+            &steps,
+            "repeat = 10000",
+            "= 200000 steps, more than the limit of 100000",
+        );
+        let runs = format!(
+            "{}\n[plan]\nparallel = [{}]\n",
+            BASE.replace("seed = 7", "seed = 7\nrepeat = 10000")
+                .replace("duration = \"5s\"", "duration = \"1s\""),
+            vec!["\"f1\""; 30].join(", ")
+        );
+        assert_capped(&runs, "repeat = 10000", "300000 flow runs");
+        let wide = format!("{BASE}\n[plan]\nparallel = [{{ serial = [\"f1\"], repeat = 2000 }}]\n");
+        assert_capped(&wide, "[plan]", "starts 2000 flows together");
+    }
+
+    #[test]
+    fn named_blocks_cannot_multiply_without_bound() {
+        let mut text = format!("{BASE}\n[plan]\nserial = [\"b0\"]\n");
+        for i in 0..40 {
+            let next = i + 1;
+            text.push_str(&format!(
+                "[[plan.block]]\nname = \"b{i}\"\nserial = [\"b{next}\", \"b{next}\"]\n"
+            ));
+        }
+        text.push_str("[[plan.block]]\nname = \"b40\"\nserial = [\"f1\"]\n");
+        let e = err_of(&text);
+        assert!(e.message.contains("more than 100000 items"), "{e}");
+    }
+
+    #[test]
+    fn planned_time_and_definitions_are_capped() {
+        let long = BASE.replace("duration = \"5s\"", "duration = \"25h\"");
+        assert_capped(&long, "[[flow]]", "25.0 h in all");
+        let rep = BASE
+            .replace("seed = 7", "seed = 7\nrepeat = 9000")
+            .replace("duration = \"5s\"", "duration = \"10s\"");
+        assert_capped(&rep, "repeat = 9000", "25.0 h in all");
+        let mut hosts = BASE.to_string();
+        for i in 0..1001 {
+            hosts.push_str(&format!("[[host]]\nname = \"x{i}\"\naddress = \"h{i}\"\n"));
+        }
+        assert_capped(
+            &hosts,
+            "[[host]]\nname = \"x998\"",
+            "more than 1000 [[host]] tables",
+        );
+    }
+
+    #[test]
+    fn search_trials_are_capped() {
+        let search = |body: &str| format!("{BASE}\n[search]\nflow = \"f1\"\n{body}\n");
+        let b2b =
+            search("kind = \"rfc2544-back-to-back\"\nrate = \"1G\"\nmax = 100000\nrepeat = 10000");
+        assert_capped(
+            &b2b,
+            "[search]",
+            "190000 trials, more than the limit of 10000",
+        );
+        let loss = search("kind = \"rfc2544-loss\"\nmax = \"1G\"\nstep = 0.001");
+        assert_capped(&loss, "[search]", "100002 trials");
+        let long = search("kind = \"rfc2544-throughput\"\nmax = \"1G\"\ntrial = \"10h\"");
+        assert_capped(&long, "[search]", "more than the limit of 24.0 h");
+        let loads = search(&format!(
+            "kind = \"offered-load\"\nloads = [{}]",
+            vec!["\"1..100:1\""; 101].join(", ")
+        ));
+        assert_capped(
+            &loads,
+            "loads = ",
+            "10100 values, more than the limit of 10000",
+        );
+    }
+
     #[test]
     fn the_examples_load() {
         for (name, text) in [
@@ -1861,6 +2247,23 @@ duration = "5s"
             (
                 "burst-size",
                 include_str!("../../../examples/experiments/burst-size.toml"),
+            ),
+            // Every example stays within the caps of crate::limits.
+            (
+                "aquila-mix",
+                include_str!("../../../examples/experiments/aquila-mix.toml"),
+            ),
+            (
+                "lab-bottleneck-rfc2544",
+                include_str!("../../../examples/experiments/lab-bottleneck-rfc2544.toml"),
+            ),
+            (
+                "lab-three-offered-load",
+                include_str!("../../../examples/experiments/lab-three-offered-load.toml"),
+            ),
+            (
+                "lab-three-parallel",
+                include_str!("../../../examples/experiments/lab-three-parallel.toml"),
             ),
         ] {
             let e = load(text).unwrap_or_else(|err| panic!("{name}: {err}"));

@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod file;
+pub mod limits;
 pub mod plan;
 pub mod search;
 

@@ -11,8 +11,9 @@ use crate::search::{
     BackToBack, BurstSize, LossVsLoad, OfferedLoad, Rfc2544Throughput, SearchError, Trial,
 };
 
-/// Bound on the steps one sweep point may expand into (repetitions multiply quickly).
-pub const MAX_STEPS: usize = 100_000;
+/// Bound on the steps one sweep point may expand into; `load` checked the whole experiment
+/// against the same cap arithmetically, so this only guards a hand-built [`Block`].
+const MAX_STEPS: usize = crate::limits::MAX_STEPS as usize;
 
 /// A flow ready to run.
 #[derive(Debug, Clone, PartialEq)]

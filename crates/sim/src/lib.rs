@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod engine;
+pub mod limits;
 pub mod report;
 mod scenario;
 

@@ -12,6 +12,8 @@ use flowlab_atm::{
 };
 use flowlab_qos::sched::QueueLimit;
 use serde::Deserialize;
+
+use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
 use toml::{Spanned, Value};
 
 /// A scenario that failed to load: a message and, where known, the line it is about.
@@ -25,7 +27,7 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
-    fn new(line: Option<usize>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(line: Option<usize>, message: impl Into<String>) -> Self {
         ScenarioError {
             line,
             message: message.into(),
@@ -284,6 +286,9 @@ pub(crate) struct FlowSpec {
     pub shape: bool,
     pub dscp: u8,
     pub tcp: TcpSpec,
+    /// Lines of the `[[flow]]` table and of its rate (the table's when it has none).
+    pub line: usize,
+    pub rate_line: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -301,6 +306,7 @@ pub(crate) struct BackgroundSpec {
     pub clp: bool,
     pub start_ns: u64,
     pub stop_ns: u64,
+    pub line: usize,
 }
 
 /// One fully validated network and workload.
@@ -528,19 +534,31 @@ fn encap_by_name(name: &str) -> Option<Encapsulation> {
 /// Parses and validates a scenario file's text.
 pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
     let raw = parse_raw(text)?;
+    let variants = variants(text, &raw)?;
+    crate::limits::check_packet_budget(&variants)?;
+    Ok(Scenario { variants })
+}
+
+/// One validated model per sweep value, or the only one.
+fn variants(text: &str, raw: &RawFile) -> Result<Vec<Variant>, ScenarioError> {
     match &raw.sweep {
-        None => Ok(Scenario {
-            variants: vec![Variant {
-                sweep: None,
-                model: build(text, &raw)?,
-            }],
-        }),
+        None => Ok(vec![Variant {
+            sweep: None,
+            model: build(text, raw)?,
+        }]),
         Some(sweep) => {
             let ctx = Ctx { text };
             let param = sweep.get_ref().param.get_ref().clone();
             let pspan = sweep.get_ref().param.span();
-            if sweep.get_ref().values.get_ref().is_empty() {
+            let n = sweep.get_ref().values.get_ref().len();
+            if n == 0 {
                 return ctx.err(sweep.get_ref().values.span(), "sweep: values is empty");
+            }
+            if n > MAX_SWEEP_VALUES {
+                return ctx.err(
+                    sweep.get_ref().values.span(),
+                    format!("sweep: {n} values, more than the limit of {MAX_SWEEP_VALUES} runs"),
+                );
             }
             let mut variants = Vec::new();
             for v in sweep.get_ref().values.get_ref() {
@@ -566,7 +584,7 @@ pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
                     model,
                 });
             }
-            Ok(Scenario { variants })
+            Ok(variants)
         }
     }
 }
@@ -655,6 +673,28 @@ fn slot<'d>(
     }
 }
 
+/// Refuses more than [`MAX_TABLES`] tables of a kind, at the first one past the limit.
+fn check_table_counts(c: &Ctx, raw: &RawFile) -> Result<(), ScenarioError> {
+    let spans = [
+        ("[[node]]", raw.node.get(MAX_TABLES).map(Spanned::span)),
+        ("[[link]]", raw.link.get(MAX_TABLES).map(Spanned::span)),
+        ("[[flow]]", raw.flow.get(MAX_TABLES).map(Spanned::span)),
+        (
+            "[[background]]",
+            raw.background.get(MAX_TABLES).map(Spanned::span),
+        ),
+    ];
+    for (what, span) in spans {
+        if let Some(span) = span {
+            return c.err(
+                span,
+                format!("more than {MAX_TABLES} {what} tables, the limit"),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The IP and UDP headers: the smallest datagram.
 const MIN_UDP: u64 = 28;
 /// The IP and TCP headers.
@@ -662,6 +702,7 @@ const TCP_HEADERS: u32 = 40;
 
 fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
     let c = Ctx { text };
+    check_table_counts(&c, raw)?;
     // [sim]
     let (duration_ns, drain_ns, seed, description) = match &raw.sim {
         None => {
@@ -693,12 +734,24 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
                 .str(&s.description, "description")?
                 .map(|x| x.0.to_string())
                 .unwrap_or_default();
-            (
-                d,
-                c.duration(&s.drain, "drain")?.unwrap_or(1_000_000_000),
-                seed,
-                desc,
-            )
+            let drain = c.duration(&s.drain, "drain")?.unwrap_or(1_000_000_000);
+            if d.saturating_add(drain) > MAX_SIM_NS {
+                let span = s
+                    .duration
+                    .as_ref()
+                    .or(s.drain.as_ref())
+                    .map_or(0..0, |x| x.span());
+                return c.err(
+                    span,
+                    format!(
+                        "duration: {} s plus drain {} s is more than the limit of {} s of simulated time",
+                        d / 1_000_000_000,
+                        drain / 1_000_000_000,
+                        MAX_SIM_NS / 1_000_000_000
+                    ),
+                );
+            }
+            (d, drain, seed, desc)
         }
     };
 
@@ -895,6 +948,7 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
     let mut flows: Vec<FlowSpec> = Vec::new();
     for f in &raw.flow {
         let fspan = f.span();
+        let line = line_of(text, fspan.start);
         let f = f.get_ref();
         let name = f.name.get_ref().clone();
         if flows.iter().any(|x| x.name == name) {
@@ -1160,6 +1214,11 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
             shape,
             dscp,
             tcp,
+            line,
+            rate_line: f
+                .rate
+                .as_ref()
+                .map_or(line, |r| line_of(text, r.span().start)),
         });
     }
 
@@ -1224,10 +1283,11 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
                 Some(d) => start_ns.saturating_add(d).min(duration_ns),
                 None => duration_ns,
             },
+            line: line_of(text, bspan.start),
         });
     }
     let _ = CellMeta::user_data;
-    Ok(Model {
+    let model = Model {
         description,
         duration_ns,
         drain_ns,
@@ -1236,7 +1296,9 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
         links,
         flows,
         backgrounds,
-    })
+    };
+    crate::limits::check_overload(&model)?;
+    Ok(model)
 }
 
 fn build_sched(

@@ -103,3 +103,84 @@ fn display_without_file() {
     let e = load("[sim]\nduration = \"fast\"\n").unwrap_err();
     assert!(e.to_string().starts_with("line 2: duration"), "{e}");
 }
+
+/// Loads BASE + `extra` expecting an error mentioning `want`, in well under a second: a load
+/// that simulated instead of refusing would hang here.
+fn capped(extra: &str, want: &str) -> (usize, String) {
+    let t0 = std::time::Instant::now();
+    let text = format!("{BASE}{extra}");
+    let e = load(&text).expect_err("should be refused");
+    assert!(t0.elapsed().as_secs_f64() < 2.0, "took {:?}", t0.elapsed());
+    assert!(
+        e.message.contains(want),
+        "{} should mention {want}",
+        e.message
+    );
+    assert!(!e.to_string().contains('\n'));
+    (e.line.expect("a line"), e.message)
+}
+
+const UDP: &str = "[[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\n";
+
+#[test]
+fn impossible_load_is_refused_not_simulated() {
+    let (line, msg) = capped(&format!("{UDP}rate = \"100G\"\n"), "more than 10×");
+    assert_eq!(line, BASE_LINES + 5);
+    assert!(msg.contains("flow f offers 100000000000 bit/s"), "{msg}");
+    assert!(msg.contains("link a-s"), "{msg}");
+    // Two flows that are each possible, but not together.
+    let two = format!(
+        "{UDP}rate = \"1G\"\n[[flow]]\nname = \"g\"\nfrom = \"a\"\nto = \"b\"\nrate = \"1G\"\n"
+    );
+    let (line, _) = capped(&two, "flows f, g offer 2000000000 bit/s together");
+    assert_eq!(line, BASE_LINES + 10);
+    // Pings every nanosecond are a load too.
+    let ping = format!("{UDP}protocol = \"ping\"\ninterval = \"1ns\"\n");
+    capped(&ping, "more than 10×");
+}
+
+#[test]
+fn a_plain_overload_still_loads() {
+    // 2× the OC-3c, policed: the kind of overload the papers study.
+    let text = format!(
+        "{BASE}{UDP}rate = \"300M\"\nservice = \"cbr\"\npcr = \"100M\"\npolice = \"drop\"\n"
+    );
+    assert!(load(&text).is_ok());
+}
+
+#[test]
+fn packet_budget_is_checked_before_running() {
+    let long = BASE.replace("duration = \"1s\"", "duration = \"20000s\"");
+    let text = format!("{long}{UDP}rate = \"1G\"\n");
+    let e = load(&text).expect_err("over the budget");
+    assert!(
+        e.message.contains("more than the limit of 200000000"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("flow f: 2500000000"), "{}", e.message);
+    assert_eq!(e.line, Some(BASE_LINES + 1));
+}
+
+#[test]
+fn duration_sweep_and_tables_are_capped() {
+    let long = BASE.replace("duration = \"1s\"", "duration = \"25h\"");
+    let e = load(&long).expect_err("too long");
+    assert_eq!(e.line, Some(2));
+    assert!(
+        e.message.contains("more than the limit of 86400 s"),
+        "{}",
+        e.message
+    );
+    let values: Vec<String> = (1..=200_000).map(|i| format!("\"{i}k\"")).collect();
+    let sweep = format!(
+        "{UDP}rate = \"1M\"\n[sweep]\nparam = \"flow.f.rate\"\nvalues = [{}]\n",
+        values.join(",")
+    );
+    let (line, _) = capped(&sweep, "200000 values, more than the limit of 1000 runs");
+    assert_eq!(line, BASE_LINES + 8);
+    let nodes: String = (0..1001)
+        .map(|i| format!("[[node]]\nname = \"n{i}\"\nkind = \"host\"\n"))
+        .collect();
+    capped(&nodes, "more than 1000 [[node]] tables");
+}

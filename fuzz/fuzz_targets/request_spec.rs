@@ -1,0 +1,25 @@
+//! The agent's request validator: any request body an attacker can send either fails to
+//! parse or is judged by `TestSpec::validate`, which never panics, and what it accepts is
+//! within the protocol's bounds.
+#![no_main]
+
+use flowlab_wire::spec::{MAX_FLOWS, MAX_RATE_BPS};
+use flowlab_wire::{Message, TestSpec};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let spec: TestSpec = match serde_json::from_slice(data) {
+        Ok(spec) => spec,
+        // The same bytes as a whole control frame body, as the agent reads them.
+        Err(_) => match Message::decode(&[&[1u8][..], data].concat()) {
+            Ok(Message::Request { spec }) => spec,
+            _ => return,
+        },
+    };
+    if spec.validate().is_ok() {
+        assert!(spec.flows >= 1 && spec.flows <= MAX_FLOWS);
+        assert!(spec.rate_bps.is_none_or(|r| r >= 1 && r <= MAX_RATE_BPS));
+        assert!(spec.duration_ns.is_some() || spec.count.is_some());
+        assert!(spec.interval_ns.is_none_or(|i| i >= 10_000_000));
+    }
+});

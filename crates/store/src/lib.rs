@@ -315,6 +315,26 @@ impl Store {
         })
     }
 
+    /// Starts a run whose guard marks it failed unless it is finished.
+    pub fn start_run(
+        &mut self,
+        kind: &str,
+        params: &Value,
+        env: &Environment,
+    ) -> Result<ActiveRun<'_>> {
+        let id = self.begin_run(kind, params, env)?;
+        Ok(self.continue_run(id))
+    }
+
+    /// Guards a run already stored (a resumed sweep) like `start_run`.
+    pub fn continue_run(&mut self, id: RunId) -> ActiveRun<'_> {
+        ActiveRun {
+            store: self,
+            id,
+            finished: false,
+        }
+    }
+
     /// Stores one finished point (result, metrics and packet log) in one transaction.
     pub fn add_point(
         &mut self,
@@ -509,6 +529,49 @@ impl Store {
             .into_iter()
             .map(|p| (p.params, p.repetition))
             .collect())
+    }
+}
+
+/// A run being recorded, from `Store::start_run`: marked failed when dropped unfinished, so an
+/// error or early return never leaves it "running" for ever. Derefs to the store.
+pub struct ActiveRun<'a> {
+    store: &'a mut Store,
+    id: RunId,
+    finished: bool,
+}
+
+impl ActiveRun<'_> {
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// Marks the run finished with `status`.
+    pub fn finish(mut self, status: RunStatus) -> Result<()> {
+        // Tried once: if this fails, marking it failed would too.
+        self.finished = true;
+        self.store.finish_run(self.id, status)
+    }
+}
+
+impl std::ops::Deref for ActiveRun<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        self.store
+    }
+}
+
+impl std::ops::DerefMut for ActiveRun<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        self.store
+    }
+}
+
+impl Drop for ActiveRun<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort: the error that got us here is the one reported.
+            let _ = self.store.finish_run(self.id, RunStatus::Failed);
+        }
     }
 }
 

@@ -381,3 +381,20 @@ fn concurrent_writers_all_store_every_point() {
     assert_all_stored(&path, &runs, 60);
     let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
 }
+
+/// A run dropped before it is finished (an error, an early return) is marked failed.
+#[test]
+fn unfinished_run_is_marked_failed() {
+    let mut s = Store::open_in_memory().unwrap();
+    let (failed, complete) = {
+        let failed = s.start_run("test", &json!({}), &env()).unwrap().id();
+        let run = s.start_run("test", &json!({}), &env()).unwrap();
+        let complete = run.id();
+        run.finish(RunStatus::Complete).unwrap();
+        (failed, complete)
+    };
+    let status = |id| s.load_run(id).unwrap().info.status;
+    assert_eq!(status(failed), RunStatus::Failed);
+    assert_eq!(status(complete), RunStatus::Complete);
+    assert!(s.load_run(failed).unwrap().info.finished_at_ns.is_some());
+}

@@ -771,6 +771,10 @@ fn classify(path: &str, e: rusqlite::Error) -> StoreError {
             },
             ErrorCode::ReadOnly => StoreError::ReadOnly { path },
             ErrorCode::DiskFull => StoreError::DiskFull { path },
+            // The WAL index (`-shm`) could not grow: on a full disk, where it often grows first.
+            _ if f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE => {
+                StoreError::DiskFull { path }
+            }
             ErrorCode::CannotOpen => StoreError::Open {
                 path,
                 reason: "cannot open the file (missing directory or no permission)".into(),

@@ -210,6 +210,26 @@ fn locked_database_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
 }
 
+/// A lock held longer than SQLite's busy handler waits is outlasted by the retries.
+#[test]
+fn lock_held_past_the_busy_timeout_is_waited_out() {
+    let path = temp_path("outlasted");
+    let mut s = Store::open(&path).unwrap();
+    s.conn.busy_timeout(Duration::from_millis(50)).unwrap();
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(600));
+        holder.execute_batch("COMMIT;").unwrap();
+    });
+    let start = Instant::now();
+    let run = s.begin_run("test", &json!({}), &env()).unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(500));
+    release.join().unwrap();
+    assert_eq!(s.list_runs(10).unwrap()[0].id, run);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
+}
+
 /// A failure inside a point's transaction leaves no partial point and keeps earlier ones.
 #[test]
 fn failed_point_leaves_nothing_half_written() {

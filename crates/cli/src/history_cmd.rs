@@ -67,19 +67,21 @@ pub fn store_test_run(
     tests: &[(Value, u32, &TestRun)],
 ) -> anyhow::Result<RunId> {
     let mut store = open_store(db)?;
-    let id = store.begin_run(kind, params, &environment())?;
+    // Marked failed if a point cannot be stored.
+    let mut active = store.start_run(kind, params, &environment())?;
+    let id = active.id();
     let mut status = RunStatus::Complete;
     for (point, repetition, run) in tests {
         let (result, metrics) = point_data(run)?;
         let packets = (!run.packets.is_empty()).then_some(run.packets.as_slice());
-        store.add_point(id, point, *repetition, &result, &metrics, packets)?;
+        active.add_point(id, point, *repetition, &result, &metrics, packets)?;
         if run.result.interrupted {
             status = RunStatus::Interrupted;
         } else if run.result.error.is_some() && status == RunStatus::Complete {
             status = RunStatus::Failed;
         }
     }
-    store.finish_run(id, status)?;
+    active.finish(status)?;
     Ok(id)
 }
 

@@ -195,7 +195,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
 
-    let stored = store(&args, &experiment, &outcomes, search.as_ref())?;
+    // The results are printed even when they cannot be stored; that error comes last.
+    let (stored, not_stored) = match store(&args, &experiment, &outcomes, search.as_ref()) {
+        Ok(id) => (id, None),
+        Err(e) => (None, Some(e)),
+    };
     let clocks_json: BTreeMap<&String, serde_json::Value> = clocks
         .iter()
         .map(|(a, (o, b))| (a, serde_json::json!({ "offset_ns": o, "bound_ns": b })))
@@ -233,9 +237,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "flowlab: {failed} of {} flows failed; the others' results are kept",
             outcomes.len()
         );
-        return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::SUCCESS)
+    if let Some(e) = not_stored {
+        return Err(e.context("results not stored"));
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Agent addresses of a running lab, by host name.

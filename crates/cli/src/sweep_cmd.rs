@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::Parser as _;
 use flowlab_control::{load_key, run_test, TestOptions};
 use flowlab_results::PacketRecord;
-use flowlab_store::{plain, RunId, RunStatus, Store};
+use flowlab_store::{plain, Point, Run, RunId, RunStatus, Store};
 use rand::seq::SliceRandom as _;
 use rand::SeedableRng as _;
 use serde_json::{json, Map, Value};
@@ -384,21 +384,39 @@ pub enum Ending {
     Complete,
     Interrupted,
     Failed(String),
+    /// A measured point could not be stored: the sweep stops there.
+    NotStored(String),
+}
+
+impl Ending {
+    fn status(&self) -> RunStatus {
+        match self {
+            Ending::Complete => RunStatus::Complete,
+            Ending::Interrupted => RunStatus::Interrupted,
+            Ending::Failed(_) | Ending::NotStored(_) => RunStatus::Failed,
+        }
+    }
 }
 
 /// Runs the plan round by round (repetition r of every point that needs it, shuffled per round
 /// when asked), skipping what `store` already has for `run`, storing each point as it finishes.
+/// Returns the run as measured: the stored points and this sweep's, also one not stored.
 pub fn execute(
     store: &mut Store,
     run: RunId,
     plan: &Plan,
-    mut progress: impl FnMut(&Value, u32, u64),
-    mut run_point: impl FnMut(&Value, u32) -> anyhow::Result<PointOutcome>,
-) -> anyhow::Result<Ending> {
-    let stored = store.load_run(run)?;
-    // For each point, its stored repetitions and the watched metric's values.
+    progress: impl FnMut(&Value, u32, u64),
+    run_point: impl FnMut(&Value, u32) -> anyhow::Result<PointOutcome>,
+) -> anyhow::Result<(Ending, Run)> {
+    let mut table = store.load_run(run)?;
+    let ending = run_rounds(store, &mut table, plan, progress, run_point)?;
+    Ok((ending, table))
+}
+
+/// For each point of the plan, its stored repetitions and the watched metric's values.
+fn done_so_far(plan: &Plan, stored: &[Point]) -> Vec<(Vec<u32>, Vec<f64>)> {
     let mut done: Vec<(Vec<u32>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); plan.points.len()];
-    for p in &stored.points {
+    for p in stored {
         if let Some(i) = plan.points.iter().position(|q| *q == p.params) {
             done[i].0.push(p.repetition);
             if let Some((_, _, m)) = &plan.until_ci {
@@ -406,6 +424,19 @@ pub fn execute(
             }
         }
     }
+    done
+}
+
+/// `execute`'s loop; each measured point is added to `table`.
+fn run_rounds(
+    store: &mut Store,
+    table: &mut Run,
+    plan: &Plan,
+    mut progress: impl FnMut(&Value, u32, u64),
+    mut run_point: impl FnMut(&Value, u32) -> anyhow::Result<PointOutcome>,
+) -> anyhow::Result<Ending> {
+    let run = table.info.id;
+    let mut done = done_so_far(plan, &table.points);
     let max_rounds = plan
         .until_ci
         .as_ref()
@@ -438,12 +469,26 @@ pub fn execute(
                     metrics,
                     packets,
                 } => {
-                    store.add_point(run, point, rep, &result, &metrics, packets.as_deref())?;
-                    stored_now += 1;
-                    done[i].0.push(rep);
+                    let stored =
+                        store.add_point(run, point, rep, &result, &metrics, packets.as_deref());
                     if let Some((_, _, m)) = &plan.until_ci {
                         done[i].1.extend(ci_value(&metrics, m));
                     }
+                    table.points.push(Point {
+                        // 0: not stored (SQLite's ids start at 1).
+                        id: *stored.as_ref().unwrap_or(&0),
+                        params: point.clone(),
+                        repetition: rep,
+                        result,
+                        metrics,
+                        packets: packets.map_or(0, |p| p.len() as u64),
+                    });
+                    if let Err(e) = stored {
+                        let label = flowlab_report::plot::point_label(point, rep);
+                        return Ok(Ending::NotStored(format!("point {label} not stored: {e}")));
+                    }
+                    stored_now += 1;
+                    done[i].0.push(rep);
                 }
                 PointOutcome::Interrupted => return Ok(Ending::Interrupted),
                 PointOutcome::Failed(e) => {
@@ -515,18 +560,20 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         "packet_log": args.packet_log,
     });
     let mut store = open_store(args.db.as_deref())?;
-    let run_id = match args.resume {
+    // Marked failed if the sweep stops on an error.
+    let mut active = match args.resume {
         Some(id) => {
             check_resumable(&store, id, &definition)?;
-            id
+            store.continue_run(id)
         }
-        None => store.begin_run("sweep", &definition, &environment())?,
+        None => store.start_run("sweep", &definition, &environment())?,
     };
+    let run_id = active.id();
     flowlab_sys::signal::interrupt_flag();
     let bar = progress_bar(args.quiet, planned(&plan));
     let drain_default = std::time::Duration::from_millis(500);
     let ending = execute(
-        &mut store,
+        &mut active,
         run_id,
         &plan,
         |point, rep, done| {
@@ -571,30 +618,37 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
         },
     );
     bar.finish_and_clear();
-    let ending = ending?;
-    let status = match &ending {
-        Ending::Complete => RunStatus::Complete,
-        Ending::Interrupted => RunStatus::Interrupted,
-        Ending::Failed(_) => RunStatus::Failed,
-    };
-    store.finish_run(run_id, status)?;
-    let run = store.load_run(run_id)?;
+    let (ending, run) = ending?;
     let shown = flowlab_report::metrics::resolve_lenient(&args.show, &run.metric_names());
     if !run.points.is_empty() {
         print!("{}", flowlab_report::text_table(&run, &shown));
     }
-    println!("\nrun {run_id}: {} points stored in {} (flowlab show {run_id}, flowlab plot {run_id}, flowlab report {run_id})", run.points.len(), store.path());
+    let stored = run.points.iter().filter(|p| p.id > 0).count();
+    let finished = active.finish(ending.status());
+    println!("\nrun {run_id}: {stored} points stored in {} (flowlab show {run_id}, flowlab plot {run_id}, flowlab report {run_id})", store.path());
+    conclude(ending, finished, run_id)
+}
+
+/// The exit code and the one line on stderr of a sweep that ended as `ending`.
+fn conclude(
+    ending: Ending,
+    finished: flowlab_store::Result<()>,
+    run_id: RunId,
+) -> anyhow::Result<ExitCode> {
+    let resume = format!("continue with --resume {run_id}");
     match ending {
-        Ending::Complete => Ok(ExitCode::SUCCESS),
+        Ending::Complete => {
+            finished.with_context(|| format!("run {run_id} not marked complete"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Ending::Interrupted => {
-            eprintln!(
-                "flowlab: interrupted: finished points are stored; continue with --resume {run_id}"
-            );
+            eprintln!("flowlab: interrupted: finished points are stored; {resume}");
             Ok(ExitCode::from(130))
         }
-        Ending::Failed(e) => bail!(
-            "sweep stopped at {e}; finished points are stored, continue with --resume {run_id}"
-        ),
+        Ending::Failed(e) => bail!("sweep stopped at {e}; finished points are stored, {resume}"),
+        Ending::NotStored(e) => {
+            bail!("sweep stopped: {e}; {resume} once the database takes writes again")
+        }
     }
 }
 
@@ -763,7 +817,7 @@ mod tests {
         let p = plan(points, 2);
         // First attempt: fails at the 4th test (size 1, repetition 1).
         let mut calls = 0;
-        let ending = execute(
+        let (ending, _) = execute(
             &mut s,
             run,
             &p,
@@ -785,7 +839,7 @@ mod tests {
         assert_eq!(s.load_run(run).unwrap().points.len(), 3);
         // Resume: only the 3 missing tests run.
         let mut ran = Vec::new();
-        let ending = execute(
+        let (ending, _) = execute(
             &mut s,
             run,
             &p,
@@ -807,7 +861,7 @@ mod tests {
         );
         assert_eq!(s.load_run(run).unwrap().points.len(), 6);
         // Nothing left: a second resume runs nothing.
-        let ending = execute(
+        let (ending, _) = execute(
             &mut s,
             run,
             &p,

@@ -175,12 +175,8 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     };
     let run = run_test(&options, &mut on_interval)?;
     save(&args, &run)?;
-    if !args.no_store {
-        match crate::history_cmd::store_single_test(args.db.as_deref(), &options, &run) {
-            Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
-            Err(e) => eprintln!("flowlab: warning: result not stored: {e:#}"),
-        }
-    }
+    // Before printing: a closed stdout (`| head`) must not lose the result.
+    let stored = store(&args, &options, &run);
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&run.result)?)?;
     } else if args.json_stream {
@@ -197,7 +193,27 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         eprintln!("flowlab: interrupted: results above cover the test up to then");
         return Ok(ExitCode::from(130));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if stored {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Records the test in the results database unless `--no-store`; false, with the reason said
+/// in one line, when it could not.
+fn store(args: &TestArgs, options: &TestOptions, run: &TestRun) -> bool {
+    if args.no_store {
+        return true;
+    }
+    match crate::history_cmd::store_single_test(args.db.as_deref(), options, run) {
+        Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
+        Err(e) => {
+            eprintln!("flowlab: error: result not stored: {e:#}");
+            return false;
+        }
+    }
+    true
 }
 
 /// Writes the result JSON and the packet log where asked, before anything else can fail.

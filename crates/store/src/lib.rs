@@ -5,15 +5,21 @@
 //! Each write is one transaction: a run's header, then each point (its result document, its flat
 //! metrics and its packet log) atomically. An interrupted sweep keeps every finished point, and a
 //! full disk or a crash never leaves half a point behind.
+//!
+//! Several flowlab processes may write one database at once: it is in WAL mode, writes take the
+//! write lock up front (`BEGIN IMMEDIATE`) and wait for it, retried with backoff for up to
+//! `LOCK_WAIT`, and a new database's schema is created under an exclusive lock.
 
 mod schema;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use flowlab_results::PacketRecord;
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
+use rusqlite::{
+    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,16 +30,21 @@ pub type RunId = i64;
 /// A point's id, unique over the database.
 pub type PointId = i64;
 
-/// How long to wait for another flowlab writing the same database before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one statement waits for another writer's lock (SQLite's busy handler).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a write keeps retrying a busy database before giving up: a sweep's point must
+/// outlast other sweeps' writes, but a stuck process must not hang this one for ever.
+const LOCK_WAIT: Duration = Duration::from_secs(60);
+/// The longest pause between two tries.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Why the history could not be read or written, in one line.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("results database {path}: {reason}")]
     Open { path: String, reason: String },
-    #[error("results database {path} is locked by another process (waited {secs} s); try again when it finishes", secs = BUSY_TIMEOUT.as_secs())]
-    Locked { path: String },
+    #[error("results database {path} is locked by another process (waited {secs} s); try again when it finishes")]
+    Locked { path: String, secs: u64 },
     #[error(
         "results database {path} is read-only: cannot record results (use --db PATH or FLOWLAB_DB)"
     )]
@@ -158,6 +169,8 @@ impl Run {
 pub struct Store {
     conn: Connection,
     path: String,
+    /// `LOCK_WAIT`, shorter in tests.
+    lock_wait: Duration,
 }
 
 /// `$FLOWLAB_DB`, else `$XDG_DATA_HOME/flowlab/history.sqlite3`, else
@@ -212,16 +225,36 @@ impl Store {
     fn setup(conn: Connection, path: String) -> Result<Store> {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| classify(&path, e))?;
-        // Foreign keys keep points tied to runs; WAL lets `history` read during a sweep.
+        // Foreign keys keep points tied to runs.
         conn.execute_batch("PRAGMA foreign_keys = ON;")
             .map_err(|e| classify(&path, e))?;
-        if path != ":memory:" {
-            // Read-only files cannot switch journal mode; that is reported on the first write.
-            let _ = conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()));
+        let mut store = Store {
+            conn,
+            path,
+            lock_wait: LOCK_WAIT,
+        };
+        if store.path != ":memory:" {
+            store.use_wal()?;
         }
-        let mut store = Store { conn, path };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// WAL lets `history` read during a sweep and writers not block readers.
+    fn use_wal(&self) -> Result<()> {
+        retry(self.lock_wait, || {
+            match self
+                .conn
+                .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            {
+                Err(e) => match classify(&self.path, e) {
+                    e @ StoreError::Locked { .. } => Err(e),
+                    // Read-only or broken files: reported on the first read or write.
+                    _ => Ok(()),
+                },
+                Ok(()) => Ok(()),
+            }
+        })
     }
 
     /// The path shown in messages.
@@ -234,14 +267,30 @@ impl Store {
     }
 
     fn migrate(&mut self) -> Result<()> {
-        let path = self.path.clone();
-        schema::migrate(&mut self.conn).map_err(|e| match e {
-            schema::MigrateError::TooNew(found) => StoreError::TooNew {
-                path: path.clone(),
-                found,
-                known: SCHEMA_VERSION,
-            },
-            schema::MigrateError::Sql(e) => classify(&path, e),
+        let (conn, path) = (&mut self.conn, &self.path);
+        retry(self.lock_wait, || {
+            schema::migrate(conn).map_err(|e| match e {
+                schema::MigrateError::TooNew(found) => StoreError::TooNew {
+                    path: path.clone(),
+                    found,
+                    known: SCHEMA_VERSION,
+                },
+                schema::MigrateError::Sql(e) => classify(path, e),
+            })
+        })
+    }
+
+    /// Runs `f` in a write transaction that takes the lock up front, so SQLite's busy handler
+    /// waits for it (a read upgraded to a write fails at once instead), retried while busy.
+    fn write<T>(&mut self, mut f: impl FnMut(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let (conn, path) = (&mut self.conn, &self.path);
+        retry(self.lock_wait, || {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| classify(path, e))?;
+            let value = f(&tx)?;
+            tx.commit().map_err(|e| classify(path, e))?;
+            Ok(value)
         })
     }
 
@@ -255,18 +304,35 @@ impl Store {
     /// Records the start of a run; its points follow with `add_point`.
     pub fn begin_run(&mut self, kind: &str, params: &Value, env: &Environment) -> Result<RunId> {
         let env = serde_json::to_string(env).map_err(|e| StoreError::Json(e.to_string()))?;
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(|e| classify(&self.path, e))?;
-        tx.execute(
-            "INSERT INTO runs (kind, created_at_ns, status, params_json, env_json) VALUES (?1, ?2, 'running', ?3, ?4)",
-            params![kind, now_ns(), params.to_string(), env],
-        )
-        .map_err(|e| classify(&self.path, e))?;
-        let id = tx.last_insert_rowid();
-        tx.commit().map_err(|e| classify(&self.path, e))?;
-        Ok(id)
+        let path = self.path.clone();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO runs (kind, created_at_ns, status, params_json, env_json) VALUES (?1, ?2, 'running', ?3, ?4)",
+                params![kind, now_ns(), params.to_string(), env],
+            )
+            .map_err(|e| classify(&path, e))?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    /// Starts a run whose guard marks it failed unless it is finished.
+    pub fn start_run(
+        &mut self,
+        kind: &str,
+        params: &Value,
+        env: &Environment,
+    ) -> Result<ActiveRun<'_>> {
+        let id = self.begin_run(kind, params, env)?;
+        Ok(self.continue_run(id))
+    }
+
+    /// Guards a run already stored (a resumed sweep) like `start_run`.
+    pub fn continue_run(&mut self, id: RunId) -> ActiveRun<'_> {
+        ActiveRun {
+            store: self,
+            id,
+            finished: false,
+        }
     }
 
     /// Stores one finished point (result, metrics and packet log) in one transaction.
@@ -280,67 +346,24 @@ impl Store {
         packets: Option<&[PacketRecord]>,
     ) -> Result<PointId> {
         let path = self.path.clone();
-        let c = |e| classify(&path, e);
-        let tx = self.conn.transaction().map_err(c)?;
-        let exists: Option<i64> = tx
-            .query_row("SELECT id FROM runs WHERE id = ?1", [run], |r| r.get(0))
-            .optional()
-            .map_err(c)?;
-        if exists.is_none() {
-            return Err(StoreError::NoSuchRun(run));
-        }
-        let ordinal: i64 = tx
-            .query_row(
-                "SELECT COUNT(*) FROM points WHERE run_id = ?1",
-                [run],
-                |r| r.get(0),
-            )
-            .map_err(c)?;
-        tx.execute(
-            "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![run, ordinal, point_params.to_string(), repetition, result.to_string(), now_ns()],
-        )
-        .map_err(c)?;
-        let point = tx.last_insert_rowid();
-        {
-            let mut m = tx
-                .prepare("INSERT INTO metrics (run_id, point_id, repetition, name, value) VALUES (?1, ?2, ?3, ?4, ?5)")
-                .map_err(c)?;
-            for (name, value) in metrics.iter().filter(|(_, v)| v.is_finite()) {
-                m.execute(params![run, point, repetition, name, value])
-                    .map_err(c)?;
-            }
-            if let Some(packets) = packets {
-                let mut p = tx
-                    .prepare("INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-                    .map_err(c)?;
-                for r in packets {
-                    p.execute(params![
-                        point,
-                        r.flow,
-                        to_i64(r.seq, "sequence number")?,
-                        r.size,
-                        opt_i64(r.sent_ns)?,
-                        opt_i64(r.received_ns)?,
-                        opt_i64(r.echoed_ns)?
-                    ])
-                    .map_err(c)?;
-                }
-            }
-        }
-        tx.commit().map_err(c)?;
-        Ok(point)
+        self.write(|tx| {
+            let point = insert_point(tx, &path, run, point_params, repetition, result)?;
+            insert_metrics(tx, &path, run, point, repetition, metrics)?;
+            insert_packets(tx, &path, point, packets.unwrap_or_default())?;
+            Ok(point)
+        })
     }
 
     /// Marks a run finished with `status`.
     pub fn finish_run(&mut self, run: RunId, status: RunStatus) -> Result<()> {
-        let n = self
-            .conn
-            .execute(
+        let path = self.path.clone();
+        let n = self.write(|tx| {
+            tx.execute(
                 "UPDATE runs SET status = ?1, finished_at_ns = ?2 WHERE id = ?3",
                 params![status.as_str(), now_ns(), run],
             )
-            .map_err(|e| self.err(e))?;
+            .map_err(|e| classify(&path, e))
+        })?;
         if n == 0 {
             return Err(StoreError::NoSuchRun(run));
         }
@@ -509,6 +532,154 @@ impl Store {
     }
 }
 
+/// A run being recorded, from `Store::start_run`: marked failed when dropped unfinished, so an
+/// error or early return never leaves it "running" for ever. Derefs to the store.
+pub struct ActiveRun<'a> {
+    store: &'a mut Store,
+    id: RunId,
+    finished: bool,
+}
+
+impl ActiveRun<'_> {
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// Marks the run finished with `status`.
+    pub fn finish(mut self, status: RunStatus) -> Result<()> {
+        // Tried once: if this fails, marking it failed would too.
+        self.finished = true;
+        self.store.finish_run(self.id, status)
+    }
+}
+
+impl std::ops::Deref for ActiveRun<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        self.store
+    }
+}
+
+impl std::ops::DerefMut for ActiveRun<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        self.store
+    }
+}
+
+impl Drop for ActiveRun<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Best effort: the error that got us here is the one reported.
+            let _ = self.store.finish_run(self.id, RunStatus::Failed);
+        }
+    }
+}
+
+/// Inserts a point's row, numbered after the run's other points.
+fn insert_point(
+    tx: &Transaction<'_>,
+    path: &str,
+    run: RunId,
+    params: &Value,
+    repetition: u32,
+    result: &Value,
+) -> Result<PointId> {
+    let c = |e| classify(path, e);
+    let exists: Option<i64> = tx
+        .query_row("SELECT id FROM runs WHERE id = ?1", [run], |r| r.get(0))
+        .optional()
+        .map_err(c)?;
+    if exists.is_none() {
+        return Err(StoreError::NoSuchRun(run));
+    }
+    let ordinal: i64 = tx
+        .query_row(
+            "SELECT COUNT(*) FROM points WHERE run_id = ?1",
+            [run],
+            |r| r.get(0),
+        )
+        .map_err(c)?;
+    tx.execute(
+        "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![run, ordinal, params.to_string(), repetition, result.to_string(), now_ns()],
+    )
+    .map_err(c)?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Inserts a point's finite metrics.
+fn insert_metrics(
+    tx: &Transaction<'_>,
+    path: &str,
+    run: RunId,
+    point: PointId,
+    repetition: u32,
+    metrics: &[(String, f64)],
+) -> Result<()> {
+    let c = |e| classify(path, e);
+    let mut m = tx
+        .prepare_cached("INSERT INTO metrics (run_id, point_id, repetition, name, value) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .map_err(c)?;
+    for (name, value) in metrics.iter().filter(|(_, v)| v.is_finite()) {
+        m.execute(params![run, point, repetition, name, value])
+            .map_err(c)?;
+    }
+    Ok(())
+}
+
+/// Inserts a point's packet log.
+fn insert_packets(
+    tx: &Transaction<'_>,
+    path: &str,
+    point: PointId,
+    packets: &[PacketRecord],
+) -> Result<()> {
+    let c = |e| classify(path, e);
+    let mut p = tx
+        .prepare_cached("INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        .map_err(c)?;
+    for r in packets {
+        p.execute(params![
+            point,
+            r.flow,
+            to_i64(r.seq, "sequence number")?,
+            r.size,
+            opt_i64(r.sent_ns)?,
+            opt_i64(r.received_ns)?,
+            opt_i64(r.echoed_ns)?
+        ])
+        .map_err(c)?;
+    }
+    Ok(())
+}
+
+/// Calls `attempt` again while the database is busy, with growing pauses, for up to `wait`.
+/// SQLite's busy handler already waited inside each try; this covers what it does not (a lock
+/// lost to another writer between tries, a new database being set up).
+fn retry<T>(wait: Duration, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match attempt() {
+            Err(StoreError::Locked { path, .. }) => {
+                if start.elapsed() + pause >= wait {
+                    let secs = start.elapsed().as_secs();
+                    return Err(StoreError::Locked { path, secs });
+                }
+                std::thread::sleep(jittered(pause));
+                pause = (pause * 2).min(MAX_BACKOFF);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// `pause` plus up to half of it again, so writers that collided do not retry in step.
+fn jittered(pause: Duration) -> Duration {
+    let spread = u64::try_from(pause.as_nanos() / 2).unwrap_or(1).max(1);
+    pause + Duration::from_nanos(now_ns().unsigned_abs() % spread)
+}
+
 /// A JSON value as a person reads it: strings without quotes.
 pub fn plain(v: &Value) -> String {
     match v {
@@ -594,9 +765,16 @@ fn classify(path: &str, e: rusqlite::Error) -> StoreError {
     let path = path.to_string();
     if let rusqlite::Error::SqliteFailure(f, msg) = &e {
         return match f.code {
-            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Locked { path },
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Locked {
+                path,
+                secs: BUSY_TIMEOUT.as_secs(),
+            },
             ErrorCode::ReadOnly => StoreError::ReadOnly { path },
             ErrorCode::DiskFull => StoreError::DiskFull { path },
+            // The WAL index (`-shm`) could not grow: on a full disk, where it often grows first.
+            _ if f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE => {
+                StoreError::DiskFull { path }
+            }
             ErrorCode::CannotOpen => StoreError::Open {
                 path,
                 reason: "cannot open the file (missing directory or no permission)".into(),

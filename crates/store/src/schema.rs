@@ -1,7 +1,7 @@
 //! The database layout and its migrations, numbered by `PRAGMA user_version`. A new database is
 //! built by running every migration from 0, so the upgrade path is the path always tested.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 /// The layout this code writes.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -65,17 +65,29 @@ CREATE INDEX packets_by_point ON packets(point_id, flow, seq);
 
 const MIGRATIONS: [&str; 2] = [V1, V2];
 
-/// Brings the database to `SCHEMA_VERSION`, each step in its own transaction.
+/// Brings the database to `SCHEMA_VERSION` in one exclusive transaction, so processes opening
+/// a new database at once never both create it.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
+    // Already current: no write lock, so read-only files open too.
+    if checked_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+    // Read again under the lock: another opener may have migrated meanwhile.
+    let version = checked_version(&tx)?;
+    for sql in MIGRATIONS.iter().skip(version.max(0) as usize) {
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The file's schema version; an error if it is newer than this code.
+fn checked_version(conn: &Connection) -> Result<i64, MigrateError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version > SCHEMA_VERSION {
         return Err(MigrateError::TooNew(version));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
-    }
-    Ok(())
+    Ok(version)
 }

@@ -192,13 +192,14 @@ fn newer_schema_is_refused() {
     let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
 }
 
-/// Another process holding the write lock: after the busy timeout, a clear "locked" error, and
-/// nothing of the failed write is left.
+/// Another process holding the write lock past the retries: a clear "locked" error, and nothing
+/// of the failed write is left.
 #[test]
 fn locked_database_is_a_clear_error() {
     let path = temp_path("locked");
     let mut s = Store::open(&path).unwrap();
     s.conn.busy_timeout(Duration::from_millis(100)).unwrap();
+    s.lock_wait = Duration::from_millis(500);
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
     let e = s.begin_run("test", &json!({}), &env()).unwrap_err();
@@ -206,6 +207,26 @@ fn locked_database_is_a_clear_error() {
     assert!(e.to_string().contains("is locked by another process"));
     holder.execute_batch("ROLLBACK;").unwrap();
     assert!(s.list_runs(10).unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
+}
+
+/// A lock held longer than SQLite's busy handler waits is outlasted by the retries.
+#[test]
+fn lock_held_past_the_busy_timeout_is_waited_out() {
+    let path = temp_path("outlasted");
+    let mut s = Store::open(&path).unwrap();
+    s.conn.busy_timeout(Duration::from_millis(50)).unwrap();
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(600));
+        holder.execute_batch("COMMIT;").unwrap();
+    });
+    let start = Instant::now();
+    let run = s.begin_run("test", &json!({}), &env()).unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(500));
+    release.join().unwrap();
+    assert_eq!(s.list_runs(10).unwrap()[0].id, run);
     let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
 }
 
@@ -307,4 +328,93 @@ fn full_disk_is_a_clear_error_and_keeps_earlier_runs() {
     let r = s.load_run(run).unwrap();
     assert_eq!(r.points.len(), 1);
     assert_eq!(s.load_packets(r.points[0].id).unwrap().len(), 0);
+}
+
+/// `writers` threads start at once on `path`, each opening its own connection and storing a run
+/// of `points` points; every one must succeed.
+fn concurrent_runs(path: &Path, writers: usize, points: usize) -> Vec<RunId> {
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(writers));
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let (path, barrier) = (path.to_path_buf(), barrier.clone());
+            std::thread::spawn(move || -> Result<RunId> {
+                barrier.wait();
+                let mut s = Store::open(&path)?;
+                let run = s.begin_run("sweep", &json!({"writer": w}), &env())?;
+                for n in 0..points {
+                    let packets = [packet(n as u64, false)];
+                    let m = [("m".to_string(), n as f64)];
+                    s.add_point(run, &json!({"n": n}), 0, &json!({}), &m, Some(&packets))?;
+                }
+                s.finish_run(run, RunStatus::Complete)?;
+                Ok(run)
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("a writer failed: {e}"))
+        })
+        .collect()
+}
+
+/// Every run complete with all its points, metrics and packets.
+fn assert_all_stored(path: &Path, runs: &[RunId], points: usize) {
+    let s = Store::open(path).unwrap();
+    assert_eq!(s.list_runs(1000).unwrap().len(), runs.len());
+    for &id in runs {
+        let run = s.load_run(id).unwrap();
+        assert_eq!(run.info.status, RunStatus::Complete, "run {id}");
+        assert_eq!(run.points.len(), points, "run {id}");
+        assert!(run
+            .points
+            .iter()
+            .all(|p| p.packets == 1 && p.metrics.len() == 1));
+    }
+    let mode: String = s
+        .conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+/// Openers of a database that does not exist yet race on creating its schema: none may fail.
+#[test]
+fn new_database_opened_by_many_at_once() {
+    for round in 0..5 {
+        let path = temp_path(&format!("new-{round}"));
+        let runs = concurrent_runs(&path, 8, 5);
+        assert_all_stored(&path, &runs, 5);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
+    }
+}
+
+/// Writers interleaving points on one database wait for each other instead of failing.
+#[test]
+fn concurrent_writers_all_store_every_point() {
+    let path = temp_path("writers");
+    drop(Store::open(&path).unwrap());
+    let runs = concurrent_runs(&path, 6, 60);
+    assert_all_stored(&path, &runs, 60);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap());
+}
+
+/// A run dropped before it is finished (an error, an early return) is marked failed.
+#[test]
+fn unfinished_run_is_marked_failed() {
+    let mut s = Store::open_in_memory().unwrap();
+    let (failed, complete) = {
+        let failed = s.start_run("test", &json!({}), &env()).unwrap().id();
+        let run = s.start_run("test", &json!({}), &env()).unwrap();
+        let complete = run.id();
+        run.finish(RunStatus::Complete).unwrap();
+        (failed, complete)
+    };
+    let status = |id| s.load_run(id).unwrap().info.status;
+    assert_eq!(status(failed), RunStatus::Failed);
+    assert_eq!(status(complete), RunStatus::Complete);
+    assert!(s.load_run(failed).unwrap().info.finished_at_ns.is_some());
 }

@@ -1,11 +1,14 @@
 //! Control-frame decoder on an untrusted TCP stream.
 //!
 //! Input layout: the first byte picks how the rest is cut into `push` calls (as if bytes
-//! arrived in TCP segments of varying sizes); the remaining bytes are the stream. Every decoded
-//! message must encode and decode back to itself through a fresh decoder.
+//! arrived in TCP segments of varying sizes) and, with its lowest bit, whether frames are
+//! capped at the agent's small-frame limit; the remaining bytes are the stream. Each frame is
+//! decoded as a plain frame and as a tagged one (content before a 32-byte tag); every decoded
+//! plain message must encode and decode back to itself through a fresh decoder.
 #![no_main]
 
-use flowlab_wire::FrameDecoder;
+use flowlab_wire::control::{split_tag, MAX_SMALL_FRAME_LEN};
+use flowlab_wire::{FrameDecoder, Message};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,6 +20,9 @@ fuzz_target!(|data: &[u8]| {
     let start = usize::from(split & 0x0f);
     let step = usize::from(split >> 4);
     let mut decoder = FrameDecoder::new();
+    if split & 1 == 1 {
+        decoder.set_max_len(MAX_SMALL_FRAME_LEN);
+    }
     let mut rest = stream;
     let mut i = 0usize;
     while !rest.is_empty() {
@@ -26,14 +32,8 @@ fuzz_target!(|data: &[u8]| {
         i += 1;
         decoder.push(chunk);
         loop {
-            match decoder.next_message() {
-                Ok(Some(message)) => {
-                    let encoded = message.encode();
-                    let mut fresh = FrameDecoder::new();
-                    fresh.push(&encoded);
-                    assert_eq!(fresh.next_message(), Ok(Some(message)));
-                    assert_eq!(fresh.next_message(), Ok(None));
-                }
+            match decoder.next_frame() {
+                Ok(Some(frame)) => check(&frame),
                 Ok(None) => break,
                 // The stream is out of step after an error; a real peer drops the connection.
                 Err(_) => return,
@@ -41,3 +41,16 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+fn check(frame: &[u8]) {
+    if let Some((content, _tag)) = split_tag(frame) {
+        let _ = Message::decode(content);
+    }
+    if let Ok(message) = Message::decode(frame) {
+        let encoded = message.encode();
+        let mut fresh = FrameDecoder::new();
+        fresh.push(&encoded);
+        assert_eq!(fresh.next_message(), Ok(Some(message)));
+        assert_eq!(fresh.next_message(), Ok(None));
+    }
+}

@@ -97,7 +97,15 @@ pub struct ServeArgs {
     /// Most parallel flows in one test.
     #[arg(long, default_value_t = 1024)]
     pub max_flows: usize,
-    /// Require clients to prove they hold this pre-shared key.
+    /// Most control connections in setup at once (connected, test not started); more are
+    /// turned away at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Most control connections in setup from one address (IPv6: one /64).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections_per_source: u64,
+    /// Require clients to prove they hold this pre-shared key; the agent proves it too, and
+    /// every control frame after it is authenticated.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Let a controller (`flowlab run`) have this agent run tests towards other agents. Off by

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use flowlab_control::{load_key, AgentConfig, AgentStats, Limits};
+use flowlab_control::{load_key, AgentConfig, AgentStats, ConnLimits, Limits};
 use flowlab_units::{format_duration_ns, format_rate};
 
 use crate::args::ServeArgs;
@@ -44,6 +44,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         key,
         allow_relay: args.allow_relay,
+        connections: ConnLimits {
+            max_connections: args.max_connections as usize,
+            max_per_source: args.max_connections_per_source as usize,
+        },
     };
     let listener = bind(args.bind, args.port)?;
     flowlab_sys::signal::interrupt_flag();
@@ -58,6 +62,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
     );
     eprintln!("{}", limits_line(&config.limits));
+    eprintln!("{}", connections_line(&config.connections));
     let quiet = args.quiet;
     let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
         if !quiet {
@@ -69,8 +74,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     flowlab_control::serve(listener, config, stats.clone(), &stop, log)?;
     use std::sync::atomic::Ordering::Relaxed;
     eprintln!(
-        "flowlab agent stopping: {} connections, {} tests run, {} refused, {} malformed control connections",
+        "flowlab agent stopping: {} connections ({} more turned away), {} tests run, {} refused, {} malformed control connections",
         stats.sessions.load(Relaxed),
+        stats.turned_away.load(Relaxed),
         stats.tests_run.load(Relaxed),
         stats.refused.load(Relaxed),
         stats.malformed_control.load(Relaxed)
@@ -89,5 +95,18 @@ fn limits_line(limits: &Limits) -> String {
         format_duration_ns(limits.max_duration.as_nanos() as f64),
         limits.max_flows,
         limits.max_tests,
+    )
+}
+
+/// The caps on connections still in setup, said with the other limits.
+fn connections_line(c: &ConnLimits) -> String {
+    use flowlab_control::agent::{HANDSHAKE_TIMEOUT, START_TIMEOUT};
+    format!(
+        "connections in setup: {} at once, {} per source; {} s from connecting to the request, \
+         {} s from acceptance to start\n  (--max-connections, --max-connections-per-source)",
+        c.max_connections,
+        c.max_per_source,
+        HANDSHAKE_TIMEOUT.as_secs(),
+        START_TIMEOUT.as_secs(),
     )
 }

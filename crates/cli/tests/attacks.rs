@@ -4,7 +4,11 @@
 
 mod common;
 
-use common::attacker::{refusal, udp_request, ControlPeer};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::attacker::{refusal, tampering_proxy, udp_request, ControlPeer, HELLO};
 use common::*;
 use serde_json::{json, Value};
 
@@ -269,7 +273,6 @@ fn reverse_traffic_only_to_a_port_that_asks_for_it() {
 /// within seconds, and its slot is free for the next client.
 #[test]
 fn a_silent_client_loses_its_slot() {
-    use std::time::{Duration, Instant};
     let agent = loopback_agent(&["--max-tests", "1"]);
     let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut spec = udp_request(rx.local_addr().unwrap().port());
@@ -290,4 +293,260 @@ fn a_silent_client_loses_its_slot() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// A number (kB) or count from the agent process's /proc status.
+fn proc_status(agent: &Agent, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
+}
+
+/// Whether the agent turned this connection away: its hello then a `refused` frame wait
+/// in the socket.
+fn was_turned_away(stream: &mut TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = stream.read(&mut buf) {
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&got).contains("\"type\":\"refused\"")
+}
+
+/// 200 connections each holding the largest partial request an agent without a key takes
+/// (1 MiB): 64 are admitted, the rest turned away at once, and the agent stays small (before
+/// the caps: 831 MB and 201 threads with 4 MiB frames). A 4 MiB frame is refused at its
+/// prefix, with the reason.
+#[test]
+fn partial_large_frames_from_200_connections_keep_the_agent_small() {
+    // Every connection comes from 127.0.0.1: lift the per-source cap to reach the total one.
+    let agent = loopback_agent(&["--max-connections-per-source", "1000"]);
+    let head = [HELLO.as_slice(), &(1u32 << 20).to_be_bytes(), &[1]].concat();
+    let body = vec![b' '; (1 << 20) - 4096];
+    let mut conns: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut s = TcpStream::connect(&agent.addr).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+            let _ = s.write_all(&head).and_then(|()| s.write_all(&body));
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let rss_mb = proc_status(&agent, "VmRSS:") / 1024;
+    let threads = proc_status(&agent, "Threads:");
+    let turned_away = conns.iter_mut().map(was_turned_away).filter(|&t| t).count();
+    eprintln!("agent under attack: {rss_mb} MB, {threads} threads, {turned_away} turned away");
+    assert!(turned_away >= 136, "only {turned_away} of 200 turned away");
+    assert!(threads <= 70, "{threads} threads");
+    assert!(rss_mb < 200, "agent RSS {rss_mb} MB");
+    drop(conns);
+    // A frame announced over the cap is refused before any of it is buffered.
+    let mut s = TcpStream::connect(&agent.addr).unwrap();
+    s.write_all(&[HELLO.as_slice(), &(4u32 << 20).to_be_bytes()].concat())
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let said = String::from_utf8_lossy(&rest[16..]).into_owned();
+    assert!(
+        said.contains("control frame of 4194304 bytes exceeds the 1048576-byte limit"),
+        "{said}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--json", "--no-store"]);
+    assert!(o.status.success(), "after the attack: {}", stderr(&o));
+}
+
+/// A hello dripped a byte a second (each byte well inside any per-read timeout) is dropped
+/// at the 5 s handshake deadline, not after its 16 s.
+#[test]
+fn dripped_hello_is_dropped_at_the_deadline() {
+    let agent = loopback_agent(&[]);
+    let mut s = TcpStream::connect(&agent.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(1000)))
+        .unwrap();
+    let started = Instant::now();
+    let closed_after = HELLO.iter().find_map(|&byte| {
+        let _ = s.write_all(&[byte]);
+        match s.read(&mut [0u8; 64]) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+            _ => Some(started.elapsed()),
+        }
+    });
+    let closed_after = closed_after.expect("the agent kept a dripping hello for 16 s");
+    assert!(
+        closed_after > Duration::from_secs(4) && closed_after < Duration::from_millis(6500),
+        "closed after {closed_after:?}"
+    );
+}
+
+/// An accepted request never followed by `start` (its bytes dripped) frees the agent's only
+/// test slot at the 5 s start deadline, with an error; a valid test then runs.
+#[test]
+fn request_without_start_frees_the_slot() {
+    let agent = loopback_agent(&["--max-tests", "1"]);
+    let mut peer = ControlPeer::connect(&agent.addr);
+    let answer = peer.request(udp_request(40_001));
+    assert_eq!(answer["type"], "accepted", "{answer}");
+    let accepted = Instant::now();
+    let start = peer.frame(&json!({"type": "start"}));
+    peer.stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut answer = None;
+    for &byte in &start[..start.len() - 1] {
+        let _ = peer.stream.write_all(&[byte]);
+        answer = peer.recv();
+        if answer.is_some() || accepted.elapsed() > Duration::from_secs(8) {
+            break;
+        }
+    }
+    let waited = accepted.elapsed();
+    let answer = answer.expect("the agent ends the session with an error");
+    assert_eq!(answer["type"], "error", "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("start did not come within 5.0 s"),
+        "{answer}"
+    );
+    assert!(waited < Duration::from_millis(6500), "slot held {waited:?}");
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--json", "--no-store"]);
+    assert!(
+        o.status.success(),
+        "test after a request without start: {}",
+        stderr(&o)
+    );
+}
+
+/// One address holds at most 16 connections in setup: the 17th is turned away at once, a
+/// real client too with a one-line reason; once they close, tests run again.
+#[test]
+fn connections_per_source_are_capped() {
+    let agent = loopback_agent(&[]);
+    let held: Vec<ControlPeer> = (0..16).map(|_| ControlPeer::connect(&agent.addr)).collect();
+    let mut next = ControlPeer::connect(&agent.addr);
+    let got = refusal(&next.recv().expect("a refusal"));
+    assert!(
+        got.contains("16 connections in setup from 127.0.0.1"),
+        "{got}"
+    );
+    assert!(next.recv().is_none(), "and closed");
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--no-store"]);
+    assert_one_line_error(&o, "(--max-connections-per-source)");
+    drop(held);
+    std::thread::sleep(Duration::from_millis(200));
+    let o = flowlab(&["test", &agent.addr, "-n", "10", "--json", "--no-store"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+fn key_file(name: &str, key: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("flowlab-{name}-{}", std::process::id()));
+    std::fs::write(&path, key).unwrap();
+    path
+}
+
+fn keyed_test(addr: &str, key: &std::path::Path) -> std::process::Output {
+    let key = key.to_str().unwrap();
+    flowlab(&[
+        "test",
+        addr,
+        "-n",
+        "10",
+        "--key-file",
+        key,
+        "--json",
+        "--no-store",
+    ])
+}
+
+/// A byte changed on the path in the client's request after authentication: the agent ends
+/// the session with the reason, and the client prints it on one line.
+#[test]
+fn tampered_request_after_auth_ends_the_session() {
+    let key = key_file("tamper-request", "tamper");
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    // Client frames: 0 auth_response, 1 request.
+    let proxy = tampering_proxy(&agent.addr, true, 1);
+    assert_one_line_error(&keyed_test(&proxy, &key), "failed authentication");
+    assert!(keyed_test(&agent.addr, &key).status.success());
+}
+
+/// A byte changed in the agent's `accepted` after authentication: the client refuses it.
+#[test]
+fn tampered_agent_frame_after_auth_is_refused_by_the_client() {
+    let key = key_file("tamper-accepted", "tamper");
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    // Agent frames: 0 auth_challenge, 1 auth_ok, 2 accepted.
+    let proxy = tampering_proxy(&agent.addr, false, 2);
+    assert_one_line_error(&keyed_test(&proxy, &key), "failed authentication");
+}
+
+/// A byte changed in the client's `start`: the agent stops the test before it runs.
+#[test]
+fn tampered_start_ends_the_session() {
+    let key = key_file("tamper-start", "tamper");
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    let proxy = tampering_proxy(&agent.addr, true, 2);
+    let o = keyed_test(&proxy, &key);
+    let error = json(&o)["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("failed authentication"), "{error}");
+}
+
+/// The client's request frame sent again in place of `start` (a replay, tag and all) ends
+/// the session.
+#[test]
+fn replayed_frame_after_auth_ends_the_session() {
+    let key = key_file("replay", "replay");
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    let mut peer = ControlPeer::connect(&agent.addr);
+    peer.authenticate(b"replay");
+    let request = peer.frame(&json!({"type": "request", "spec": udp_request(40_002)}));
+    peer.stream.write_all(&request).unwrap();
+    assert_eq!(peer.recv().expect("an answer")["type"], "accepted");
+    peer.stream.write_all(&request).unwrap();
+    let answer = peer.recv().expect("an error");
+    let message = answer["message"].as_str().unwrap_or_default();
+    assert!(message.contains("failed authentication"), "{answer}");
+    assert!(peer.recv().is_none(), "and closed");
+}
+
+/// A client given a key refuses an agent that does not ask for one: it could be anyone.
+#[test]
+fn client_with_a_key_refuses_an_agent_without_one() {
+    let key = key_file("no-key-agent", "secret");
+    let agent = loopback_agent(&[]);
+    assert_one_line_error(&keyed_test(&agent.addr, &key), "does not ask for a key");
+}
+
+/// A fake agent that asks for the key but cannot prove it holds it is refused.
+#[test]
+fn client_refuses_an_agent_that_cannot_prove_the_key() {
+    let key = key_file("fake-agent", "secret");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let fake = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut peer = ControlPeer { stream, tags: None };
+        let mut hello = HELLO;
+        peer.stream.read_exact(&mut hello).unwrap();
+        hello[11] = 1; // asks for the key
+        peer.stream.write_all(&hello).unwrap();
+        peer.send(&json!({"type": "auth_challenge", "nonce": "77".repeat(32)}));
+        let response = peer.recv().expect("the client's proof");
+        assert_eq!(response["type"], "auth_response");
+        peer.send(&json!({"type": "auth_ok", "mac": "00".repeat(32)}));
+    });
+    assert_one_line_error(&keyed_test(&addr, &key), "could not prove it holds the key");
+    fake.join().unwrap();
 }

@@ -106,7 +106,11 @@ fn agent_of_another_protocol_version_is_named() {
         s.write_all(&reply).unwrap();
     });
     let o = flowlab(&["test", &addr.to_string(), "-d", "1s"]);
-    assert_one_line_error(&o, "speaks protocol version 99, this client speaks 1");
+    let ours = flowlab_wire::PROTOCOL_VERSION;
+    assert_one_line_error(
+        &o,
+        &format!("speaks protocol version 99, this client speaks {ours}"),
+    );
     fake.join().unwrap();
 }
 
@@ -118,7 +122,10 @@ fn agent_tells_an_old_client_its_version_and_keeps_serving() {
     let mut hello = [0u8; 16];
     s.read_exact(&mut hello).unwrap();
     assert_eq!(&hello[..8], b"FLOWLAB\0");
-    assert_eq!(u16::from_be_bytes([hello[8], hello[9]]), 1);
+    assert_eq!(
+        u16::from_be_bytes([hello[8], hello[9]]),
+        flowlab_wire::PROTOCOL_VERSION
+    );
     // Then it hangs up on the old client.
     let mut rest = Vec::new();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -141,7 +148,7 @@ fn garbage_on_the_control_port_and_stray_datagrams_do_not_disturb_other_clients(
         junk.push(s);
     }
     let mut s = TcpStream::connect(&agent.addr).unwrap();
-    s.write_all(b"FLOWLAB\0\x00\x01\x00\x00\0\0\0\0").unwrap();
+    s.write_all(&common::attacker::HELLO).unwrap();
     let _ = s.write_all(b"\x00\x00\x00\x05\x01{{{{");
     junk.push(s);
     // Random datagrams at the agent's ports, while a real test runs.

@@ -14,12 +14,15 @@ use flowlab_sys::raw::{self, RawSocket};
 use flowlab_traffic::contract::TokenBucket;
 use flowlab_traffic::load::offered_load;
 use flowlab_units::format_rate;
-use flowlab_wire::control::HELLO_FLAG_AUTH_REQUIRED;
+use flowlab_wire::control::{
+    HELLO_FLAG_AUTH_REQUIRED, MAX_FRAME_LEN, MAX_OPEN_REQUEST_LEN, MAX_SMALL_FRAME_LEN,
+};
 use flowlab_wire::spec::{format_mac, parse_mac};
 use flowlab_wire::{Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION};
 
+use crate::admission::{self, Admission, ConnLimits, Ticket};
 use crate::auth;
-use crate::conn::{Conn, ConnError, PACKET_LOG_CHUNK};
+use crate::conn::{Conn, ConnError, Deadline, PACKET_LOG_CHUNK};
 use crate::result::roles;
 
 /// What one test may ask for. The defaults bound what a stranger can make an agent do; an
@@ -53,6 +56,8 @@ pub struct AgentConfig {
     /// Whether a controller may have this agent run tests towards other agents (`flowlab
     /// run`); off by default, as it makes this host send to an address the controller names.
     pub allow_relay: bool,
+    /// Connections in setup (hello to start), in total and per source.
+    pub connections: ConnLimits,
 }
 
 /// Counters the agent keeps across sessions.
@@ -64,6 +69,8 @@ pub struct AgentStats {
     /// Control connections that did not speak the protocol (bad hello, bad frames).
     pub malformed_control: AtomicU64,
     pub active_tests: AtomicUsize,
+    /// Connections closed at once: over the caps on connections in setup.
+    pub turned_away: AtomicU64,
 }
 
 /// The default `--max-rate`: a fast host's link, not a data centre's aggregate.
@@ -74,6 +81,11 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 const CLIENT_SILENCE: Duration = Duration::from_secs(3);
 /// How long a connecting peer may take for each setup step.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// From connecting to the request, all steps together: a peer dripping bytes holds no
+/// connection longer.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// From `accepted` to the client's `start`: an accepted test holds its slot no longer.
+pub const START_TIMEOUT: Duration = Duration::from_secs(5);
 /// Past its duration limit a test gets this long to finish before the agent stops it.
 const OVERRUN_GRACE: Duration = Duration::from_secs(5);
 
@@ -89,9 +101,19 @@ pub fn serve(
     listener.set_nonblocking(true)?;
     let config = Arc::new(config);
     let next_session = Arc::new(AtomicU32::new(rand::random::<u32>() | 1));
+    let admission = Admission::new(config.connections);
     while !stop.load(Ordering::Relaxed) && !flowlab_sys::signal::is_interrupted() {
         match listener.accept() {
             Ok((stream, peer)) => {
+                let ticket = match admission.admit(peer.ip()) {
+                    Ok(ticket) => ticket,
+                    Err(reason) => {
+                        stats.turned_away.fetch_add(1, Ordering::Relaxed);
+                        log(format!("{peer}: turned away: {reason}"));
+                        admission::turn_away(stream, agent_hello(&config), reason);
+                        continue;
+                    }
+                };
                 let _ = stream.set_nonblocking(false);
                 stats.sessions.fetch_add(1, Ordering::Relaxed);
                 let (config, stats, log, next) = (
@@ -102,7 +124,8 @@ pub fn serve(
                 );
                 std::thread::spawn(move || {
                     let session = next.fetch_add(1, Ordering::Relaxed);
-                    if let Err(e) = run_session(stream, peer, session, &config, &stats, &*log) {
+                    let result = run_session(stream, peer, session, &config, &stats, ticket, &*log);
+                    if let Err(e) = result {
                         log(format!("{peer}: {e}"));
                     }
                 });
@@ -190,10 +213,88 @@ fn refuse(conn: &mut Conn, stats: &AgentStats, reason: String) -> Result<(), Str
 }
 
 fn protocol_error(stats: &AgentStats, e: ConnError) -> String {
-    if matches!(e, ConnError::Protocol(_)) {
+    if matches!(e, ConnError::Protocol(_) | ConnError::Tag(_)) {
         stats.malformed_control.fetch_add(1, Ordering::Relaxed);
     }
     e.to_string()
+}
+
+/// The agent's hello: its version, and whether it asks for the key.
+fn agent_hello(config: &AgentConfig) -> Hello {
+    let flags = match config.key {
+        Some(_) => HELLO_FLAG_AUTH_REQUIRED,
+        None => 0,
+    };
+    Hello {
+        version: PROTOCOL_VERSION,
+        flags,
+    }
+}
+
+/// Hellos, then with a key the proofs both ways; frames are tagged from then on. Leaves the
+/// frame cap at what a request may take.
+fn greet(
+    conn: &mut Conn,
+    config: &AgentConfig,
+    stats: &AgentStats,
+    by: Deadline,
+) -> Result<(), String> {
+    conn.set_max_frame(MAX_SMALL_FRAME_LEN);
+    let hello = conn.recv_hello(by).map_err(|e| protocol_error(stats, e))?;
+    conn.send_hello(agent_hello(config))
+        .map_err(|e| e.to_string())?;
+    hello.check_version().map_err(|e| format!("client {e}"))?;
+    let Some(key) = &config.key else {
+        conn.set_max_frame(MAX_OPEN_REQUEST_LEN);
+        return Ok(());
+    };
+    authenticate(conn, key, stats, by)?;
+    conn.set_max_frame(MAX_FRAME_LEN);
+    Ok(())
+}
+
+/// The client proves the key over both nonces, then the agent does; both derive the key
+/// that tags every later frame.
+fn authenticate(
+    conn: &mut Conn,
+    key: &[u8],
+    stats: &AgentStats,
+    by: Deadline,
+) -> Result<(), String> {
+    let agent_nonce = auth::new_nonce();
+    conn.send(&Message::AuthChallenge {
+        nonce: agent_nonce.clone(),
+    })
+    .map_err(|e| e.to_string())?;
+    let answer = conn.recv_by(by).map_err(|e| protocol_error(stats, e))?;
+    let nonces = match &answer {
+        Message::AuthResponse { nonce, mac } => {
+            auth::Nonces::parse(nonce, &agent_nonce).filter(|n| n.verify_client(key, mac))
+        }
+        _ => None,
+    };
+    let Some(nonces) = nonces else {
+        return refuse(
+            conn,
+            stats,
+            "authentication failed: wrong or missing key".into(),
+        );
+    };
+    conn.send(&Message::AuthOk {
+        mac: nonces.agent_proof(key),
+    })
+    .map_err(|e| e.to_string())?;
+    conn.start_tags(nonces.session_key(key), auth::End::Agent);
+    Ok(())
+}
+
+/// Tells the client why the session ends (a bad tag, a missed deadline) and says it.
+fn fail(conn: &mut Conn, stats: &AgentStats, e: ConnError) -> String {
+    let message = protocol_error(stats, e);
+    let _ = conn.send(&Message::Error {
+        message: message.clone(),
+    });
+    message
 }
 
 fn run_session(
@@ -202,52 +303,16 @@ fn run_session(
     session: u32,
     config: &AgentConfig,
     stats: &AgentStats,
+    ticket: Ticket,
     log: &dyn Fn(String),
 ) -> Result<(), String> {
     let local_ip = stream.local_addr().map_err(|e| e.to_string())?.ip();
     let mut conn = Conn::new(stream);
-    let hello = conn
-        .recv_hello(SETUP_TIMEOUT)
-        .map_err(|e| protocol_error(stats, e))?;
-    let flags = if config.key.is_some() {
-        HELLO_FLAG_AUTH_REQUIRED
-    } else {
-        0
-    };
-    conn.send_hello(Hello {
-        version: PROTOCOL_VERSION,
-        flags,
-    })
-    .map_err(|e| e.to_string())?;
-    hello.check_version().map_err(|e| format!("client {e}"))?;
-
-    if let Some(key) = &config.key {
-        let nonce = auth::new_nonce();
-        conn.send(&Message::AuthChallenge {
-            nonce: nonce.clone(),
-        })
-        .map_err(|e| e.to_string())?;
-        match conn
-            .recv(SETUP_TIMEOUT)
-            .map_err(|e| protocol_error(stats, e))?
-        {
-            Message::AuthResponse { mac } if auth::verify(key, &nonce, &mac) => {
-                conn.send(&Message::AuthOk).map_err(|e| e.to_string())?;
-            }
-            _ => {
-                return refuse(
-                    &mut conn,
-                    stats,
-                    "authentication failed: wrong or missing key".into(),
-                )
-            }
-        }
-    }
-
-    let spec = match conn
-        .recv(SETUP_TIMEOUT)
-        .map_err(|e| protocol_error(stats, e))?
-    {
+    let by = Deadline::after(HANDSHAKE_TIMEOUT, "the handshake (hello to request)");
+    greet(&mut conn, config, stats, by)?;
+    let request = conn.recv_by(by).map_err(|e| fail(&mut conn, stats, e))?;
+    conn.set_max_frame(MAX_SMALL_FRAME_LEN);
+    let spec = match request {
         Message::Request { spec } => spec,
         Message::TimeProbe { t1_ns } => return answer_time_probes(&mut conn, t1_ns),
         Message::RunTest {
@@ -262,6 +327,7 @@ fn run_session(
                     "this agent does not run tests towards other agents (start it with --allow-relay)".into(),
                 );
             }
+            drop(ticket);
             return relay_test(&mut conn, config, &target, spec, start_at_ns, log);
         }
         other => {
@@ -308,6 +374,7 @@ fn run_session(
         cookie,
     })
     .map_err(|e| e.to_string())?;
+    let start_by = Deadline::after(START_TIMEOUT, "start");
     log(format!(
         "{peer}: session {session}: {:?} {:?} size {} rate {}",
         spec.protocol,
@@ -320,12 +387,13 @@ fn run_session(
         let _ = conn.send(&Message::Error { message: e.clone() });
     })?;
     match conn
-        .recv(SETUP_TIMEOUT)
-        .map_err(|e| protocol_error(stats, e))?
+        .recv_by(start_by)
+        .map_err(|e| fail(&mut conn, stats, e))?
     {
         Message::Start => {}
         other => return Err(format!("expected start, got '{}'", other.kind())),
     }
+    drop(ticket);
     stats.tests_run.fetch_add(1, Ordering::Relaxed);
     let report = run_test(&mut conn, data, &spec, session, &config.limits, cookie);
     log(format!(

@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
 use flowlab_sys::cpu::CpuSnapshot;
+use flowlab_wire::control::MAX_OPEN_REQUEST_LEN;
 use flowlab_wire::{ClientHello, ControlError, Direction, Message, Protocol, TestSpec};
 
 use crate::agent::{cpu_load, flow_params, RoleOutcome, ThreadTime};
-use crate::conn::{Conn, ConnError};
+use crate::auth::{End, Nonces};
+use crate::conn::{Conn, ConnError, Deadline};
 use crate::result::{roles, Summary2, TestResult, SCHEMA_VERSION};
 use crate::{auth, DEFAULT_PORT};
 
@@ -32,6 +34,10 @@ pub enum ClientError {
     NotAnAgent { addr: SocketAddr },
     #[error("the agent at {addr} requires a pre-shared key: pass --key-file")]
     KeyRequired { addr: SocketAddr },
+    #[error("the agent at {addr} does not ask for a key, so it cannot prove it holds yours: refusing it (start it with --key-file, or test without one)")]
+    KeyNotAsked { addr: SocketAddr },
+    #[error("the agent at {addr} could not prove it holds the key: refusing it")]
+    AgentUnproven { addr: SocketAddr },
     #[error("the agent refused the test: {0}")]
     Refused(String),
     #[error("test setup failed: {0}")]
@@ -121,26 +127,33 @@ struct Accepted {
     raw_interface: Option<flowlab_sys::raw::Interface>,
 }
 
-/// Connects, shakes hands, authenticates and gets the test accepted.
-/// Connects to an agent, exchanges hellos and proves the key if the agent asks for one.
+/// What a request larger than an agent without a key takes needs.
+const OPEN_REQUEST_HINT: &str =
+    " of an agent without a key: shorten the trace, or use --key-file on both ends";
+
+fn connect(addr: SocketAddr) -> Result<TcpStream, ClientError> {
+    TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
+        addr,
+        reason: match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                "connection refused (is `flowlab serve` running there?)".into()
+            }
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                format!("no answer within {} s", SETUP_TIMEOUT.as_secs())
+            }
+            _ => e.to_string(),
+        },
+    })
+}
+
+/// Connects to an agent, exchanges hellos and, with a key, proves it and has the agent prove
+/// it; a client with a key refuses an agent that does not ask for one.
 pub(crate) fn connect_agent(addr: SocketAddr, key: Option<&[u8]>) -> Result<Conn, ClientError> {
-    let stream =
-        TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
-            addr,
-            reason: match e.kind() {
-                std::io::ErrorKind::ConnectionRefused => {
-                    "connection refused (is `flowlab serve` running there?)".into()
-                }
-                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                    format!("no answer within {} s", SETUP_TIMEOUT.as_secs())
-                }
-                _ => e.to_string(),
-            },
-        })?;
-    let mut conn = Conn::new(stream);
+    let mut conn = Conn::new(connect(addr)?);
+    let by = Deadline::after(SETUP_TIMEOUT, "the agent's handshake");
     conn.send_hello(ClientHello::current())
         .map_err(setup_error)?;
-    let hello = match conn.recv_hello(SETUP_TIMEOUT) {
+    let hello = match conn.recv_hello(by) {
         Ok(h) => h,
         Err(ConnError::Protocol(ControlError::BadMagic)) => {
             return Err(ClientError::NotAnAgent { addr })
@@ -150,33 +163,50 @@ pub(crate) fn connect_agent(addr: SocketAddr, key: Option<&[u8]>) -> Result<Conn
     if let Err(ControlError::VersionMismatch { peer, ours }) = hello.check_version() {
         return Err(ClientError::Version { addr, peer, ours });
     }
-    if hello.auth_required() {
-        let key = key.ok_or(ClientError::KeyRequired { addr })?;
-        let nonce = match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
-            Message::AuthChallenge { nonce } => nonce,
-            other => {
-                return Err(ClientError::Setup(format!(
-                    "expected an auth challenge, got '{}'",
-                    other.kind()
-                )))
-            }
-        };
-        conn.send(&Message::AuthResponse {
-            mac: auth::respond(key, &nonce),
-        })
-        .map_err(setup_error)?;
-        match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
-            Message::AuthOk => {}
-            Message::Refused { reason } => return Err(ClientError::Refused(reason)),
-            other => {
-                return Err(ClientError::Setup(format!(
-                    "unexpected '{}' after authentication",
-                    other.kind()
-                )))
-            }
-        }
+    match (hello.auth_required(), key) {
+        (true, Some(key)) => authenticate(&mut conn, addr, key, by)?,
+        (true, None) => return Err(ClientError::KeyRequired { addr }),
+        (false, Some(_)) => return Err(ClientError::KeyNotAsked { addr }),
+        (false, None) => conn.set_peer_max(MAX_OPEN_REQUEST_LEN, OPEN_REQUEST_HINT),
     }
     Ok(conn)
+}
+
+/// Answers the agent's challenge with this end's nonce and proof, checks the agent's proof,
+/// and tags every later frame with the session key.
+fn authenticate(
+    conn: &mut Conn,
+    addr: SocketAddr,
+    key: &[u8],
+    by: Deadline,
+) -> Result<(), ClientError> {
+    let agent_nonce = match conn.recv_by(by).map_err(setup_error)? {
+        Message::AuthChallenge { nonce } => nonce,
+        other => return Err(unexpected(other, "instead of an auth challenge")),
+    };
+    let client_nonce = auth::new_nonce();
+    let nonces =
+        Nonces::parse(&client_nonce, &agent_nonce).ok_or(ClientError::AgentUnproven { addr })?;
+    conn.send(&Message::AuthResponse {
+        nonce: client_nonce,
+        mac: nonces.client_proof(key),
+    })
+    .map_err(setup_error)?;
+    match conn.recv_by(by).map_err(setup_error)? {
+        Message::AuthOk { mac } if nonces.verify_agent(key, &mac) => {}
+        Message::AuthOk { .. } => return Err(ClientError::AgentUnproven { addr }),
+        other => return Err(unexpected(other, "after authentication")),
+    }
+    conn.start_tags(nonces.session_key(key), End::Client);
+    Ok(())
+}
+
+/// A refusal as such, anything else as out of place.
+fn unexpected(message: Message, when: &str) -> ClientError {
+    match message {
+        Message::Refused { reason } => ClientError::Refused(reason),
+        other => ClientError::Setup(format!("unexpected '{}' {when}", other.kind())),
+    }
 }
 
 fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, ClientError> {

@@ -4,13 +4,15 @@
 //! Control runs on plain blocking sockets and threads: a session is a few messages per second,
 //! and the data plane, which needs the precision, has its own dedicated threads.
 
+mod admission;
 pub mod agent;
-mod auth;
+pub mod auth;
 pub mod client;
 mod conn;
 pub mod controller;
 pub mod result;
 
+pub use admission::ConnLimits;
 pub use agent::{serve, AgentConfig, AgentStats, Limits, LocalAgent};
 pub use auth::{load_key, AuthError};
 pub use client::{run_test, ClientError, TestOptions, TestRun};

@@ -6,6 +6,9 @@
 //! 2. Then length-prefixed frames: `u32` big-endian length of what follows, a `u8` message
 //!    version, and a JSON body (one [`Message`]). JSON keeps messages extensible and debuggable;
 //!    the prefix keeps framing independent of the body.
+//! 3. With a pre-shared key, the agent's challenge, the client's nonce and proof and the agent's
+//!    proof come first; every later frame ends in a [`FRAME_TAG_LEN`]-byte tag that the length
+//!    prefix counts: HMAC-SHA256(session key, direction, sequence number, prefix, content).
 
 use std::collections::VecDeque;
 
@@ -15,11 +18,21 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Protocol version spoken in the hello. Bump on any incompatible change.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// 2: mutual authentication (client nonce, agent proof) and tagged frames after it.
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Version byte of every frame body.
 pub const MESSAGE_VERSION: u8 = 1;
 /// Largest frame body accepted; bounds memory against a hostile peer.
 pub const MAX_FRAME_LEN: usize = 4 << 20;
+/// Largest frame an agent takes from a client outside the request: authentication, start,
+/// finish, time probes. All are a few hundred bytes.
+pub const MAX_SMALL_FRAME_LEN: usize = 4 << 10;
+/// Largest request an agent without a key takes: room for an embedded trace of about 30,000
+/// packets (some 35 bytes of JSON each). After authentication a request may take
+/// [`MAX_FRAME_LEN`].
+pub const MAX_OPEN_REQUEST_LEN: usize = 1 << 20;
+/// Bytes of the tag ending each frame after a pre-shared-key handshake.
+pub const FRAME_TAG_LEN: usize = 32;
 /// Magic at the start of each hello.
 pub const HELLO_MAGIC: [u8; 8] = *b"FLOWLAB\0";
 pub const HELLO_LEN: usize = 16;
@@ -34,8 +47,8 @@ pub enum ControlError {
         "protocol version mismatch: peer speaks version {peer}, this side speaks version {ours}"
     )]
     VersionMismatch { peer: u16, ours: u16 },
-    #[error("control frame of {0} bytes exceeds the {MAX_FRAME_LEN}-byte limit")]
-    FrameTooLong(usize),
+    #[error("control frame of {len} bytes exceeds the {max}-byte limit")]
+    FrameTooLong { len: usize, max: usize },
     #[error("control frame is empty")]
     EmptyFrame,
     #[error("unsupported control message version {0}")]
@@ -102,14 +115,19 @@ impl Hello {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Message {
-    /// Agent to client: prove you hold the key by returning HMAC-SHA256(key, nonce).
+    /// Agent to client: its nonce (64 hex digits); prove you hold the key.
     AuthChallenge {
         nonce: String,
     },
+    /// Client to agent: the client's nonce and its proof over both nonces.
     AuthResponse {
+        nonce: String,
         mac: String,
     },
-    AuthOk,
+    /// Agent to client: the agent's proof over both nonces. Tagged frames follow.
+    AuthOk {
+        mac: String,
+    },
     Request {
         spec: TestSpec,
     },
@@ -204,7 +222,7 @@ impl Message {
         match self {
             Message::AuthChallenge { .. } => "auth_challenge",
             Message::AuthResponse { .. } => "auth_response",
-            Message::AuthOk => "auth_ok",
+            Message::AuthOk { .. } => "auth_ok",
             Message::Request { .. } => "request",
             Message::Accepted { .. } => "accepted",
             Message::Refused { .. } => "refused",
@@ -226,14 +244,29 @@ impl Message {
 
 /// Incremental frame splitter: feed it bytes as they arrive, take whole frames out.
 /// Sans-IO, so the same code serves blocking sockets, tests and fuzzing.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FrameDecoder {
     buffer: VecDeque<u8>,
+    max_len: usize,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        FrameDecoder {
+            buffer: VecDeque::new(),
+            max_len: MAX_FRAME_LEN,
+        }
+    }
 }
 
 impl FrameDecoder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Refuses frames longer than `max_len` (at most [`MAX_FRAME_LEN`]) from the next frame on.
+    pub fn set_max_len(&mut self, max_len: usize) {
+        self.max_len = max_len.min(MAX_FRAME_LEN);
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
@@ -243,6 +276,14 @@ impl FrameDecoder {
     /// Next whole message, `Ok(None)` when more bytes are needed. After an error the stream is
     /// out of step and the connection must be dropped.
     pub fn next_message(&mut self) -> Result<Option<Message>, ControlError> {
+        match self.next_frame()? {
+            Some(frame) => Message::decode(&frame).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Next whole frame's content (after the length prefix), undecoded.
+    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, ControlError> {
         if self.buffer.len() < 4 {
             return Ok(None);
         }
@@ -253,16 +294,26 @@ impl FrameDecoder {
             self.buffer[3],
         ];
         let len = u32::from_be_bytes(len_bytes) as usize;
-        if len > MAX_FRAME_LEN {
-            return Err(ControlError::FrameTooLong(len));
+        if len > self.max_len {
+            return Err(ControlError::FrameTooLong {
+                len,
+                max: self.max_len,
+            });
         }
         if self.buffer.len() < 4 + len {
             return Ok(None);
         }
         self.buffer.drain(..4);
-        let frame: Vec<u8> = self.buffer.drain(..len).collect();
-        Message::decode(&frame).map(Some)
+        Ok(Some(self.buffer.drain(..len).collect()))
     }
+}
+
+/// Splits a tagged frame's content into the message part and its tag.
+pub fn split_tag(frame: &[u8]) -> Option<(&[u8], &[u8])> {
+    frame
+        .len()
+        .checked_sub(FRAME_TAG_LEN)
+        .map(|at| frame.split_at(at))
 }
 
 #[cfg(test)]
@@ -272,13 +323,13 @@ mod tests {
     use proptest::prelude::*;
 
     static HELLO_BYTES: [u8; 16] = [
-        b'F', b'L', b'O', b'W', b'L', b'A', b'B', 0, 0x00, 0x01, 0x00, 0x01, 0, 0, 0, 0,
+        b'F', b'L', b'O', b'W', b'L', b'A', b'B', 0, 0x00, 0x02, 0x00, 0x01, 0, 0, 0, 0,
     ];
 
     #[test]
     fn hello_vector() {
         let h = Hello {
-            version: 1,
+            version: 2,
             flags: HELLO_FLAG_AUTH_REQUIRED,
         };
         assert_eq!(h.emit(), HELLO_BYTES);
@@ -357,12 +408,56 @@ mod tests {
     }
 
     #[test]
+    fn auth_vectors() {
+        let response = Message::AuthResponse {
+            nonce: "00".repeat(32),
+            mac: "ab".into(),
+        };
+        let body = format!(
+            "{{\"type\":\"auth_response\",\"nonce\":\"{}\",\"mac\":\"ab\"}}",
+            "00".repeat(32)
+        );
+        assert_eq!(&response.encode()[5..], body.as_bytes());
+        let ok = Message::AuthOk { mac: "cd".into() };
+        assert_eq!(
+            ok.encode(),
+            b"\x00\x00\x00\x1e\x01{\"type\":\"auth_ok\",\"mac\":\"cd\"}".to_vec()
+        );
+    }
+
+    #[test]
+    fn decoder_cap_applies_from_the_next_frame() {
+        let start = Message::Start.encode();
+        let mut d = FrameDecoder::new();
+        d.set_max_len(16);
+        d.push(&start);
+        assert_eq!(
+            d.next_message(),
+            Err(ControlError::FrameTooLong { len: 17, max: 16 })
+        );
+        let mut d = FrameDecoder::new();
+        d.set_max_len(17);
+        d.push(&start);
+        assert_eq!(d.next_message(), Ok(Some(Message::Start)));
+        d.set_max_len(usize::MAX);
+        d.push(&(MAX_FRAME_LEN as u32 + 1).to_be_bytes());
+        assert!(d.next_frame().is_err(), "never above MAX_FRAME_LEN");
+    }
+
+    #[test]
+    fn tag_split() {
+        let frame = [7u8; FRAME_TAG_LEN + 3];
+        assert_eq!(split_tag(&frame), Some((&frame[..3], &frame[3..])));
+        assert_eq!(split_tag(&frame[..FRAME_TAG_LEN - 1]), None);
+    }
+
+    #[test]
     fn decoder_rejects_garbage() {
         let mut d = FrameDecoder::new();
         d.push(&[0xff, 0xff, 0xff, 0xff]);
         assert!(matches!(
             d.next_message(),
-            Err(ControlError::FrameTooLong(_))
+            Err(ControlError::FrameTooLong { .. })
         ));
         let mut d = FrameDecoder::new();
         d.push(b"\x00\x00\x00\x03\x01{}");

@@ -550,3 +550,48 @@ fn client_refuses_an_agent_that_cannot_prove_the_key() {
     assert_one_line_error(&keyed_test(&addr, &key), "could not prove it holds the key");
     fake.join().unwrap();
 }
+
+/// A relaying agent is no port scanner: a closed port, an open port of another service and an
+/// unresolvable name all get the same answer; and relayed tests count against its limits.
+#[test]
+fn relay_reveals_nothing_about_targets_and_counts_against_limits() {
+    let relay = loopback_agent(&["--allow-relay", "--max-rate", "5M"]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_addr = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let open_addr = open.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for s in open.incoming().flatten() {
+            use std::io::Write;
+            let _ = (&s).write_all(b"SSH-2.0-OpenSSH_9.2\r\n");
+        }
+    });
+    let mut spec = udp_request(1);
+    spec["client_udp_ports"] = json!([]);
+    let mut answers = Vec::new();
+    for target in [
+        closed_addr.as_str(),
+        open_addr.as_str(),
+        "no-such-host.invalid:9470",
+    ] {
+        let mut peer = ControlPeer::connect(&relay.addr);
+        peer.send(
+            &json!({"type": "run_test", "target": target, "spec": spec, "start_at_ns": null}),
+        );
+        let answer = peer.recv().expect("an answer");
+        answers.push(answer["message"].as_str().unwrap_or_default().to_string());
+    }
+    assert!(
+        answers
+            .iter()
+            .all(|a| a == "the target did not answer as a flowlab agent"),
+        "{answers:?}"
+    );
+    // A relayed test past the relay's own limit is refused before anything is sent.
+    spec["rate_bps"] = json!(50_000_000);
+    let mut peer = ControlPeer::connect(&relay.addr);
+    peer.send(&json!({"type": "run_test", "target": open_addr, "spec": spec, "start_at_ns": null}));
+    let got = refusal(&peer.recv().expect("an answer"));
+    assert!(got.contains("--max-rate"), "{got}");
+}

@@ -204,6 +204,20 @@ impl Drop for Slot<'_> {
     }
 }
 
+/// A test slot, if fewer than `--max-tests` are running; it is freed when dropped.
+fn take_slot<'a>(stats: &'a AgentStats, limits: &Limits) -> Option<Slot<'a>> {
+    let active = stats.active_tests.fetch_add(1, Ordering::Relaxed);
+    let slot = Slot(stats);
+    (active < limits.max_tests).then_some(slot)
+}
+
+fn busy(limits: &Limits) -> String {
+    format!(
+        "agent is running its limit of {} concurrent tests (--max-tests)",
+        limits.max_tests
+    )
+}
+
 fn refuse(conn: &mut Conn, stats: &AgentStats, reason: String) -> Result<(), String> {
     stats.refused.fetch_add(1, Ordering::Relaxed);
     let _ = conn.send(&Message::Refused {
@@ -328,6 +342,12 @@ fn run_session(
                 );
             }
             drop(ticket);
+            if let Err(reason) = check_limits(&spec, &config.limits) {
+                return refuse(&mut conn, stats, reason);
+            }
+            let Some(_slot) = take_slot(stats, &config.limits) else {
+                return refuse(&mut conn, stats, busy(&config.limits));
+            };
             return relay_test(&mut conn, config, &target, spec, start_at_ns, log);
         }
         other => {
@@ -349,18 +369,9 @@ fn run_session(
         },
         _ => None,
     };
-    let active = stats.active_tests.fetch_add(1, Ordering::Relaxed);
-    let _slot = Slot(stats);
-    if active >= config.limits.max_tests {
-        return refuse(
-            &mut conn,
-            stats,
-            format!(
-                "agent is running its limit of {} concurrent tests (--max-tests)",
-                config.limits.max_tests
-            ),
-        );
-    }
+    let Some(_slot) = take_slot(stats, &config.limits) else {
+        return refuse(&mut conn, stats, busy(&config.limits));
+    };
     let cookie = (spec.protocol == Protocol::Udp && spec.direction == Direction::Reverse)
         .then(rand::random::<u64>);
     let data = DataSockets::open(&spec, local_ip, peer.ip(), raw).inspect_err(|e| {
@@ -455,7 +466,7 @@ fn relay_test(
         Ok(run) => serde_json::to_value(&run.result).map_err(|e| e.to_string())?,
         Err(e) => {
             let _ = conn.send(&Message::Error {
-                message: e.to_string(),
+                message: relay_error(&e),
             });
             return Err(format!("relayed test failed: {e}"));
         }
@@ -464,8 +475,32 @@ fn relay_test(
         .map_err(|e| e.to_string())
 }
 
+/// What a controller learns of a relayed test that failed. A target that never spoke flowlab
+/// gets one answer whatever it was (closed, open, filtered or keyed port, unresolvable), so
+/// a relay cannot be used as a port scanner.
+fn relay_error(e: &crate::client::ClientError) -> String {
+    use crate::client::ClientError;
+    match e {
+        ClientError::Target(_) | ClientError::Connect { .. } | ClientError::NotAnAgent { .. } => {
+            "the target did not answer as a flowlab agent".into()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Checks a request against the protocol's bounds and the agent's limits.
 pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
+    check_limits(spec, limits)?;
+    let ports_given = spec.client_udp_ports.len() == spec.flows as usize
+        && spec.client_udp_ports.iter().all(|&p| p != 0);
+    if spec.protocol == Protocol::Udp && !ports_given {
+        return Err("a UDP test needs the client's UDP port for each flow".into());
+    }
+    Ok(())
+}
+
+/// The protocol's bounds and the agent's limits, for its own tests and relayed ones alike.
+fn check_limits(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
     spec.validate().map_err(|e| e.to_string())?;
     if let Some(d) = spec.duration_ns {
         if d > limits.max_duration.as_nanos() as u64 {
@@ -484,11 +519,6 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
             "{} flows exceed the agent's limit of {} (--max-flows)",
             spec.flows, limits.max_flows
         ));
-    }
-    let ports_given = spec.client_udp_ports.len() == spec.flows as usize
-        && spec.client_udp_ports.iter().all(|&p| p != 0);
-    if spec.protocol == Protocol::Udp && !ports_given {
-        return Err("a UDP test needs the client's UDP port for each flow".into());
     }
     Ok(())
 }

@@ -155,10 +155,8 @@ pub(crate) fn connect_agent(addr: SocketAddr, key: Option<&[u8]>) -> Result<Conn
         .map_err(setup_error)?;
     let hello = match conn.recv_hello(by) {
         Ok(h) => h,
-        Err(ConnError::Protocol(ControlError::BadMagic)) => {
-            return Err(ClientError::NotAnAgent { addr })
-        }
-        Err(e) => return Err(setup_error(e)),
+        // No hello (bad bytes, silence, a close): whatever listens there is not an agent.
+        Err(_) => return Err(ClientError::NotAnAgent { addr }),
     };
     if let Err(ControlError::VersionMismatch { peer, ours }) = hello.check_version() {
         return Err(ClientError::Version { addr, peer, ours });

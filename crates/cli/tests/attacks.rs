@@ -595,3 +595,14 @@ fn relay_reveals_nothing_about_targets_and_counts_against_limits() {
     let got = refusal(&peer.recv().expect("an answer"));
     assert!(got.contains("--max-rate"), "{got}");
 }
+
+/// A request the agent cannot read is refused with the reason, not just hung up on.
+#[test]
+fn an_unreadable_request_is_refused_with_a_reason() {
+    let agent = loopback_agent(&[]);
+    let mut peer = ControlPeer::connect(&agent.addr);
+    let mut spec = udp_request(40_000);
+    spec["size"] = json!("big");
+    let got = refusal(&peer.request(spec));
+    assert!(got.starts_with("unreadable request: "), "{got}");
+}

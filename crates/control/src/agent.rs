@@ -18,7 +18,7 @@ use flowlab_wire::control::{
     HELLO_FLAG_AUTH_REQUIRED, MAX_FRAME_LEN, MAX_OPEN_REQUEST_LEN, MAX_SMALL_FRAME_LEN,
 };
 use flowlab_wire::spec::{format_mac, parse_mac};
-use flowlab_wire::{Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION};
+use flowlab_wire::{ControlError, Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION};
 
 use crate::admission::{self, Admission, ConnLimits, Ticket};
 use crate::auth;
@@ -324,7 +324,14 @@ fn run_session(
     let mut conn = Conn::new(stream);
     let by = Deadline::after(HANDSHAKE_TIMEOUT, "the handshake (hello to request)");
     greet(&mut conn, config, stats, by)?;
-    let request = conn.recv_by(by).map_err(|e| fail(&mut conn, stats, e))?;
+    let request = match conn.recv_by(by) {
+        Ok(request) => request,
+        Err(ConnError::Protocol(e @ ControlError::Malformed(_))) => {
+            stats.malformed_control.fetch_add(1, Ordering::Relaxed);
+            return refuse(&mut conn, stats, format!("unreadable request: {e}"));
+        }
+        Err(e) => return Err(fail(&mut conn, stats, e)),
+    };
     conn.set_max_frame(MAX_SMALL_FRAME_LEN);
     let spec = match request {
         Message::Request { spec } => spec,

@@ -489,10 +489,13 @@ pub fn run_test(
     } else {
         Vec::new()
     };
-    let error = session_state
-        .error
-        .or(client_outcome.error)
-        .or_else(|| agent.as_ref().and_then(|a| a.error.clone()));
+    // The client's own failure (ENETUNREACH, say) explains a missing report better than the
+    // missing report does.
+    let error = match (session_state.error, client_outcome.error) {
+        (Some(session), Some(own)) if session == NO_REPORT => Some(format!("{own}; {session}")),
+        (session, own) => session.or(own),
+    };
+    let error = error.or_else(|| agent.as_ref().and_then(|a| a.error.clone()));
     let summary = Summary2::combine(&spec, Some(&client), agent.as_ref(), addr.is_ipv6());
     Ok(TestRun {
         result: TestResult {
@@ -557,6 +560,8 @@ impl<'a> Keepalive<'a> {
     }
 }
 
+const NO_REPORT: &str = "the agent sent no report";
+
 /// What the client learned from the agent during and after the test.
 #[derive(Default)]
 struct Session {
@@ -594,7 +599,7 @@ impl Session {
         while self.agent_report.is_none() && self.error.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                self.error = Some("the agent sent no report".into());
+                self.error = Some(NO_REPORT.into());
                 break;
             }
             match conn.poll(left) {

@@ -17,8 +17,9 @@ use crate::{
     LostBySender, PacketRecord, ReceiverReport, SenderReport, TransactionReport,
 };
 
-/// Cap on per-packet records kept in memory (about 400 MB); past it recording stops.
-pub const MAX_PACKET_RECORDS: usize = 10_000_000;
+/// Cap on per-packet records kept in memory (about 50 MB at each end: a max-rate test with
+/// `--packet-log` cost an agent 630 MB before); past it recording stops.
+pub const MAX_PACKET_RECORDS: usize = 1_000_000;
 
 /// One received probe, as a meter needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,6 +15,11 @@ const BURST_NS: u64 = 5_000_000;
 pub struct SendBudget(Option<Mutex<TokenBucket>>);
 
 impl SendBudget {
+    /// The budget of a role carrying `flow`, starting full now.
+    pub fn of(flow: &crate::FlowParams) -> SendBudget {
+        SendBudget::new(flow.send_cap_bps, crate::clock::monotonic_ns())
+    }
+
     /// A budget of `cap_bps` over every flow, starting full at `now_ns`.
     pub fn new(cap_bps: Option<u64>, now_ns: u64) -> SendBudget {
         SendBudget(cap_bps.map(|rate| {
@@ -43,6 +48,14 @@ impl SendBudget {
             return Ok(count);
         };
         let mut bucket = bucket.lock().unwrap_or_else(|e| e.into_inner());
+        // A whole train that fits is taken at once; packet by packet only at the edge.
+        let train: u64 = (0..count).map(|k| u64::from(size(k))).sum();
+        if let Ok(train) = u32::try_from(train) {
+            if bucket.conforms(now_ns, train) {
+                bucket.take(now_ns, train);
+                return Ok(count);
+            }
+        }
         let admitted = (0..count)
             .take_while(|&k| {
                 let fits = bucket.conforms(now_ns, size(k));

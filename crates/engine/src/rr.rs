@@ -457,7 +457,7 @@ fn run_responders(
     flow: &FlowParams,
     work: impl Fn(usize, &SendBudget) -> (ResponderReport, Option<String>) + Sync,
 ) -> ResponderOutcome {
-    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let budget = SendBudget::of(flow);
     let (results, worker_cpu_ns) = on_flow_threads(flows, |i| work(i, &budget));
     let (report, error) = merge_flows(results, add_responses);
     ResponderOutcome {

@@ -160,7 +160,7 @@ impl Outbox {
 /// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
 /// not hold up the other flows.
 pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let budget = SendBudget::of(flow);
     let (flows, worker_cpu_ns) = on_flow_threads(streams.len(), |i| {
         send_one(&streams[i], i, flow, &budget, stop)
     });
@@ -226,8 +226,8 @@ fn send_one(
         };
         meter.on_batch(count);
         for slot in first..first + count {
-            let framed_size = framed_size(slot);
-            let size = framed_size.unwrap_or(flow.size);
+            let framed = framed_size(slot);
+            let size = framed.unwrap_or(flow.size);
             let message = match outbox.slot(stream, seq, size as usize, stop) {
                 Ok(Some(m)) => m,
                 Ok(None) => break 'flow,
@@ -245,7 +245,7 @@ fn send_one(
                 sent_ns,
                 echoed_ns: 0,
             };
-            match framed_size {
+            match framed {
                 Some(length) => MessageHead::framed(probe, length).emit(message),
                 None => probe.emit(message),
             };

@@ -213,7 +213,7 @@ pub fn udp_send<S: DatagramSocket>(
     // kernel's softirq work, which on a small machine share it with the sender.
     let loops = (socks.len() / FLOWS_PER_LOOP).clamp(1, cores.saturating_sub(1).max(1));
     let share = socks.len().div_ceil(loops).max(1);
-    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let budget = SendBudget::of(flow);
     let (per_loop, worker_cpu_ns) = on_flow_threads(loops, |n| {
         let chunk = socks.chunks(share).nth(n).unwrap_or(&[]);
         send_loop(chunk, n * share, flow, &budget, stop)
@@ -571,7 +571,7 @@ pub fn udp_ping<S: DatagramSocket>(
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut scratch = TrainScratch::default();
     let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
-    let budget = SendBudget::new(flow.send_cap_bps, clock::monotonic_ns());
+    let budget = SendBudget::of(flow);
     let (mut sender, mut sending) = match Sender::new(socks, 0, flow, &budget) {
         Ok(s) => (Some(s), true),
         Err(e) => {

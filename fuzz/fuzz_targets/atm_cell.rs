@@ -8,7 +8,13 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     for format in [HeaderFormat::Uni, HeaderFormat::Nni] {
         if let Ok(cell) = Cell::new_checked(data) {
-            let _ = (cell.vci(), cell.vpi(format), cell.payload_type(), cell.clp(), cell.check_hec());
+            let _ = (
+                cell.vci(),
+                cell.vpi(format),
+                cell.payload_type(),
+                cell.clp(),
+                cell.check_hec(),
+            );
             let _ = cell.payload().len();
         }
         if let Ok(repr) = CellRepr::parse_bytes(data, format) {

@@ -7,8 +7,9 @@
 //! plain message must encode and decode back to itself through a fresh decoder.
 #![no_main]
 
+use flowlab_control::protocol::{Message, ReadMessage};
 use flowlab_wire::control::{split_tag, MAX_SMALL_FRAME_LEN};
-use flowlab_wire::{FrameDecoder, Message};
+use flowlab_wire::FrameDecoder;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

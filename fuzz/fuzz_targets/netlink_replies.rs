@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
     // Each message takes at least a 16-byte header.
     assert!(replies.len() * 16 <= data.len());
     for reply in replies {
-        if let Reply::Qdisc { kind: Some(kind), .. } = reply {
+        if let Reply::Qdisc {
+            kind: Some(kind), ..
+        } = reply
+        {
             assert!(kind.len() <= data.len());
         }
     }

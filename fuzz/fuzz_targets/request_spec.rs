@@ -3,8 +3,9 @@
 //! within the protocol's bounds.
 #![no_main]
 
-use flowlab_wire::spec::{MAX_FLOWS, MAX_RATE_BPS};
-use flowlab_wire::{Message, TestSpec};
+use flowlab_control::protocol::Message;
+use flowlab_spec::TestSpec;
+use flowlab_spec::{MAX_FLOWS, MAX_RATE_BPS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

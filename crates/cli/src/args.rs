@@ -142,7 +142,7 @@ fn parse_rate_limit(s: &str) -> Result<RateLimit, UnitError> {
 /// A limit's duration; 'unlimited' is the longest test the protocol describes.
 fn parse_duration_limit(s: &str) -> Result<Duration, UnitError> {
     match s {
-        "unlimited" => Ok(flowlab_wire::spec::MAX_DURATION),
+        "unlimited" => Ok(flowlab_spec::MAX_DURATION),
         _ => parse_duration(s),
     }
 }

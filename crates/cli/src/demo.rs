@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use flowlab_control::{run_test, LocalAgent, TestOptions, TestResult, TestRun};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_units::format_duration_ns;
-use flowlab_wire::{Direction, Protocol, TestSpec};
 
 use crate::args::DemoArgs;
 

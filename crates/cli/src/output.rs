@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 
 use flowlab_control::{TestOptions, TestResult, SCHEMA_VERSION};
 use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
 use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate};
-use flowlab_wire::{Direction, Protocol, TestSpec};
 use serde::Serialize;
 
 pub fn protocol_name(p: Protocol) -> &'static str {

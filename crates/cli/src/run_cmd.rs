@@ -72,7 +72,7 @@ fn one_way(
     flow: &flowlab_experiment::ResolvedFlow,
     clocks: &BTreeMap<String, (i64, u64)>,
 ) -> Option<OneWay> {
-    use flowlab_wire::Direction;
+    use flowlab_spec::Direction;
     let (receiving, sender_agent, receiver_agent) = match result.spec.direction {
         Direction::Oneway => (
             result.agent.as_ref()?,

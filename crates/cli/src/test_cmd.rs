@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use flowlab_control::{load_key, run_test, TestOptions, TestRun};
+use flowlab_spec::{Direction, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
-use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
 
 use crate::args::{Mode, Proto, TestArgs};
 use crate::output;

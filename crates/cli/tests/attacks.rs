@@ -88,7 +88,7 @@ fn raw_frames_go_only_to_the_control_peer() {
     let own_mac = std::thread::spawn(move || {
         flowlab_sys::host::enter_netns(&ns_a).expect("enter namespace a");
         let mac = flowlab_sys::raw::interface_named(&dev_a).expect("veth").mac;
-        flowlab_wire::spec::format_mac(&mac)
+        flowlab_spec::format_mac(&mac)
     })
     .join()
     .unwrap();

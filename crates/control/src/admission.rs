@@ -7,7 +7,8 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv6Addr, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use flowlab_wire::{Hello, Message};
+use crate::protocol::Message;
+use flowlab_wire::Hello;
 
 /// How many connections may be in setup at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use crate::protocol::Message;
 use flowlab_engine::FlowParams;
 use flowlab_results::{IntervalReport, PacketRecord, SideReport};
+use flowlab_spec::{format_mac, parse_mac};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_sys::netlink;
 use flowlab_sys::raw::{self, RawSocket};
@@ -17,8 +20,7 @@ use flowlab_units::format_rate;
 use flowlab_wire::control::{
     HELLO_FLAG_AUTH_REQUIRED, MAX_FRAME_LEN, MAX_OPEN_REQUEST_LEN, MAX_SMALL_FRAME_LEN,
 };
-use flowlab_wire::spec::{format_mac, parse_mac};
-use flowlab_wire::{ControlError, Direction, Hello, Message, Protocol, TestSpec, PROTOCOL_VERSION};
+use flowlab_wire::{ControlError, Hello, PROTOCOL_VERSION};
 
 use crate::admission::{self, Admission, ConnLimits, Ticket};
 use crate::auth;

@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn tagged_frame_vector() {
         let (mut client, mut agent) = pair();
-        let mut frame = flowlab_wire::Message::Start.encode();
+        let mut frame = crate::protocol::Message::Start.encode();
         client.seal(&mut frame);
         assert_eq!(frame[..4], [0, 0, 0, 17 + 32]);
         assert_eq!(
@@ -277,7 +277,7 @@ mod tests {
         let (mut client, mut agent) = pair();
         let frames: Vec<Vec<u8>> = (0..2)
             .map(|_| {
-                let mut f = flowlab_wire::Message::Heartbeat.encode();
+                let mut f = crate::protocol::Message::Heartbeat.encode();
                 client.seal(&mut f);
                 f
             })
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(agent.open(&frames[0][4..]), Err(BadTag), "replayed");
         assert!(agent.open(&frames[1][4..]).is_ok());
         // The agent's own frame 0 reflected back to it.
-        let mut own = flowlab_wire::Message::Heartbeat.encode();
+        let mut own = crate::protocol::Message::Heartbeat.encode();
         let (mut client, mut agent) = pair();
         agent.seal(&mut own);
         assert_eq!(agent.open(&own[4..]), Err(BadTag));

@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::protocol::Message;
 use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_wire::control::MAX_OPEN_REQUEST_LEN;
-use flowlab_wire::{ClientHello, ControlError, Direction, Message, Protocol, TestSpec};
+use flowlab_wire::{ClientHello, ControlError};
 
 use crate::agent::{cpu_load, flow_params, RoleOutcome, ThreadTime};
 use crate::auth::{End, Nonces};
@@ -220,8 +222,8 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         let interface = crate::agent::raw_interface(options.interface.as_deref(), local_ip)
             .map_err(ClientError::Setup)?;
         crate::agent::check_mtu(&interface, spec.size).map_err(ClientError::Setup)?;
-        spec.raw = Some(flowlab_wire::RawEndpoint {
-            client_mac: flowlab_wire::spec::format_mac(&interface.mac),
+        spec.raw = Some(flowlab_spec::RawEndpoint {
+            client_mac: flowlab_spec::format_mac(&interface.mac),
             agent_interface: options.agent_interface.clone(),
         });
         raw_interface = Some(interface);
@@ -295,7 +297,7 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
             let mac = accepted
                 .agent_mac
                 .as_deref()
-                .and_then(flowlab_wire::spec::parse_mac)
+                .and_then(flowlab_spec::parse_mac)
                 .ok_or_else(|| {
                     ClientError::Setup("the agent sent no MAC address for native frames".into())
                 })?;

@@ -4,8 +4,9 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::protocol::Message;
 use flowlab_wire::control::{FRAME_TAG_LEN, HELLO_LEN, MAX_FRAME_LEN};
-use flowlab_wire::{ControlError, FrameDecoder, Hello, Message};
+use flowlab_wire::{ControlError, FrameDecoder, Hello};
 
 use crate::auth::{BadTag, End, FrameTags};
 

@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use flowlab_wire::{Message, TestSpec};
+use crate::protocol::Message;
+use flowlab_spec::TestSpec;
 
 use crate::client::{connect_agent, resolve, ClientError};
 use crate::result::TestResult;

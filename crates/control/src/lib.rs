@@ -10,12 +10,14 @@ pub mod auth;
 pub mod client;
 mod conn;
 pub mod controller;
+pub mod protocol;
 pub mod result;
 
 pub use admission::ConnLimits;
 pub use agent::{serve, AgentConfig, AgentStats, Limits, LocalAgent};
 pub use auth::{load_key, AuthError};
 pub use client::{run_test, ClientError, TestOptions, TestRun};
+pub use protocol::{Message, ReadMessage};
 pub use result::{Summary2, TestResult, SCHEMA_VERSION};
 
 /// Default TCP port of the control connection.

@@ -2,8 +2,8 @@
 //! first, live intervals, and what went wrong. Documented in docs/results-format.md.
 
 use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport, TransactionReport};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::{LatencySummary, Summary};
-use flowlab_wire::{Direction, Protocol, TestSpec};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout; bump on incompatible changes.

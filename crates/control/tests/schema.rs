@@ -14,8 +14,8 @@ use flowlab_results::{
     Batching, CpuLoad, EchoReport, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
     LostBySender, ReceiverReport, Role, SenderReport, SideReport, TcpInfoReport,
 };
+use flowlab_spec::{Direction, Protocol, SocketOptions, TestSpec};
 use flowlab_stats::{LatencySummary, SeqCounts, Summary};
-use flowlab_wire::{Direction, Protocol, SocketOptions, TestSpec};
 use serde_json::{json, Value};
 
 const SCHEMA_TEXT: &str = include_str!("../../../docs/results.schema.json");
@@ -633,7 +633,7 @@ fn built_documents_match_the_schema() {
 
     // Native frames name the client's MAC address.
     let mut result = built(Protocol::Raw, Direction::Oneway, true);
-    result.spec.raw = Some(flowlab_wire::RawEndpoint {
+    result.spec.raw = Some(flowlab_spec::RawEndpoint {
         client_mac: "02:00:00:00:00:01".into(),
         agent_interface: Some("eth1".into()),
     });

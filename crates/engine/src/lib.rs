@@ -67,7 +67,7 @@ pub struct FlowParams {
     pub packet_log: bool,
     /// Busy-poll receiving sockets: lower latency for one spinning core.
     pub busy_poll: bool,
-    pub socket: flowlab_wire::SocketOptions,
+    pub socket: flowlab_spec::SocketOptions,
     /// A traffic model instead of the constant rate, and its seed.
     pub traffic: Option<flowlab_traffic::TrafficSpec>,
     pub seed: u64,

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
 
+use flowlab_spec::{Direction, Protocol};
 use flowlab_traffic::TrafficSpec;
 use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, Rate};
-use flowlab_wire::{Direction, Protocol};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 

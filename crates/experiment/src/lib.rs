@@ -1,5 +1,5 @@
 //! flowlab experiments, sans-IO: an experiment file (TOML) validated with line-numbered
-//! errors and expanded into ordered [`Step`]s of ready-to-send [`flowlab_wire::TestSpec`]s;
+//! errors and expanded into ordered [`Step`]s of ready-to-send [`flowlab_spec::TestSpec`]s;
 //! clock offset estimation between hosts; and the RFC 2544 and ATM Forum searches as state
 //! machines fed with trial results. Nothing here opens a socket or reads a clock: the
 //! controller (`flowlab run`) does the I/O and passes time and results in.

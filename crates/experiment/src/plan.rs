@@ -3,8 +3,8 @@
 //! a set of flows that start together (each at its own offset), every flow resolved to its
 //! hosts' agent addresses and a complete [`TestSpec`].
 
+use flowlab_spec::{Direction, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
-use flowlab_wire::{Direction, SocketOptions, TestSpec};
 
 use crate::file::{Block, BlockKind, Experiment, Flow, Item, SearchKind, SearchSpec, SweepPoint};
 use crate::search::{
@@ -372,7 +372,7 @@ pub fn trial_step(e: &Experiment, trial: &Trial, index: usize) -> Option<Step> {
 mod tests {
     use super::*;
     use crate::file::load;
-    use flowlab_wire::Protocol;
+    use flowlab_spec::Protocol;
 
     const FIVE: &str = include_str!("../../../examples/experiments/five-pairs.toml");
 

@@ -1,5 +1,6 @@
-//! Wire formats of flowlab: the probe header at the start of every test packet, and the
-//! control protocol between a client and an agent.
+//! Wire formats of flowlab: the probe header at the start of every test packet, the framing of
+//! the control protocol between a client and an agent, and the return-routability datagram.
+//! This crate depends on no other flowlab crate.
 //!
 //! Every format follows the same shape: a checked view over untrusted bytes that never panics
 //! once its length is checked, a parsed value (`Repr`), and byte test vectors beside the parser.
@@ -10,9 +11,6 @@ pub mod control;
 pub mod message;
 pub mod probe;
 
-pub mod spec;
-
-pub use control::{ClientHello, ControlError, FrameDecoder, Hello, Message, PROTOCOL_VERSION};
+pub use control::{ClientHello, ControlError, FrameDecoder, Hello, PROTOCOL_VERSION};
 pub use message::{MessageError, MessageHead, StreamSplitter};
 pub use probe::{ProbeError, ProbeHeader, ProbeRepr, PROBE_HEADER_LEN};
-pub use spec::{Direction, Protocol, RawEndpoint, SocketOptions, SpecError, TestSpec};

@@ -8,7 +8,7 @@ use flowlab_traffic::{TrafficSpec, TransactionConfig};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::PROBE_HEADER_LEN;
+use flowlab_wire::PROBE_HEADER_LEN;
 
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;

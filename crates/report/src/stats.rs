@@ -53,7 +53,7 @@ pub enum Range {
     Loss,
     /// Never negative: delays, rates, counts, CPU.
     NonNegative,
-    /// Either sign: relative one-way delay, schedule error.
+    /// Either sign: relative one-way delay, schedule error, IPDV.
     Signed,
 }
 
@@ -61,7 +61,10 @@ pub enum Range {
 pub fn range_of(name: &str) -> Range {
     if name == "loss_pct" {
         Range::Loss
-    } else if name.starts_with("delay_") || name.starts_with("schedule_error_") {
+    } else if ["delay_", "schedule_error_", "ipdv_"]
+        .iter()
+        .any(|signed| name.starts_with(signed))
+    {
         Range::Signed
     } else {
         Range::NonNegative

@@ -46,6 +46,11 @@ impl<'t> Reader<'t> {
         self.line
     }
 
+    /// What the table is called in messages.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
     pub fn table(&self) -> &'t Table {
         self.table
     }
@@ -65,6 +70,25 @@ impl<'t> Reader<'t> {
                     name_or(&self.what, "table"),
                     k.name,
                     allowed.join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Refuses the first key (in file order) outside `allowed`, as a section of a file.
+    pub fn only_sections(&self, allowed: &[&str]) -> Result<(), FileError> {
+        match self
+            .table
+            .iter()
+            .find(|(k, _)| !allowed.contains(&k.name.as_str()))
+        {
+            None => Ok(()),
+            Some((k, _)) => Err(FileError::at(
+                k.line,
+                format!(
+                    "unknown section '{}' (expected {})",
+                    k.name,
+                    one_of(allowed)
                 ),
             )),
         }
@@ -329,6 +353,11 @@ mod tests {
                 assert!(e.message.contains("found array"), "{e}");
                 let e = r.required("nope").unwrap_err();
                 assert_eq!(e.to_string(), "line 1: flow 'f': missing key 'nope'");
+                let e = r.only_sections(&["a", "rate", "max", "z"]).unwrap_err();
+                assert_eq!(
+                    e.to_string(),
+                    "line 5: unknown section 'b' (expected a, rate, max or z)"
+                );
                 let e = r.only(&["a", "rate", "max", "z"]).unwrap_err();
                 assert_eq!(
                     e.to_string(),

@@ -198,7 +198,7 @@ struct Header {
 pub fn load(text: &str) -> Result<Experiment, ExperimentError> {
     let root = flowlab_spanned::parse(text)?;
     let doc = Reader::of(&root, "")?;
-    check_sections(&doc)?;
+    doc.only_sections(SECTIONS)?;
     let vars = read_vars(&doc)?;
     let header = read_header(&doc, &vars)?;
     let hosts = doc.tables("host")?;
@@ -261,24 +261,6 @@ pub fn load(text: &str) -> Result<Experiment, ExperimentError> {
         points,
         search,
     })
-}
-
-fn check_sections(doc: &Reader) -> Result<(), FileError> {
-    match doc
-        .table()
-        .iter()
-        .find(|(k, _)| !SECTIONS.contains(&k.name.as_str()))
-    {
-        None => Ok(()),
-        Some((k, _)) => Err(FileError::at(
-            k.line,
-            format!(
-                "unknown section '{}' (expected {})",
-                k.name,
-                SECTIONS.join(", ")
-            ),
-        )),
-    }
 }
 
 fn read_vars(doc: &Reader) -> Result<Vars, FileError> {

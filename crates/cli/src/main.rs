@@ -9,6 +9,7 @@ mod plot_cmd;
 mod run_cmd;
 mod serve;
 mod sim_cmd;
+mod stamp_cmd;
 mod sweep_cmd;
 mod test_cmd;
 

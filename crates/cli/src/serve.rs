@@ -35,6 +35,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(load_key(path)?),
         None => None,
     };
+    let reflector = crate::stamp_cmd::start_reflector(&args, key.as_deref())?;
+    if args.stamp_only {
+        // The reflector (`--stamp-only` requires `--stamp`) runs alone until Ctrl-C.
+        flowlab_sys::signal::interrupt_flag();
+        return reflector.map_or(Ok(ExitCode::SUCCESS), |r| r.finish(true));
+    }
     let config = AgentConfig {
         limits: Limits {
             max_duration: args.max_duration,
@@ -72,6 +78,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let stats = Arc::new(AgentStats::default());
     let stop = AtomicBool::new(false);
     flowlab_control::serve(listener, config, stats.clone(), &stop, log)?;
+    if let Some(reflector) = reflector {
+        reflector.finish(false)?;
+    }
     use std::sync::atomic::Ordering::Relaxed;
     eprintln!(
         "flowlab agent stopping: {} connections ({} more turned away), {} tests run, {} refused, {} malformed control connections",

@@ -126,6 +126,9 @@ fn traffic_from_args(
 }
 
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+    if args.stamp {
+        return crate::stamp_cmd::run_test(&args);
+    }
     let spec = spec_from_args(&args)?;
     crate::pin_cpus(args.cpus.as_ref())?;
     let key = args.key_file.as_deref().map(load_key).transpose()?;

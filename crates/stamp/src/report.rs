@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use flowlab_results::SenderReport;
 use flowlab_stats::LatencySummary;
-use flowlab_units::{format_duration_ns, format_rate};
+use flowlab_units::{format_count, format_duration_ns, format_rate};
 use serde::{Deserialize, Serialize};
 
 use crate::session::SessionReport;
@@ -41,13 +41,13 @@ pub struct StampResult {
 
 fn delay_line(out: &mut String, label: &str, d: &Option<LatencySummary>) {
     let Some(d) = d else {
-        let _ = writeln!(out, "  {label:<18} no replies");
+        let _ = writeln!(out, "  {label:<20} no replies");
         return;
     };
     let f = format_duration_ns;
     let _ = writeln!(
         out,
-        "  {label:<18} min {}  mean {}  p50 {}  p99 {}  max {}  (stddev {})",
+        "  {label:<20} min {}  mean {}  p50 {}  p99 {}  max {}  (stddev {})",
         f(d.min_ns),
         f(d.mean_ns),
         f(d.p50_ns),
@@ -63,18 +63,18 @@ pub fn render(r: &StampResult) -> String {
     let s = &r.session;
     let _ = writeln!(
         out,
-        "STAMP session to {} ({}, SSID {:#06x}): {} packets of {} B at {:.4} packets/s ({})",
+        "STAMP session to {} ({}, SSID {:#06x}): {} packets of {} B at {} packets/s ({})",
         r.reflector,
         r.mode,
         r.ssid,
         s.loss.sent,
         r.packet_size,
-        r.packets_per_sec,
+        format_count(r.packets_per_sec),
         format_rate(r.rate_bps as f64)
     );
     let _ = writeln!(
         out,
-        "  replies            {} of {} ({} lost, {:.2} %; {} duplicate, {} reordered)",
+        "  replies              {} of {} ({} lost, {:.2} %; {} duplicate, {} reordered)",
         s.replies.unique,
         s.loss.sent,
         s.loss.round_trip_lost,
@@ -85,11 +85,11 @@ pub fn render(r: &StampResult) -> String {
     let _ = match (s.loss.forward_lost, s.loss.backward_lost) {
         (Some(f), Some(b)) => writeln!(
             out,
-            "  loss by direction  {f} on the way there, {b} on the way back (stateful reflector)"
+            "  loss by direction    {f} on the way there, {b} on the way back (stateful reflector)"
         ),
         _ => writeln!(
             out,
-            "  loss by direction  unknown: the reflector echoes the sender's sequence numbers (stateless)"
+            "  loss by direction    unknown: the reflector echoes the sender's sequence numbers (stateless)"
         ),
     };
     delay_line(&mut out, "two-way delay", &s.two_way_delay);
@@ -103,19 +103,19 @@ pub fn render(r: &StampResult) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "  one-way delays     {verdict}: {}{bound}",
+        "  one-way delays       {verdict}: {}{bound}",
         one_way.reason
     );
     delay_line(&mut out, "  forward", &one_way.forward);
     delay_line(&mut out, "  backward", &one_way.backward);
     if let Some(ttl) = s.sender_ttl {
-        let _ = writeln!(out, "  TTL at reflector   {}..{}", ttl.min, ttl.max);
+        let _ = writeln!(out, "  TTL at reflector     {}..{}", ttl.min, ttl.max);
     }
     let rej = &s.rejected;
     if rej.malformed + rej.bad_hmac + rej.foreign > 0 {
         let _ = writeln!(
             out,
-            "  ignored datagrams  {} malformed, {} failed the HMAC, {} not of this session",
+            "  ignored datagrams    {} malformed, {} failed the HMAC, {} not of this session",
             rej.malformed, rej.bad_hmac, rej.foreign
         );
     }
@@ -123,7 +123,7 @@ pub fn render(r: &StampResult) -> String {
     if lost.total() > 0 {
         let _ = writeln!(
             out,
-            "  not sent           {} (send buffer full {}, missed slots {}, errors {})",
+            "  not sent             {} (send buffer full {}, missed slots {}, errors {})",
             lost.total(),
             lost.send_buffer_full,
             lost.missed_slots,

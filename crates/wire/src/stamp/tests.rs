@@ -65,7 +65,7 @@ static REFLECTOR_AUTH: [u8; 112] = [
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // MBZ (12 octets)
     0xe8, 0xfe, 0x6f, 0x80, 0x80, 0x00, 0x00, 0x00, // sender timestamp (T1)
     0x8f, 0x84, // sender error estimate
-    0, 0, 0, 0, 0, 0, // MBZ (6 octets)
+    0, 0, 0, 0, 0, 0,    // MBZ (6 octets)
     0x3f, // sender TTL
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // MBZ (15 octets)
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // HMAC (16 octets)

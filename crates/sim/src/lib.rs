@@ -14,6 +14,7 @@ mod engine;
 pub mod limits;
 pub mod report;
 mod scenario;
+mod sender;
 
 pub use report::{render_human, RunReport, SimReport, SweepPoint, SCHEMA_VERSION};
 pub use scenario::{load, Scenario, ScenarioError};
@@ -26,7 +27,7 @@ pub fn run(scenario: &Scenario, seed_override: Option<u64>) -> SimReport {
     for v in &scenario.variants {
         let seed = seed_override.unwrap_or(v.model.seed);
         description.clone_from(&v.model.description);
-        let (flows, ports, backgrounds, events, cells) = engine::Sim::new(&v.model, seed).run();
+        let out = engine::Sim::new(&v.model, seed).run();
         runs.push(RunReport {
             sweep: v.sweep.as_ref().map(|(param, value)| SweepPoint {
                 param: param.clone(),
@@ -34,11 +35,11 @@ pub fn run(scenario: &Scenario, seed_override: Option<u64>) -> SimReport {
             }),
             seed,
             duration_ns: v.model.duration_ns,
-            events,
-            cells_transmitted: cells,
-            flows,
-            ports,
-            backgrounds,
+            events: out.events,
+            cells_transmitted: out.cells,
+            flows: out.flows,
+            ports: out.ports,
+            backgrounds: out.backgrounds,
         });
     }
     SimReport {

@@ -14,6 +14,7 @@ use flowlab_qos::sched::QueueLimit;
 use serde::Deserialize;
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
+use crate::sender::{parse_traffic, SendSpec};
 use toml::{Spanned, Value};
 
 /// A scenario that failed to load: a message and, where known, the line it is about.
@@ -152,6 +153,7 @@ struct RawFlow {
     bytes: Field,
     delayed_ack: Field,
     min_rto: Field,
+    traffic: Field,
 }
 
 #[derive(Debug, Deserialize)]
@@ -245,9 +247,9 @@ pub(crate) struct LinkSpec {
     pub tx_ring: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Protocol {
-    Udp { rate_bps: u64 },
+    Udp(SendSpec),
     Ping { interval_ns: u64 },
     Tcp,
 }
@@ -286,6 +288,9 @@ pub(crate) struct FlowSpec {
     pub shape: bool,
     pub dscp: u8,
     pub tcp: TcpSpec,
+    /// Header bytes the meters leave out of each packet: none in scenarios (they count IP
+    /// bytes), the IP and transport headers where flows report payload as real tests do.
+    pub metered_headers: u32,
     /// Lines of the `[[flow]]` table and of its rate (the table's when it has none).
     pub line: usize,
     pub rate_line: usize,
@@ -1044,13 +1049,24 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
             Some(d) => start_ns.saturating_add(d).min(duration_ns),
             None => duration_ns,
         };
-        let protocol = match proto_name {
-            "udp" => Protocol::Udp {
-                rate_bps: c.rate(&f.rate, "rate")?.map_or_else(
+        let mut traffic = match c.str(&f.traffic, "traffic")? {
+            None => None,
+            Some((t, span)) => {
+                Some(parse_traffic(t).or_else(|e| c.err(span, format!("traffic: {e}")))?)
+            }
+        };
+        let mut protocol = match proto_name {
+            "udp" => Protocol::Udp(match traffic.take() {
+                Some(t) => match (&f.rate, SendSpec::model(t)) {
+                    (Some(r), _) => return c.err(r.span(), "rate: a traffic model sets its own"),
+                    (None, Ok(s)) => s,
+                    (None, Err(e)) => return c.err(fspan, format!("traffic: {e}")),
+                },
+                None => SendSpec::constant(c.rate(&f.rate, "rate")?.map_or_else(
                     || c.err(fspan.clone(), format!("flow {name}: a udp flow needs rate")),
                     Ok,
-                )?,
-            },
+                )?),
+            }),
             "ping" => Protocol::Ping {
                 interval_ns: match c.duration(&f.interval, "interval")? {
                     Some(0) => {
@@ -1071,6 +1087,9 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
                 )
             }
         };
+        if let (Some(t), Some(_)) = (&f.traffic, &traffic) {
+            return c.err(t.span(), "traffic: a traffic model runs over udp");
+        }
         let path_mtu = path
             .windows(2)
             .filter_map(|w| link_between(w[0], w[1]))
@@ -1090,6 +1109,10 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
                 }
                 mss + TCP_HEADERS
             }
+            Protocol::Udp(ref s) if s.traffic.is_some() => match &f.size {
+                Some(v) => return c.err(v.span(), "size: a traffic model sets its own"),
+                None => 0,
+            },
             _ => {
                 let s = size.unwrap_or(if matches!(protocol, Protocol::Ping { .. }) {
                     84
@@ -1109,6 +1132,9 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
                 s as u32
             }
         };
+        if let Protocol::Udp(s) = &mut protocol {
+            s.size = size;
+        }
         let service = c.service(&f.service)?.unwrap_or(ServiceCategory::Ubr);
         let pcr = c.rate(&f.pcr, "pcr")?;
         let scr = c.rate(&f.scr, "scr")?;
@@ -1214,10 +1240,12 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
             shape,
             dscp,
             tcp,
+            metered_headers: 0,
             line,
             rate_line: f
                 .rate
                 .as_ref()
+                .or(f.traffic.as_ref())
                 .map_or(line, |r| line_of(text, r.span().start)),
         });
     }

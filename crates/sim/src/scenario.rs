@@ -71,9 +71,12 @@ struct RawFile {
     #[serde(default)]
     background: Vec<Spanned<RawBackground>>,
     sweep: Option<Spanned<RawSweep>>,
+    /// Network files only (`crate::network`).
+    network: Option<Spanned<toml::Table>>,
+    hosts: Option<Spanned<toml::Table>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSim {
     duration: Field,
@@ -367,7 +370,7 @@ impl Scenario {
 }
 
 /// Line (1-based) of byte offset `pos` in `text`.
-fn line_of(text: &str, pos: usize) -> usize {
+pub(crate) fn line_of(text: &str, pos: usize) -> usize {
     text.as_bytes()[..pos.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
@@ -539,9 +542,41 @@ fn encap_by_name(name: &str) -> Option<Encapsulation> {
 /// Parses and validates a scenario file's text.
 pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
     let raw = parse_raw(text)?;
+    if let Some(t) = raw.network.as_ref().or(raw.hosts.as_ref()) {
+        return Ctx { text }.err(
+            t.span(),
+            "this is a network file (for `flowlab run --sim`), not a scenario",
+        );
+    }
     let variants = variants(text, &raw)?;
     crate::limits::check_packet_budget(&variants)?;
     Ok(Scenario { variants })
+}
+
+/// Reads a network file's nodes and links (checked as a scenario's) into a model without
+/// traffic; `crate::network` reads its `[network]` and `[hosts]` tables.
+pub(crate) fn load_topology(text: &str) -> Result<Model, ScenarioError> {
+    let mut raw = parse_raw(text)?;
+    let c = Ctx { text };
+    let traffic = [
+        raw.sim.as_ref().map(|t| ("[sim]", t.span())),
+        raw.flow.first().map(|t| ("[[flow]]", t.span())),
+        raw.background.first().map(|t| ("[[background]]", t.span())),
+        raw.sweep.as_ref().map(|t| ("[sweep]", t.span())),
+    ];
+    if let Some((what, span)) = traffic.into_iter().flatten().next() {
+        let why = "a network file has [network], [hosts], [[node]] and [[link]]; traffic and \
+                   timing come from the experiment";
+        return c.err(span, format!("{what}: {why}"));
+    }
+    if raw.network.is_none() {
+        return Err(ScenarioError::new(
+            Some(1),
+            "missing [network] table: a network file starts with [network]",
+        ));
+    }
+    raw.sim = Some(Spanned::new(0..0, RawSim::default()));
+    build(text, &raw)
 }
 
 /// One validated model per sweep value, or the only one.
@@ -1440,7 +1475,7 @@ fn build_sched(
 
 /// Fewest hops from `from` to `to` through switches and routers (hosts do not forward);
 /// ties go to the link defined first, so the choice is deterministic.
-fn shortest_path(
+pub(crate) fn shortest_path(
     nodes: &[NodeSpec],
     links: &[LinkSpec],
     from: usize,

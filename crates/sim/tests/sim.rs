@@ -233,6 +233,10 @@ fn every_example_loads_and_runs() {
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
     {
         let text = std::fs::read_to_string(&path).unwrap();
+        // Network files (for experiments) are tested in tests/network.rs.
+        if flowlab_sim::SimNetwork::load(&text).is_ok() {
+            continue;
+        }
         let mut s =
             load(&text).unwrap_or_else(|e| panic!("{}", e.with_file(&path.display().to_string())));
         s.set_duration_ns(200_000_000);

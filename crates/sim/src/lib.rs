@@ -5,7 +5,11 @@
 //! `flowlab-atm` (cells, AAL5 cell counts, GCRA policing and shaping, switch output ports) and
 //! `flowlab-qos` (classifier, schedulers, Reno TCP) with a virtual clock, and feeds the same
 //! `flowlab-results` meters as a real test, so simulated and measured flows report the same
-//! metrics. Nothing here reads a clock or does I/O: the caller reads the file and passes text.
+//! metrics. UDP flows send what the real engine's `Pacer` yields for the same traffic model
+//! and seed, so every model and preset runs here. A network file ([`SimNetwork`]) describes
+//! only nodes and links, and [`run_step`] runs an experiment step's flows (their `TestSpec`s)
+//! on it, reporting each end as a real test does (`flowlab run --sim`). Nothing here reads a
+//! clock or does I/O: the caller reads the file and passes text.
 //! See docs/simulation.md for the format and what is modelled.
 
 #![forbid(unsafe_code)]

@@ -20,6 +20,10 @@ pub const MAX_OVERLOAD: u64 = 10;
 /// minutes of simulating at most (tens of millions of cell events a second), and a bound on
 /// what queues and in-flight records can hold.
 pub const MAX_PACKETS: u64 = 200_000_000;
+/// Emissions of a run's traffic models run ahead to estimate their load, shared by its model
+/// flows (at least 100 a sub-flow), the rest extrapolated: checked at every sweep point, so
+/// the estimate is cheap and only right within these limits' margins.
+pub const PROBE_EMISSIONS: u64 = 20_000;
 
 /// What a UDP flow (a constant rate or a traffic model, run ahead) offers in one run.
 fn udp_load(m: &Model, index: usize, f: &FlowSpec) -> Option<Offered> {
@@ -27,7 +31,19 @@ fn udp_load(m: &Model, index: usize, f: &FlowSpec) -> Option<Offered> {
         return None;
     };
     let active_ns = f.stop_ns.saturating_sub(f.start_ns);
-    Some(offered(s, s.seed_for(m.seed, index), active_ns, f.count))
+    let models = m
+        .flows
+        .iter()
+        .filter(|g| matches!(&g.protocol, Protocol::Udp(s) if s.traffic.is_some()))
+        .count() as u64;
+    let probe = PROBE_EMISSIONS / models.max(1);
+    Some(offered(
+        s,
+        s.seed_for(m.seed, index),
+        active_ns,
+        f.count,
+        probe,
+    ))
 }
 
 /// What each flow offers its first link in bit/s; `None` for TCP, which its window paces.

@@ -14,9 +14,8 @@ const MIN_PAYLOAD: u32 = flowlab_wire::PROBE_HEADER_LEN as u32;
 const MAX_PAYLOAD: u32 = 65_507;
 /// IPv4 and UDP headers.
 pub(crate) const UDP_HEADERS: u32 = 28;
-/// Emissions of each model source run ahead at load to bound a flow's work; beyond this the
-/// count is extrapolated over the flow's active time.
-const PROBE_EMISSIONS: u64 = 1_000_000;
+/// The fewest emissions of each sub-flow run ahead to estimate a model's load.
+const MIN_PROBE: u64 = 100;
 
 /// What a simulated UDP flow sends.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,12 +239,21 @@ pub(crate) struct Offered {
 }
 
 /// The load `spec` offers over `active_ns` (at most `count` packets a sub-flow), from the
-/// constant schedule or by running the model's sources ahead (each at most
-/// `PROBE_EMISSIONS`, then extrapolated): the work limits check it before simulating.
-pub(crate) fn offered(spec: &SendSpec, seed: u64, active_ns: u64, count: Option<u64>) -> Offered {
+/// constant schedule or by running the model's sources ahead (`probe` emissions in all, at
+/// least `MIN_PROBE` a sub-flow, then extrapolated): the work limits check it before
+/// simulating.
+pub(crate) fn offered(
+    spec: &SendSpec,
+    seed: u64,
+    active_ns: u64,
+    count: Option<u64>,
+    probe: u64,
+) -> Offered {
+    let subflows = u64::from(spec.subflows.max(1));
+    let probe = (probe / subflows).max(MIN_PROBE);
     // Packets, and wire bit/s.
     let (mut packets, mut bits) = (0u128, 0u128);
-    for i in 0..u64::from(spec.subflows.max(1)) {
+    for i in 0..subflows {
         let (n, payload) = match &spec.traffic {
             None => {
                 let n = PacedSchedule::new(0, spec.rate_bps, spec.size)
@@ -258,7 +266,7 @@ pub(crate) fn offered(spec: &SendSpec, seed: u64, active_ns: u64, count: Option<
                 continue;
             }
             Some(t) => match t.source_for(seed, i, &no_files) {
-                Ok(source) => run_ahead(source, active_ns, count),
+                Ok(source) => run_ahead(source, active_ns, count, probe),
                 Err(_) => (0, 0),
             },
         };
@@ -272,10 +280,15 @@ pub(crate) fn offered(spec: &SendSpec, seed: u64, active_ns: u64, count: Option<
     }
 }
 
-/// (packets, payload bytes) of `source` before `active_ns`, extrapolated past
-/// `PROBE_EMISSIONS`.
-fn run_ahead(mut source: Box<dyn Source>, active_ns: u64, count: Option<u64>) -> (u128, u128) {
-    let limit = count.unwrap_or(u64::MAX).min(PROBE_EMISSIONS);
+/// (packets, payload bytes) of `source` before `active_ns`, extrapolated past `probe`
+/// emissions.
+fn run_ahead(
+    mut source: Box<dyn Source>,
+    active_ns: u64,
+    count: Option<u64>,
+    probe: u64,
+) -> (u128, u128) {
+    let limit = count.unwrap_or(u64::MAX).min(probe);
     let (mut n, mut bytes, mut reached) = (0u64, 0u128, 0u64);
     while n < limit {
         let Some(e) = source.next_emission() else {
@@ -375,7 +388,7 @@ mod tests {
             assert_eq!(t.deadline_ns, due);
             assert_eq!(t.payload, 1000);
         }
-        let o = offered(&spec, 1, 10_000_000, None);
+        let o = offered(&spec, 1, 10_000_000, None, 20_000);
         assert_eq!(o.packets, 20);
         assert_eq!(o.wire_bps, 2 * 8_000_000 * 1028 / 1000);
     }
@@ -393,11 +406,11 @@ mod tests {
         assert_eq!(a, run(7));
         assert_ne!(a, run(8));
         assert!((1800..2200).contains(&a.len()), "{}", a.len());
-        let o = offered(&spec, 7, 1_000_000_000, None);
+        let o = offered(&spec, 7, 1_000_000_000, None, 20_000);
         assert_eq!(o.packets, a.len() as u64);
         assert_eq!(o.wire_bps, a.len() as u64 * 1228 * 8);
         // Past the probe the count is extrapolated, not run.
-        let long = offered(&spec, 7, 3_600_000_000_000, None);
+        let long = offered(&spec, 7, 3_600_000_000_000, None, 20_000);
         assert!((6_800_000..7_600_000).contains(&long.packets), "{long:?}");
     }
 

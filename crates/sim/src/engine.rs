@@ -462,6 +462,73 @@ fn path_mtu(m: &Model, path: &[usize]) -> u32 {
         .unwrap_or(u32::MAX)
 }
 
+/// A flow's run-time state: its source (the pacers of a UDP flow, a ping clock, a TCP
+/// connection) and its meters.
+fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
+    let f = &m.flows[fi];
+    let source = match &f.protocol {
+        Protocol::Udp(spec) => {
+            let end = EndCondition {
+                until_ns: Some(f.stop_ns),
+                count: f.count,
+            };
+            match FlowSender::new(spec, f.start_ns, end, spec.seed_for(seed, fi)) {
+                Ok(s) => Source::Udp(Box::new(s)),
+                Err(_) => Source::Ping { interval_ns: NEVER },
+            }
+        }
+        Protocol::Ping { interval_ns } => Source::Ping {
+            interval_ns: *interval_ns,
+        },
+        Protocol::Tcp => {
+            let t = &f.tcp;
+            let sc = SenderConfig {
+                mss: t.mss.max(1),
+                send_buffer: t.send_buffer.max(1),
+                data: t.bytes.map_or(Data::Bulk, Data::Bytes),
+                window_scaling: t.window_scaling,
+                min_rto_ns: t.min_rto_ns,
+                ..SenderConfig::default()
+            };
+            let rc = ReceiverConfig {
+                buffer: t.window,
+                window_scaling: t.window_scaling,
+                delayed_ack_ns: t.delayed_ack_ns,
+                ..ReceiverConfig::default()
+            };
+            match connect(sc, rc) {
+                Ok(pair) => Source::Tcp(Box::new(pair)),
+                Err(_) => Source::Ping { interval_ns: NEVER },
+            }
+        }
+    };
+    let echo = echoes(&f.protocol);
+    let subflows = match &f.protocol {
+        Protocol::Udp(spec) => spec.subflows.max(1) as usize,
+        _ => 1,
+    };
+    let mut sender = SenderMeter::new(subflows, !matches!(f.protocol, Protocol::Tcp), false);
+    if let Source::Udp(s) = &source {
+        s.hold_to_contracts(&mut sender);
+    }
+    FlowRt {
+        source,
+        echo,
+        path_mtu: path_mtu(m, &f.path),
+        next_k: 0,
+        fwd: 2 * fi,
+        rev: 2 * fi + 1,
+        wake: NEVER,
+        sender,
+        receiver: ReceiverMeter::new(subflows, echo, false),
+        one_way: LatencyStats::new(),
+        sent: vec![0; subflows],
+        echoed: EchoReport::default(),
+        txn: 0,
+        finished_ns: None,
+    }
+}
+
 fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     m.links.iter().enumerate().find_map(|(i, l)| {
         if (l.a, l.b) == (from, to) {
@@ -640,68 +707,7 @@ impl<'m> Sim<'m> {
                 });
                 owners.push(VcOwner::Stream(sid));
             }
-            let source = match &f.protocol {
-                Protocol::Udp(spec) => {
-                    let end = EndCondition {
-                        until_ns: Some(f.stop_ns),
-                        count: f.count,
-                    };
-                    match FlowSender::new(spec, f.start_ns, end, spec.seed_for(seed, fi)) {
-                        Ok(s) => Source::Udp(Box::new(s)),
-                        Err(_) => Source::Ping { interval_ns: NEVER },
-                    }
-                }
-                Protocol::Ping { interval_ns } => Source::Ping {
-                    interval_ns: *interval_ns,
-                },
-                Protocol::Tcp => {
-                    let t = &f.tcp;
-                    let sc = SenderConfig {
-                        mss: t.mss.max(1),
-                        send_buffer: t.send_buffer.max(1),
-                        data: t.bytes.map_or(Data::Bulk, Data::Bytes),
-                        window_scaling: t.window_scaling,
-                        min_rto_ns: t.min_rto_ns,
-                        ..SenderConfig::default()
-                    };
-                    let rc = ReceiverConfig {
-                        buffer: t.window,
-                        window_scaling: t.window_scaling,
-                        delayed_ack_ns: t.delayed_ack_ns,
-                        ..ReceiverConfig::default()
-                    };
-                    match connect(sc, rc) {
-                        Ok(pair) => Source::Tcp(Box::new(pair)),
-                        Err(_) => Source::Ping { interval_ns: NEVER },
-                    }
-                }
-            };
-            let echo = echoes(&f.protocol);
-            let subflows = match &f.protocol {
-                Protocol::Udp(spec) => spec.subflows.max(1) as usize,
-                _ => 1,
-            };
-            let mut sender =
-                SenderMeter::new(subflows, !matches!(f.protocol, Protocol::Tcp), false);
-            if let Source::Udp(s) = &source {
-                s.hold_to_contracts(&mut sender);
-            }
-            flows.push(FlowRt {
-                source,
-                echo,
-                path_mtu: path_mtu(m, &f.path),
-                next_k: 0,
-                fwd: 2 * fi,
-                rev: 2 * fi + 1,
-                wake: NEVER,
-                sender,
-                receiver: ReceiverMeter::new(subflows, echo, false),
-                one_way: LatencyStats::new(),
-                sent: vec![0; subflows],
-                echoed: EchoReport::default(),
-                txn: 0,
-                finished_ns: None,
-            });
+            flows.push(flow_rt(m, fi, seed));
         }
 
         for st in &streams {

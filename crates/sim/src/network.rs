@@ -13,15 +13,14 @@ use std::fmt;
 
 use flowlab_atm::ServiceCategory;
 use flowlab_results::{EchoReport, Role, SideReport};
+use flowlab_spanned::{FileError, Reader};
 use flowlab_spec::{Direction, Protocol as TestProtocol, TestSpec};
-use serde::Deserialize;
-use toml::Spanned;
 
 use crate::engine::Sim;
 use crate::report::FlowReport;
 use crate::scenario::{
-    line_of, load_topology, shortest_path, FlowSpec, Model, NodeKind, Protocol, ScenarioError,
-    TcpSpec, Variant,
+    read_links, read_nodes, shortest_path, tables, FlowSpec, Model, NodeKind, Protocol,
+    ScenarioError, TcpSpec, Variant,
 };
 use crate::sender::{check_simulated, SendSpec, UDP_HEADERS};
 
@@ -95,58 +94,61 @@ impl SimFlowResult {
     }
 }
 
-#[derive(Deserialize)]
-struct Tables {
-    network: Spanned<NetworkTable>,
-    #[serde(default)]
-    hosts: BTreeMap<String, Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NetworkTable {
-    name: Option<String>,
-    description: Option<String>,
-    drain: Option<Spanned<String>>,
-}
+/// A network file's sections, and the scenario sections it refuses.
+const SECTIONS: &[&str] = &["network", "hosts", "node", "link"];
+const TRAFFIC_SECTIONS: &[&str] = &["sim", "flow", "background", "sweep"];
 
 impl SimNetwork {
     /// Parses and validates a network file's text; errors name the line.
     pub fn load(text: &str) -> Result<SimNetwork, ScenarioError> {
-        let mut model = load_topology(text)?;
-        let tables: Tables = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of(text, s.start));
-            ScenarioError::new(line, e.message().trim().replace('\n', " "))
-        })?;
-        let at = |span: std::ops::Range<usize>| Some(line_of(text, span.start));
-        let net = tables.network.get_ref();
-        model.description = net.description.clone().unwrap_or_default();
-        model.drain_ns = match &net.drain {
-            None => DEFAULT_DRAIN_NS,
-            Some(d) => flowlab_units::parse_duration(d.get_ref())
-                .ok()
-                .and_then(|d| u64::try_from(d.as_nanos()).ok())
-                .filter(|&ns| ns <= crate::limits::MAX_SIM_NS / 2)
-                .ok_or_else(|| {
-                    let why = format!("drain: {:?} is not a duration up to 12h", d.get_ref());
-                    ScenarioError::new(at(d.span()), why)
-                })?,
-        };
-        let mut hosts = BTreeMap::new();
-        for (name, node) in tables.hosts {
-            let found = model.nodes.iter().position(|n| n.name == *node.get_ref());
-            match found {
-                Some(i) if model.nodes[i].kind == NodeKind::Host => {
-                    hosts.insert(name, i);
-                }
-                _ => {
-                    let why = format!("hosts: {name} = {:?} is not a host node", node.get_ref());
-                    return Err(ScenarioError::new(at(node.span()), why));
-                }
-            }
+        let root = flowlab_spanned::parse(text)?;
+        let doc = Reader::of(&root, "")?;
+        if let Some((key, item)) = doc
+            .table()
+            .iter()
+            .find(|(k, _)| TRAFFIC_SECTIONS.contains(&k.name.as_str()))
+        {
+            let section = match item.as_array() {
+                Some(_) => format!("[[{}]]", key.name),
+                None => format!("[{}]", key.name),
+            };
+            return Err(item.error(format!(
+                "{section}: a network file has [network], [hosts], [[node]] and [[link]]; \
+                 traffic and timing come from the experiment"
+            )));
         }
+        doc.only_sections(SECTIONS)?;
+        let net = doc.get("network").ok_or_else(|| {
+            FileError::at(
+                1,
+                "missing [network] table: a network file starts with [network]",
+            )
+        })?;
+        let net = Reader::of(net, "network")?;
+        net.only(&["name", "description", "drain"])?;
+        let nodes = read_nodes(&tables(&doc, "node")?)?;
+        let links = read_links(&tables(&doc, "link")?, &nodes)?;
+        let drain_ns = net.duration_ns("drain")?.unwrap_or(DEFAULT_DRAIN_NS);
+        if drain_ns > crate::limits::MAX_SIM_NS / 2 {
+            let item = net.required("drain")?;
+            return Err(net.error(item, "drain", "more than 12 h"));
+        }
+        let model = Model {
+            description: net.string("description")?.unwrap_or_default().to_string(),
+            duration_ns: 0,
+            drain_ns,
+            seed: 1,
+            nodes,
+            links,
+            flows: Vec::new(),
+            backgrounds: Vec::new(),
+        };
+        let hosts = match doc.get("hosts") {
+            None => BTreeMap::new(),
+            Some(item) => host_map(&Reader::of(item, "hosts")?, &model)?,
+        };
         Ok(SimNetwork {
-            name: net.name.clone().unwrap_or_default(),
+            name: net.string("name")?.unwrap_or_default().to_string(),
             model,
             hosts,
         })
@@ -177,6 +179,23 @@ impl SimNetwork {
             ))),
         }
     }
+}
+
+/// `[hosts]`: experiment host name = host node.
+fn host_map(hosts: &Reader, model: &Model) -> Result<BTreeMap<String, usize>, ScenarioError> {
+    let mut map = BTreeMap::new();
+    for (key, item) in hosts.table().iter() {
+        let node = item
+            .as_str()
+            .ok_or_else(|| hosts.error(item, &key.name, "expected a node's name"))?;
+        match model.nodes.iter().position(|n| n.name == node) {
+            Some(i) if model.nodes[i].kind == NodeKind::Host => {
+                map.insert(key.name.clone(), i);
+            }
+            _ => return Err(hosts.error(item, &key.name, format!("{node:?} is not a host node"))),
+        }
+    }
+    Ok(map)
 }
 
 /// Runs the flows of one experiment step together on `network` (each from its start offset)

@@ -10,6 +10,9 @@ use thiserror::Error;
 
 use flowlab_wire::PROBE_HEADER_LEN;
 
+mod param;
+pub use param::{Param, ParamValue, ValueKind};
+
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 /// Largest TCP message (a request or response of a transaction, or a framed model message).

@@ -1,0 +1,633 @@
+//! Every human text flowlab prints, in one place so `test`, `show`, `history`, `sweep` and
+//! `run` say things the same way: a test's headline, live lines and result; stored runs;
+//! an experiment's steps and trials. Plus the JSON stream lines of `--json-stream`.
+
+use std::fmt::Write as _;
+
+use flowlab_control::{TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_experiment::Step;
+use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
+use flowlab_spec::{Direction, Protocol, TestSpec};
+use flowlab_stats::LatencySummary;
+use flowlab_store::{Run, RunInfo};
+use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::experiment::{Clocks, FlowOutcome, TrialOutcome};
+
+pub fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Udp => "UDP",
+        Protocol::Tcp => "TCP",
+        Protocol::Raw => "native frames",
+    }
+}
+
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Oneway => "one-way, client to agent",
+        Direction::Reverse => "reverse, agent to client",
+        Direction::Loopback => "loopback, agent echoes",
+    }
+}
+
+/// `rr`/`crr` and its sizes, for a request/response test.
+fn transactions_text(rr: &flowlab_traffic::TransactionConfig) -> String {
+    let dist = |d: &flowlab_traffic::Dist| match d {
+        flowlab_traffic::Dist::Const { value } => format_bytes(*value),
+        other => other.mean().map_or("a distribution".into(), |m| {
+            format!("mean {}", format_bytes(m))
+        }),
+    };
+    format!(
+        "{}: requests {}, responses {}",
+        if rr.connect_each {
+            "CRR (a connection per transaction)"
+        } else {
+            "RR"
+        },
+        dist(&rr.request),
+        dist(&rr.response)
+    )
+}
+
+fn offered(spec: &TestSpec) -> String {
+    if let Some(rr) = spec.traffic.as_ref().and_then(|t| t.transactions()) {
+        let end = match (spec.duration_ns, spec.count) {
+            (Some(d), _) => format_duration_ns(d as f64),
+            (None, Some(n)) => format!("{n} transactions per flow"),
+            (None, None) => "no end".into(),
+        };
+        return format!(
+            "{} for {end}, {} flow(s)",
+            transactions_text(rr),
+            spec.flows
+        );
+    }
+    let rate = spec
+        .rate_bps
+        .map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
+    let end = match (spec.duration_ns, spec.count) {
+        (Some(d), Some(n)) => format!("{} or {n} packets", format_duration_ns(d as f64)),
+        (Some(d), None) => format_duration_ns(d as f64),
+        (None, Some(n)) => format!("{n} packets"),
+        (None, None) => "no end".into(),
+    };
+    format!("{rate} in {} B packets for {end}", spec.size)
+}
+
+pub fn headline(options: &TestOptions) -> String {
+    let s = &options.spec;
+    let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
+        Some(_) => "request/response",
+        None => direction_name(s.direction),
+    };
+    format!(
+        "flowlab {}: {} {} to {}, {}",
+        env!("CARGO_PKG_VERSION"),
+        protocol_name(s.protocol),
+        direction,
+        options.target,
+        offered(s)
+    )
+}
+
+/// `transactions`: a request/response test, whose interval "packets" are transactions and
+/// "delay" their latency.
+pub fn interval_header(transactions: bool) -> String {
+    let (rate, delay50, delay99) = if transactions {
+        ("trans/s", "latency p50", "latency p99")
+    } else {
+        ("packets/s", "delay p50", "delay p99")
+    };
+    format!(
+        "{:>15}  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        "interval", "throughput", rate, "lost", delay50, delay99, "jitter"
+    )
+}
+
+fn delay_cell(d: Option<&LatencySummary>, pick: fn(&LatencySummary) -> f64) -> String {
+    d.map_or("-".into(), |d| format_duration_ns(pick(d)))
+}
+
+pub fn interval_line(r: &IntervalReport) -> String {
+    let tcp = r.tcp_info.map_or(String::new(), |t| {
+        format!(
+            "  rtt {}  cwnd {}  retransmits {}",
+            format_duration_ns(f64::from(t.rtt_us) * 1e3),
+            t.snd_cwnd,
+            t.total_retrans
+        )
+    });
+    format!(
+        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}{tcp}",
+        r.start_ns as f64 / 1e9,
+        r.end_ns as f64 / 1e9,
+        format_rate(r.throughput_bps),
+        format_count(r.packets_per_sec),
+        r.lost,
+        delay_cell(r.delay.as_ref(), |d| d.p50_ns),
+        delay_cell(r.delay.as_ref(), |d| d.p99_ns),
+        format_duration_ns(r.jitter_ns),
+    )
+}
+
+/// One line of `--json-stream`: `{"type": ..., "schema_version": ..., "data": ...}`.
+pub fn stream_line(kind: &str, data: &impl Serialize) -> String {
+    serde_json::json!({ "type": kind, "schema_version": SCHEMA_VERSION, "data": data }).to_string()
+}
+
+fn latency_line(label: &str, d: &LatencySummary) -> String {
+    let f = |ns: f64| format_duration_ns(ns);
+    format!(
+        "  {label:<18} min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  stddev {}\n",
+        f(d.min_ns),
+        f(d.mean_ns),
+        f(d.p50_ns),
+        f(d.p90_ns),
+        f(d.p99_ns),
+        f(d.p999_ns),
+        f(d.max_ns),
+        f(d.stddev_ns)
+    )
+}
+
+fn cpu_text(c: Option<&CpuLoad>) -> String {
+    c.map_or("unknown".into(), |c| {
+        format!(
+            "process {:.1}% user + {:.1}% system of one core, peak memory {:.1} MiB, host {:.1}% of {} cores",
+            c.process_user_pct,
+            c.process_system_pct,
+            c.process_max_rss_bytes as f64 / f64::from(1u32 << 20),
+            c.host_pct,
+            c.cores
+        )
+    })
+}
+
+/// Drops at the receiving socket as the kernel counts them: buffers, which hold many
+/// datagrams each when GRO coalesces.
+fn socket_drops_text(r: &TestResult) -> String {
+    let gro = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.receiver.as_ref())
+        .any(|rx| rx.gro);
+    match (r.summary.lost_at_receiver_socket, gro) {
+        (None, _) => "0 (kernel reported none)".into(),
+        (Some(d), false) => d.to_string(),
+        (Some(d), true) => format!("{d} buffers (GRO on: each holds up to 64 datagrams)"),
+    }
+}
+
+fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
+    c.map_or(String::new(), |c| {
+        format!(
+            "; its test threads {:.1}% user + {:.1}% system",
+            c.user_pct, c.system_pct
+        )
+    })
+}
+
+fn side_name(r: Option<&SideReport>) -> String {
+    r.map_or("unknown host".into(), |r| r.host.clone())
+}
+
+/// The figures of a request/response test.
+fn render_transactions(r: &TestResult, t: &TransactionReport, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "  transactions       {} in {:.3} s: {} transactions/s over {} flow(s)",
+        t.transactions,
+        t.duration_ns as f64 / 1e9,
+        format_count(t.transactions_per_sec),
+        r.spec.flows
+    );
+    if let Some(d) = &t.latency {
+        out.push_str(&latency_line("latency", d));
+    }
+    if let Some(d) = &t.connect {
+        out.push_str(&latency_line("connect", d));
+        let _ = writeln!(
+            out,
+            "  {:<18} {} connections; the latency above includes each connect",
+            "", t.connects
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  bytes              requests {}, responses {}",
+        format_bytes(t.request_bytes as f64),
+        format_bytes(t.response_bytes as f64)
+    );
+    let _ = writeln!(
+        out,
+        "  failed             {} timed out or cut off at the end, {} errors",
+        t.timeouts, t.errors
+    );
+    if let Some(a) = r.agent.as_ref().and_then(|a| a.responder.as_ref()) {
+        let _ = writeln!(
+            out,
+            "  agent              answered {} of {} requests on {} connection(s); {} malformed",
+            a.responses, a.requests, a.connections, a.malformed
+        );
+    }
+}
+
+/// A contract and how the shaped flows stood against it.
+fn contract_text(c: &flowlab_results::ContractConformance) -> String {
+    let k = &c.contract;
+    let as_sent = match c.max_excess_bytes {
+        0 => "conforming".to_string(),
+        b => format!("exceeds it by at most {}", format_bytes(b as f64)),
+    };
+    format!(
+        "PR {}, SR {}, BS {} ({} flow(s)): {} packets, {} held back by the shaper (at most {}), {} the unshaped source would have broken; as sent: {as_sent}",
+        format_rate(k.peak_rate_bps as f64),
+        format_rate(k.sustained_rate_bps as f64),
+        format_bytes(f64::from(k.bucket_bytes)),
+        c.flows,
+        c.shaper.packets,
+        c.shaper.delayed,
+        format_duration_ns(c.shaper.max_delay_ns as f64),
+        c.shaper.would_violate
+    )
+}
+
+/// The packet figures of a flow test: sender, receiver, loss, delays.
+fn render_packets(r: &TestResult, out: &mut String) {
+    let s = &r.summary;
+    let (sender_end, receiver_end) = match r.spec.direction {
+        Direction::Oneway => ("client", "agent"),
+        Direction::Reverse => ("agent", "client"),
+        Direction::Loopback => ("client", "client"),
+    };
+    let _ = writeln!(
+        out,
+        "  {:<19}{} packets, {} in {:.3} s: {}, {} packets/s",
+        format!("sender ({sender_end})"),
+        s.packets_sent,
+        format_bytes(s.bytes_sent as f64),
+        s.duration_s,
+        format_rate(s.sender_throughput_bps),
+        format_count(s.sender_packets_per_sec)
+    );
+    let lost = r
+        .agent
+        .iter()
+        .chain(r.client.iter())
+        .find_map(|x| x.sender.as_ref())
+        .map(|x| x.lost_by_sender);
+    if let Some(l) = lost {
+        let _ = writeln!(
+            out,
+            "  lost by sender     {} (send buffer full {}, missed schedule slots {}, send errors {})",
+            l.total(),
+            l.send_buffer_full,
+            l.missed_slots,
+            l.send_errors
+        );
+    }
+    if let Some(e) = &s.schedule_error {
+        out.push_str(&latency_line("schedule error", e));
+    }
+    let sender = [&r.client, &r.agent]
+        .into_iter()
+        .find_map(|side| side.as_ref()?.sender.as_ref());
+    if let Some(c) = sender.and_then(|tx| tx.contract.as_ref()) {
+        let _ = writeln!(out, "  contract           {}", contract_text(c));
+    }
+    if let Some(tx) = sender {
+        if let Some(e) = &tx.departure_error {
+            out.push_str(&latency_line("departure error", e));
+            let _ = writeln!(
+                out,
+                "  {:<18} kernel transmit timestamps minus schedule ({} of {} stamped by the NIC)",
+                "", tx.hardware_departures, e.count
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  {:<19}{} packets, {}: goodput {}, on the wire {}, {} packets/s",
+        format!("receiver ({receiver_end})"),
+        s.packets_received,
+        format_bytes(s.bytes_received as f64),
+        format_rate(s.receiver_goodput_bps),
+        format_rate(s.receiver_wire_throughput_bps),
+        format_count(s.receiver_packets_per_sec)
+    );
+    if !s.wire_headers.is_empty() {
+        let _ = writeln!(out, "  wire counts        {}", s.wire_headers);
+    }
+    let _ = writeln!(
+        out,
+        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        s.packets_lost,
+        s.packets_sent,
+        s.loss_pct,
+        s.reordered,
+        s.duplicates,
+        socket_drops_text(r)
+    );
+    if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
+        let _ = writeln!(
+            out,
+            "  not yet delivered  {n} messages were still in TCP buffers when the test stopped"
+        );
+    }
+    if let Some(d) = &s.round_trip {
+        out.push_str(&latency_line("round trip", d));
+    }
+    if let Some(d) = &s.relative_one_way_delay {
+        let label = if r.spec.direction == Direction::Loopback {
+            "one-way (out)"
+        } else {
+            "one-way delay"
+        };
+        out.push_str(&latency_line(label, d));
+        let _ = writeln!(
+            out,
+            "  {:<18} relative to the smallest delay seen (no clock sync needed); peak-to-peak variation {}",
+            "",
+            format_duration_ns(d.peak_to_peak_ns)
+        );
+    }
+    if let Some(j) = s.jitter_ns {
+        let _ = writeln!(out, "  jitter (RFC 3550)  {}", format_duration_ns(j));
+    }
+    if let Some(ia) = &s.inter_arrival {
+        let _ = writeln!(
+            out,
+            "  inter-arrival      mean {}  variance {:.3} ms^2  min {}  max {}",
+            format_duration_ns(ia.mean),
+            ia.variance / 1e12,
+            format_duration_ns(ia.min),
+            format_duration_ns(ia.max)
+        );
+    }
+    if let Some(clock) = &s.arrival_clock {
+        let what = match clock.as_str() {
+            "kernel" => "kernel receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME)",
+            "user" => "read in the application (CLOCK_REALTIME)",
+            other => other,
+        };
+        let _ = writeln!(out, "  arrival times      {what}");
+    }
+}
+
+/// The final report, as a person reads it.
+pub fn render(r: &TestResult) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nResult ({} {}, {}):",
+        protocol_name(r.spec.protocol),
+        match &s.transactions {
+            Some(_) => "request/response",
+            None => direction_name(r.spec.direction),
+        },
+        r.agent_address
+    );
+    match &s.transactions {
+        Some(t) => render_transactions(r, t, &mut out),
+        None => render_packets(r, &mut out),
+    }
+    let _ = writeln!(
+        out,
+        "  {:<19}{}",
+        format!("CPU client ({})", side_name(r.client.as_ref())),
+        cpu_text(s.client_cpu.as_ref()) + &role_cpu_text(s.client_role_cpu.as_ref())
+    );
+    let _ = writeln!(
+        out,
+        "  {:<19}{}",
+        format!("CPU agent ({})", side_name(r.agent.as_ref())),
+        cpu_text(s.agent_cpu.as_ref()) + &role_cpu_text(s.agent_role_cpu.as_ref())
+    );
+    let sending = match r.spec.direction {
+        Direction::Reverse => r.agent.as_ref(),
+        Direction::Oneway | Direction::Loopback => r.client.as_ref(),
+    };
+    if let Some(t) = sending.and_then(|x| x.tcp_info) {
+        let _ = writeln!(
+            out,
+            "  TCP at the sender  rtt {}, cwnd {} segments, retransmits {}, mss {} B",
+            format_duration_ns(f64::from(t.rtt_us) * 1e3),
+            t.snd_cwnd,
+            t.total_retrans,
+            t.snd_mss
+        );
+    }
+    for (end, side) in [("client", &r.client), ("agent", &r.agent)] {
+        for note in side.iter().flat_map(|x| x.notes.iter()) {
+            let _ = writeln!(out, "  note ({end}){:pad$}{note}", "", pad = 12 - end.len());
+        }
+    }
+    out
+}
+
+/// `2026-11-22 07:54:05` (UTC) from Unix ns.
+pub fn format_time(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// What a run was, in a few words: its target and what it varied.
+fn describe(info: &RunInfo) -> String {
+    let p = &info.params;
+    let mut parts = Vec::new();
+    if let Some(t) = p.get("target").and_then(Value::as_str) {
+        parts.push(t.to_string());
+    }
+    if let Some(v) = p.get("vary").and_then(Value::as_array) {
+        let v: Vec<String> = v.iter().map(flowlab_store::plain).collect();
+        parts.push(format!("vary {}", v.join(" ")));
+    }
+    if let Some(d) = p.get("description").and_then(Value::as_str) {
+        parts.push(d.to_string());
+    }
+    parts.join("; ")
+}
+
+/// The runs of `flowlab history`, newest first, one line each under a header.
+pub fn history_table(runs: &[RunInfo]) -> String {
+    let mut out = format!(
+        "{:>5}  {:<19}  {:<10} {:<11} {:>6}  what\n",
+        "run", "started (UTC)", "kind", "status", "points"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<19}  {:<10} {:<11} {:>6}  {}",
+            r.id,
+            format_time(r.created_at_ns),
+            r.kind,
+            r.status.as_str(),
+            r.points,
+            describe(r)
+        );
+    }
+    out
+}
+
+/// One stored run as `flowlab show` prints it: what, when, where, and a table of `metrics`
+/// (all of them when empty).
+pub fn show_run(run: &Run, metrics: &[String]) -> String {
+    let i = &run.info;
+    let mut out = format!("run {} ({}), {}\n", i.id, i.kind, i.status);
+    let _ = writeln!(out, "started   {} UTC", format_time(i.created_at_ns));
+    if let Some(f) = i.finished_at_ns {
+        let _ = writeln!(out, "finished  {} UTC", format_time(f));
+    }
+    let _ = writeln!(
+        out,
+        "host      {} (kernel {}, {}, clock {}), flowlab {}",
+        i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
+    );
+    let _ = writeln!(out, "params    {}", i.params);
+    let _ = writeln!(out, "points    {}\n", run.points.len());
+    if !run.points.is_empty() {
+        out.push_str(&flowlab_report::text_table(run, metrics));
+    }
+    out
+}
+
+/// An experiment's first lines: its size and each host's clock against this one.
+pub fn experiment_header(name: &str, steps: usize, clocks: &Clocks) -> String {
+    let mut out = format!(
+        "experiment {name} ({steps} steps, {} agents)\n",
+        clocks.len()
+    );
+    for (agent, c) in clocks {
+        let _ = writeln!(
+            out,
+            "  clock of {agent}: offset {} ± {} from this host",
+            format_duration_ns(c.offset_ns as f64),
+            format_duration_ns(c.bound_ns as f64)
+        );
+    }
+    out
+}
+
+/// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
+pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
+    let labels: Vec<String> = step
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut out = format!(
+        "step {} (repetition {}{}{})\n",
+        step.index,
+        step.repetition,
+        if labels.is_empty() { "" } else { ", " },
+        labels.join(" ")
+    );
+    let mut total = 0.0;
+    let width = flows
+        .iter()
+        .map(|r| r.flow.len())
+        .chain([9]) // "all flows"
+        .max()
+        .unwrap_or(9);
+    for r in flows {
+        match &r.result {
+            Ok(t) => {
+                let s = &t.summary;
+                total += s.receiver_goodput_bps;
+                let delay = s
+                    .round_trip
+                    .as_ref()
+                    .map(|d| format!("rtt p50 {}", format_duration_ns(d.p50_ns)))
+                    .or_else(|| {
+                        s.relative_one_way_delay
+                            .as_ref()
+                            .map(|d| format!("delay p99 {}", format_duration_ns(d.p99_ns)))
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {:<width$} {:>13}  loss {:>7.3}%  {delay}",
+                    r.flow,
+                    format_rate(s.receiver_goodput_bps),
+                    s.loss_pct
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);
+            }
+        }
+    }
+    let _ = writeln!(out, "  {:<width$} {:>13}", "all flows", format_rate(total));
+    out
+}
+
+/// A search's trial: what was offered and what came through.
+pub fn trial_line(t: &TrialOutcome) -> String {
+    format!(
+        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        t.index,
+        format_rate(t.offered_bps as f64),
+        format_rate(t.goodput_bps),
+        t.loss * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowlab_store::{Environment, RunStatus};
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00");
+        assert_eq!(
+            format_time(1_795_331_874_473_394_538),
+            "2026-11-22 07:17:54"
+        );
+        assert_eq!(
+            format_time(951_782_400 * 1_000_000_000),
+            "2000-02-29 00:00:00"
+        );
+    }
+
+    #[test]
+    fn describes_sweeps() {
+        let info = RunInfo {
+            id: 1,
+            kind: "sweep".into(),
+            created_at_ns: 0,
+            finished_at_ns: None,
+            status: RunStatus::Complete,
+            params: serde_json::json!({"target": "h", "vary": ["size=1..2:1"]}),
+            env: Environment::default(),
+            points: 0,
+        };
+        assert_eq!(describe(&info), "h; vary size=1..2:1");
+        let table = history_table(&[info]);
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("h; vary size=1..2:1"));
+    }
+}

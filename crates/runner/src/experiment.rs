@@ -390,9 +390,14 @@ impl ExperimentOutcome {
         self.flows.iter().filter(|o| o.result.is_err()).count()
     }
 
-    /// Stores every finished flow as one run (`file` names the experiment file); `None` when
-    /// no flow finished.
-    pub fn store(&self, db: Option<&Path>, file: &str) -> anyhow::Result<Option<RunId>> {
+    /// Stores every finished flow as one run (`file` names the experiment file) and writes
+    /// its HTML report to `report` if given; `None` when no flow finished.
+    pub fn store(
+        &self,
+        db: Option<&Path>,
+        file: &str,
+        report: Option<&Path>,
+    ) -> anyhow::Result<Option<RunId>> {
         let runs: Vec<(Value, u32, TestRun)> = self
             .flows
             .iter()
@@ -413,6 +418,9 @@ impl ExperimentOutcome {
         // The search's result (lossless, peak and full-load throughput, ...) heads the report.
         let params = json!({ "experiment": self.name, "file": file, "search": self.search });
         let id = crate::record::store_test_run(db, "experiment", &params, &points)?;
+        if let Some(report) = report {
+            crate::record::write_report(db, id, report)?;
+        }
         Ok(Some(id))
     }
 

@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use flowlab_control::{TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
 use flowlab_experiment::Step;
+use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
@@ -15,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::experiment::{Clocks, FlowOutcome, TrialOutcome};
+use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
@@ -510,6 +512,20 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
     out
 }
 
+/// A sweep's end: its table of `metrics` (when it has points), and where it is stored.
+pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
+    let run = &outcome.run;
+    let shown = flowlab_report::metrics::resolve_lenient(metrics, &run.metric_names());
+    let mut out = String::new();
+    if !run.points.is_empty() {
+        out.push_str(&flowlab_report::text_table(run, &shown));
+    }
+    let stored = run.points.iter().filter(|p| p.id > 0).count();
+    let (id, db) = (outcome.run_id, &outcome.db_path);
+    let _ = writeln!(out, "\nrun {id}: {stored} points stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})");
+    out
+}
+
 /// An experiment's first lines: its size and each host's clock against this one.
 pub fn experiment_header(name: &str, steps: usize, clocks: &Clocks) -> String {
     let mut out = format!(
@@ -588,6 +604,161 @@ pub fn trial_line(t: &TrialOutcome) -> String {
         format_rate(t.offered_bps as f64),
         format_rate(t.goodput_bps),
         t.loss * 100.0
+    )
+}
+
+/// The demo's first line: where its agent listens and what it runs.
+pub fn demo_intro(agent: std::net::SocketAddr) -> String {
+    format!("flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, UDP and TCP, loopback) and Test 3 (round trip at {} packets/s)\n", crate::demo::TEST3_PACKETS_PER_SEC)
+}
+
+/// The head of the demo's table.
+pub fn demo_header() -> String {
+    format!(
+        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>8}  {:>10} {:>10}   (mean of {} runs)",
+        "test",
+        "prot",
+        "size",
+        "rtt mean",
+        "rtt p99",
+        "rtt max",
+        "loss",
+        "cpu client",
+        "cpu agent",
+        crate::demo::REPETITIONS
+    )
+}
+
+/// One line of the table: means over a point's repetitions.
+pub fn demo_row(name: &str, runs: &[TestResult]) -> String {
+    let Some(first) = runs.first() else {
+        return format!("{name:<6} (no run finished)");
+    };
+    let mean = |pick: &dyn Fn(&TestResult) -> Option<f64>| {
+        let values: Vec<f64> = runs.iter().filter_map(pick).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let rtt = |f: fn(&flowlab_stats::LatencySummary) -> f64| {
+        mean(&|r: &TestResult| r.summary.round_trip.as_ref().map(f))
+            .map_or("-".into(), format_duration_ns)
+    };
+    let cpu = |f: fn(&TestResult) -> Option<&flowlab_results::RoleCpu>| {
+        mean(&|r: &TestResult| f(r).map(|c| c.user_pct + c.system_pct - c.pacing_spin_pct))
+            .map_or("-".into(), |v| format!("{v:.1}%"))
+    };
+    let protocol = protocol_name(first.spec.protocol);
+    format!(
+        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>7.2}%  {:>10} {:>10}",
+        name,
+        protocol,
+        first.spec.size,
+        rtt(|d| d.mean_ns),
+        rtt(|d| d.p99_ns),
+        rtt(|d| d.max_ns),
+        mean(&|r: &TestResult| Some(r.summary.loss_pct)).unwrap_or(0.0),
+        cpu(|r| r.summary.client_role_cpu.as_ref()),
+        cpu(|r| r.summary.agent_role_cpu.as_ref()),
+    )
+}
+
+/// `flowlab lab up`'s report: the lab's hosts, and how to use and remove it.
+pub fn lab_up(state: &LabState) -> String {
+    format!(
+        "lab {} is up:\n{}run commands with `flowlab lab exec HOST -- CMD`; remove it with `flowlab lab down {}`\n",
+        state.name,
+        state.table(),
+        state.name
+    )
+}
+
+/// `flowlab lab down`'s report: the labs removed and the processes stopped.
+pub fn lab_down(report: &DownReport) -> String {
+    let mut out = String::new();
+    if report.labs.is_empty() {
+        out.push_str("no labs\n");
+    }
+    for l in &report.labs {
+        let _ = writeln!(out, "lab {l} is down");
+    }
+    if report.processes > 0 {
+        let _ = writeln!(out, "stopped {} processes", report.processes);
+    }
+    out
+}
+
+/// `flowlab lab status`: each lab, its file, any problem, and its hosts (or namespaces).
+pub fn lab_status(labs: &[LabSummary]) -> String {
+    let mut out = String::new();
+    if labs.is_empty() {
+        out.push_str("no labs\n");
+    }
+    for (i, l) in labs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let file = l
+            .state
+            .as_ref()
+            .and_then(|s| s.file.as_deref())
+            .map(|f| format!(" ({f})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "lab {}{file}", l.name);
+        if let Some(p) = &l.problem {
+            let _ = writeln!(out, "  problem: {p}");
+        }
+        match &l.state {
+            Some(s) => out.push_str(&s.table()),
+            None => {
+                for ns in &l.namespaces {
+                    let _ = writeln!(out, "  {ns}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What an agent says as it starts: where it listens, and the limits a stranger's test
+/// meets.
+pub fn agent_banner(local: std::net::SocketAddr, config: &AgentConfig) -> String {
+    let limits = &config.limits;
+    let rate = limits
+        .max_rate_bps
+        .map_or("unlimited rate".into(), |r| format_rate(r as f64));
+    let c = &config.connections;
+    use flowlab_control::agent::{HANDSHAKE_TIMEOUT, START_TIMEOUT};
+    format!(
+        "flowlab agent {} listening on {local}{}\n\
+         limits: {rate} and {} per test, {} flows each, {} tests at once\n  \
+         (--max-rate, --max-duration: 'unlimited' lifts; --max-flows, --max-tests)\n\
+         connections in setup: {} at once, {} per source; {} s from connecting to the request, \
+         {} s from acceptance to start\n  (--max-connections, --max-connections-per-source)\n",
+        env!("CARGO_PKG_VERSION"),
+        if config.key.is_some() {
+            " (key required)"
+        } else {
+            ""
+        },
+        format_duration_ns(limits.max_duration.as_nanos() as f64),
+        limits.max_flows,
+        limits.max_tests,
+        c.max_connections,
+        c.max_per_source,
+        HANDSHAKE_TIMEOUT.as_secs(),
+        START_TIMEOUT.as_secs(),
+    )
+}
+
+/// What an agent says as it stops: what it served.
+pub fn agent_stopping(stats: &AgentStats) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    format!(
+        "flowlab agent stopping: {} connections ({} more turned away), {} tests run, {} refused, {} malformed control connections",
+        stats.sessions.load(Relaxed),
+        stats.turned_away.load(Relaxed),
+        stats.tests_run.load(Relaxed),
+        stats.refused.load(Relaxed),
+        stats.malformed_control.load(Relaxed)
     )
 }
 

@@ -4,8 +4,11 @@
 //! and record runs in the results database ([`record`]). Each runner reports its progress as
 //! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
 
+pub mod defaults;
+pub mod demo;
 pub mod experiment;
 pub mod format;
+pub mod host;
 pub mod observer;
 pub mod record;
 pub mod sweep;

@@ -41,6 +41,13 @@ pub enum Event<'a> {
     TrialFinished(&'a TrialOutcome),
     /// A search ended with this result.
     SearchFinished(&'a Value),
+    /// The demo's agent listens here.
+    DemoStarted(std::net::SocketAddr),
+    /// A demo point's repetitions ended (fewer than planned when one failed).
+    DemoPointFinished {
+        test: &'a str,
+        results: &'a [flowlab_control::TestResult],
+    },
 }
 
 /// Receives a runner's events.

@@ -1,10 +1,12 @@
 //! Recording runs in the results database: where it is, the facts about this machine kept
 //! beside every run, and a finished set of tests stored as one run.
 
+use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
 use flowlab_control::{TestOptions, TestRun};
+use flowlab_report::PlotRequest;
 use flowlab_store::{Environment, RunId, RunStatus, Store};
 use serde_json::Value;
 
@@ -99,6 +101,40 @@ pub fn write_report(db: Option<&Path>, run: RunId, out: &Path) -> anyhow::Result
     let loaded = store.load_run(run)?;
     let html = flowlab_report::html::report(&store, &loaded)?;
     std::fs::write(out, html).with_context(|| format!("cannot write {}", out.display()))
+}
+
+/// Exports a stored run as CSV (metrics) or JSON (everything), to `out` or stdout.
+pub fn export(db: Option<&Path>, run: RunId, csv: bool, out: Option<&Path>) -> anyhow::Result<()> {
+    let store = open_store(db)?;
+    let mut buf = Vec::new();
+    if csv {
+        store.export_csv(run, &mut buf)?;
+    } else {
+        store.export_json(run, &mut buf)?;
+    }
+    match out {
+        Some(path) => {
+            std::fs::write(path, &buf).with_context(|| format!("cannot write {}", path.display()))
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&buf)?;
+            Ok(stdout.flush()?)
+        }
+    }
+}
+
+/// Writes a plot of a stored run as SVG.
+pub fn write_plot(
+    db: Option<&Path>,
+    run: RunId,
+    request: &PlotRequest,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let store = open_store(db)?;
+    let loaded = store.load_run(run)?;
+    let svg = flowlab_report::plot(&store, &loaded, request)?;
+    std::fs::write(out, svg).with_context(|| format!("cannot write {}", out.display()))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use rand::seq::SliceRandom as _;
 use rand::SeedableRng as _;
 use serde_json::{json, Map, Value};
 
+use crate::defaults;
 use crate::observer::{Event, Observer};
 use crate::record::{environment, open_store, point_data};
 
@@ -117,13 +118,10 @@ fn range(param: Param, a: &str, rest: &str) -> anyhow::Result<Vec<(ParamValue, V
 
 /// A traffic model with the files it names read and embedded, so the agent needs none.
 fn with_files(value: ParamValue) -> anyhow::Result<ParamValue> {
-    let ParamValue::Traffic(t) = value else {
-        return Ok(value);
-    };
-    let read = |path: &str| std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"));
-    let t = t.resolve_files(&read)?;
-    t.validate()?;
-    Ok(ParamValue::Traffic(t))
+    match value {
+        ParamValue::Traffic(t) => Ok(ParamValue::Traffic(crate::test::embed_files(&t)?)),
+        other => Ok(other),
+    }
 }
 
 /// How a value is stored in a point: numbers in their unit (durations in seconds), names
@@ -204,6 +202,58 @@ pub fn points(
             Ok(Point { params, spec })
         })
         .collect()
+}
+
+/// The test a sweep's points start from: the spec its flags describe, and the parameters
+/// those flags gave; the others follow their [`defaults`](crate::defaults).
+#[derive(Debug, Clone)]
+pub struct PointBase {
+    pub spec: TestSpec,
+    pub given: Vec<Param>,
+}
+
+impl PointBase {
+    /// One point's test: the point's settings on top of the base. What neither the flags nor
+    /// the point give follows the point as it would on the command line: the protocol a
+    /// traffic model prefers, a protocol's size and rate, no default duration beside a count,
+    /// a preset's flows.
+    pub fn spec(&self, point: &[(Param, ParamValue)]) -> anyhow::Result<TestSpec> {
+        let point_gives = |p: Param| point.iter().any(|(q, _)| *q == p);
+        let free = |p: Param| !point_gives(p) && !self.given.contains(&p);
+        let mut spec = self.spec.clone();
+        for (param, value) in point {
+            spec.set(*param, value.clone())?;
+        }
+        let model = point_gives(Param::Traffic) || point_gives(Param::Preset);
+        if model && free(Param::Protocol) {
+            spec.protocol = defaults::protocol(spec.traffic.as_ref());
+        }
+        let transactions = spec
+            .traffic
+            .as_ref()
+            .is_some_and(|t| t.transactions().is_some());
+        if free(Param::Size) {
+            spec.size = defaults::size(spec.protocol);
+        }
+        if free(Param::Rate) {
+            spec.rate_bps = defaults::rate_bps(spec.protocol, transactions);
+        }
+        if free(Param::Duration) {
+            spec.duration_ns = spec.count.is_none().then_some(defaults::DURATION_NS);
+        }
+        // Set again: a constant model's missing rate and size are the point's final ones.
+        for (param, value) in point.iter().filter(|(p, _)| *p == Param::Traffic) {
+            spec.set(*param, value.clone())?;
+        }
+        if let Some(t) = spec.traffic.as_ref().filter(|_| model && !transactions) {
+            if free(Param::Flows) {
+                spec.flows = defaults::model_flows(t, spec.seed);
+            }
+        }
+        spec.validate()
+            .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+        Ok(spec)
+    }
 }
 
 /// What running one point gave.

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use flowlab_control::{ClientError, TestOptions, TestRun};
+use flowlab_traffic::TrafficSpec;
 
 use crate::observer::{Event, Observer};
 
@@ -44,4 +45,13 @@ pub fn save(run: &TestRun, output: Option<&Path>, packet_log: Option<&Path>) -> 
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// A traffic model with the files it names read and embedded, so the agent needs none;
+/// checked.
+pub fn embed_files(traffic: &TrafficSpec) -> anyhow::Result<TrafficSpec> {
+    let read = |path: &str| std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"));
+    let t = traffic.resolve_files(&read)?;
+    t.validate()?;
+    Ok(t)
 }

@@ -320,3 +320,60 @@ fn a_resume_must_be_the_same_sweep() {
         .to_string()
         .contains("not a sweep"));
 }
+
+/// The base `flowlab sweep h` gives with no test flags: UDP's defaults, nothing given.
+fn bare() -> PointBase {
+    PointBase {
+        spec: TestSpec {
+            duration_ns: Some(defaults::DURATION_NS),
+            ..spec()
+        },
+        given: Vec::new(),
+    }
+}
+
+fn point(vary: &[&str]) -> Vec<(Param, ParamValue)> {
+    let axes: Vec<Axis> = vary.iter().map(|v| parse_vary(v).unwrap()).collect();
+    cartesian(&axes).remove(0).1
+}
+
+#[test]
+fn a_point_follows_the_defaults_of_what_it_sets() {
+    // TCP's size and rate, as `flowlab test --proto tcp` would have them.
+    let s = bare().spec(&point(&["proto=tcp"])).unwrap();
+    assert_eq!(
+        (s.protocol, s.size, s.rate_bps),
+        (Protocol::Tcp, 256_000, None)
+    );
+    // Given by the flags: kept.
+    let given = PointBase {
+        spec: TestSpec {
+            size: 500,
+            rate_bps: Some(2_000_000),
+            ..bare().spec
+        },
+        given: vec![Param::Size, Param::Rate],
+    };
+    let s = given.spec(&point(&["proto=tcp"])).unwrap();
+    assert_eq!((s.size, s.rate_bps), (500, Some(2_000_000)));
+    // A count without a duration runs to its count.
+    let s = bare().spec(&point(&["count=500"])).unwrap();
+    assert_eq!((s.count, s.duration_ns), (Some(500), None));
+    // A preset: its protocol and one flow per sub-flow.
+    let s = bare().spec(&point(&["preset=videoconf-1998"])).unwrap();
+    assert_eq!((s.protocol, s.flows), (Protocol::Udp, 2));
+    let s = bare().spec(&point(&["traffic=rr:request=64"])).unwrap();
+    assert_eq!((s.protocol, s.rate_bps, s.flows), (Protocol::Tcp, None, 1));
+    // A constant model takes the point's final size.
+    let s = bare()
+        .spec(&point(&["traffic=constant", "proto=tcp"]))
+        .unwrap();
+    let expected = flowlab_traffic::TrafficSpec::Constant {
+        rate_bps: Some(1_000_000),
+        size: Some(256_000),
+    };
+    assert_eq!(s.traffic, Some(expected));
+    // And the whole test is validated.
+    let e = bare().spec(&point(&["size=70000"])).unwrap_err();
+    assert!(e.to_string().starts_with("invalid test: "), "{e}");
+}

@@ -358,7 +358,8 @@ pub struct SweepArgs {
     pub target: String,
     /// A parameter and its values: size=100..8000:100, proto=udp,tcp, rate=1M,2M,5M,
     /// mode=oneway,loopback,reverse, duration=1s,2s, count=..., flows=1..4:1, or any other
-    /// test option by its flag name (congestion=cubic,bbr). Repeat for a grid.
+    /// test parameter by its flag name (congestion=cubic,bbr, dscp=ef,af41, nodelay=on,off);
+    /// what a point does not set follows it as on the command line. Repeat for a grid.
     #[arg(long, value_name = "NAME=VALUES", required = true)]
     pub vary: Vec<String>,
     /// Repetitions of every point.

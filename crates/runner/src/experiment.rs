@@ -17,25 +17,15 @@ use flowlab_experiment::{
 };
 use flowlab_spec::Direction;
 use flowlab_store::RunId;
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::observer::{Event, Observer};
+pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, OneWay, TrialOutcome};
 
 /// Clock exchanges per agent before the experiment.
 const CLOCK_PROBES: usize = 16;
 /// Flows of a step start this long after the controller schedules them.
 const START_DELAY: Duration = Duration::from_millis(800);
-
-/// A host's clock against this one's: the estimated offset and the bound of that estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ClockOffset {
-    pub offset_ns: i64,
-    pub bound_ns: u64,
-}
-
-/// Clocks by agent address.
-pub type Clocks = BTreeMap<String, ClockOffset>;
 
 /// Runs the flows of one step together, wherever they run.
 pub trait StepRunner {
@@ -158,20 +148,6 @@ pub fn steps(experiment: &Experiment, lab: &BTreeMap<String, String>) -> Vec<Ste
         .collect()
 }
 
-/// Absolute one-way delay of a flow: its receive-minus-send timestamps with the estimated
-/// offset between the two agents' clocks removed, and the bound of that estimate.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct OneWay {
-    pub min_ns: f64,
-    pub p50_ns: f64,
-    pub p99_ns: f64,
-    pub max_ns: f64,
-    /// Error bound of the clock offset; the figures are only as good as this.
-    pub bound_ns: f64,
-    /// False when the bound exceeds the delay: the figures say little.
-    pub valid: bool,
-}
-
 /// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
 /// (each relative to the controller). Loopback flows have round trips instead.
 fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<OneWay> {
@@ -203,27 +179,6 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
         bound_ns,
         valid: flowlab_experiment::one_way_valid(min_ns as i64, bound_ns as u64),
     })
-}
-
-/// One flow's outcome in one step.
-#[derive(Debug)]
-pub struct FlowOutcome {
-    pub step: usize,
-    pub flow: String,
-    pub labels: Vec<(String, String)>,
-    pub repetition: u32,
-    pub result: Result<TestResult, String>,
-    pub one_way: Option<OneWay>,
-}
-
-/// A search's trial: what was offered and what came through, all its flows together.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrialOutcome {
-    pub index: usize,
-    pub offered_bps: u64,
-    pub goodput_bps: f64,
-    /// Lost over sent.
-    pub loss: f64,
 }
 
 /// What an experiment measured.

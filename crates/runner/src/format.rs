@@ -15,7 +15,7 @@ use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate}
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::experiment::{Clocks, FlowOutcome, TrialOutcome};
+use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {

@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod format;
 pub mod host;
 pub mod observer;
+pub mod outcome;
 pub mod record;
 pub mod sweep;
 pub mod test;

@@ -6,7 +6,7 @@ use flowlab_experiment::Step;
 use flowlab_results::IntervalReport;
 use serde_json::Value;
 
-use crate::experiment::{Clocks, FlowOutcome, TrialOutcome};
+use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
 
 /// Something a runner did or saw.
 #[derive(Debug)]

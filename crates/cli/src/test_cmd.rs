@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use flowlab_control::{load_key, TestOptions, TestRun};
+use flowlab_runner::format;
 use flowlab_runner::sweep::PointBase;
-use flowlab_runner::{defaults, format};
 use flowlab_spec::{Direction, Param, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
@@ -43,23 +43,24 @@ fn spec_of_flags(args: &TestArgs) -> anyhow::Result<TestSpec> {
         (false, Mode::Oneway) => Direction::Oneway,
         (false, Mode::Loopback) => Direction::Loopback,
     };
-    let rate = args
-        .rate
-        .unwrap_or(match defaults::rate_bps(protocol, transactions) {
-            Some(r) => Rate::BitsPerSec(r),
-            None => Rate::Max,
-        });
-    let size = args.size.unwrap_or(u64::from(defaults::size(protocol)));
+    let defaults = TestSpec::new(protocol, direction);
+    let rate = args.rate.unwrap_or(match defaults.rate_bps {
+        Some(r) if !transactions => Rate::BitsPerSec(r),
+        _ => Rate::Max,
+    });
+    let size = args.size.unwrap_or(u64::from(defaults.size));
     let size =
         u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
     let duration = match (args.duration, args.count) {
-        (None, None) => Some(Duration::from_nanos(defaults::DURATION_NS)),
+        (None, None) => defaults.duration_ns.map(Duration::from_nanos),
         (d, _) => d,
     };
     let traffic = traffic_from_args(args, &rate, size)?;
     // Each sub-flow of a preset (audio, video) is a flow of its own.
     let flows = match &traffic {
-        Some(t) if args.flows == 1 && !transactions => defaults::model_flows(t, args.seed),
+        Some(t) if args.flows == 1 && !transactions => {
+            flowlab_runner::defaults::model_flows(t, args.seed)
+        }
         _ => args.flows,
     };
     let spec = TestSpec {

@@ -5,6 +5,7 @@
 //! ends or its stop flag is raised, then returns what it measured; it never panics on input.
 
 mod budget;
+pub mod packet_auth;
 mod readiness;
 mod rr;
 mod setup;

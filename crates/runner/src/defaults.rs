@@ -1,31 +1,8 @@
-//! What a test is when its flags do not say: the values `flowlab test` chooses, and a sweep
-//! point's test follows when the point changes what they depend on.
+//! What follows from a traffic model when the flags do not say, beside the defaults of
+//! [`TestSpec::new`](flowlab_spec::TestSpec::new): its protocol and its flows.
 
 use flowlab_spec::Protocol;
 use flowlab_traffic::TrafficSpec;
-
-/// A test without a duration or a count runs this long.
-pub const DURATION_NS: u64 = 10_000_000_000;
-
-/// bit/s; `None`: as fast as the path allows (TCP, and transactions back to back).
-pub fn rate_bps(protocol: Protocol, transactions: bool) -> Option<u64> {
-    match protocol {
-        _ if transactions => None,
-        Protocol::Udp | Protocol::Raw => Some(1_000_000),
-        Protocol::Tcp => None,
-    }
-}
-
-/// Bytes per packet (UDP datagram, native frame, or TCP write).
-pub fn size(protocol: Protocol) -> u32 {
-    match protocol {
-        Protocol::Udp => 1200,
-        Protocol::Raw => 1000,
-        // Measured on a veth, one connection: 256 kB writes gave 18-25 Gbit/s where 128 KiB
-        // and 256 KiB gave 12-15 (iperf3's 128 KiB: 14-16), and 500 kB or 1 MB 15-21.
-        Protocol::Tcp => 256_000,
-    }
-}
 
 /// The protocol of a traffic model: TCP for a TCP application's (rr, crr, the TCP presets).
 pub fn protocol(traffic: Option<&TrafficSpec>) -> Protocol {
@@ -48,20 +25,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_follow_the_protocol_and_model() {
-        assert_eq!(
-            (size(Protocol::Udp), rate_bps(Protocol::Udp, false)),
-            (1200, Some(1_000_000))
-        );
-        assert_eq!(
-            (size(Protocol::Tcp), rate_bps(Protocol::Tcp, false)),
-            (256_000, None)
-        );
-        assert_eq!(rate_bps(Protocol::Udp, true), None);
+    fn a_model_gives_its_protocol_and_flows() {
         let voip = TrafficSpec::parse("preset:videoconf-1998").unwrap();
         assert_eq!(protocol(Some(&voip)), Protocol::Udp);
         assert_eq!(model_flows(&voip, 1), 2, "audio and video");
         let rr = TrafficSpec::parse("rr:request=64,response=1k").unwrap();
         assert_eq!(protocol(Some(&rr)), Protocol::Tcp);
+        assert_eq!(protocol(None), Protocol::Udp);
     }
 }

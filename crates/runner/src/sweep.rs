@@ -205,7 +205,7 @@ pub fn points(
 }
 
 /// The test a sweep's points start from: the spec its flags describe, and the parameters
-/// those flags gave; the others follow their [`defaults`](crate::defaults).
+/// those flags gave; the others follow their defaults.
 #[derive(Debug, Clone)]
 pub struct PointBase {
     pub spec: TestSpec,
@@ -233,13 +233,15 @@ impl PointBase {
             .as_ref()
             .is_some_and(|t| t.transactions().is_some());
         if free(Param::Size) {
-            spec.size = defaults::size(spec.protocol);
+            spec.size = flowlab_spec::default_size(spec.protocol);
         }
         if free(Param::Rate) {
-            spec.rate_bps = defaults::rate_bps(spec.protocol, transactions);
+            let paced = flowlab_spec::default_rate_bps(spec.protocol);
+            spec.rate_bps = paced.filter(|_| !transactions);
         }
         if free(Param::Duration) {
-            spec.duration_ns = spec.count.is_none().then_some(defaults::DURATION_NS);
+            let default = flowlab_spec::DEFAULT_DURATION_NS;
+            spec.duration_ns = spec.count.is_none().then_some(default);
         }
         // Set again: a constant model's missing rate and size are the point's final ones.
         for (param, value) in point.iter().filter(|(p, _)| *p == Param::Traffic) {

@@ -10,6 +10,11 @@ use thiserror::Error;
 
 use flowlab_wire::PROBE_HEADER_LEN;
 
+mod defaults;
+pub use defaults::{
+    default_rate_bps, default_size, DEFAULT_DURATION_NS, DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE,
+    DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
+};
 mod param;
 pub use param::{Param, ParamValue, ValueKind};
 

@@ -325,7 +325,7 @@ fn a_resume_must_be_the_same_sweep() {
 fn bare() -> PointBase {
     PointBase {
         spec: TestSpec {
-            duration_ns: Some(defaults::DURATION_NS),
+            duration_ns: Some(flowlab_spec::DEFAULT_DURATION_NS),
             ..spec()
         },
         given: Vec::new(),

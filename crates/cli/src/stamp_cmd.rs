@@ -37,8 +37,7 @@ fn session_options(args: &TestArgs) -> anyhow::Result<SessionOptions> {
         .size
         .map_or(Ok(mode_len), usize::try_from)
         .unwrap_or(usize::MAX);
-    // Any SSID but 0, which a reflector of RFC 8762 alone sends back.
-    let ssid = rand::random::<u16>().max(1);
+    let ssid = flowlab_stamp::session::random_ssid();
     let sender = SessionSender::new(auth, ssid, size).map_err(|e| anyhow!("invalid test: {e}"))?;
     let rate_bps = match args.rate {
         None => size as u64 * 8 * DEFAULT_PACKETS_PER_SEC,

@@ -126,17 +126,9 @@ impl FlowParams {
             return Ok(None);
         };
         let no_files = |path: &str| Err(format!("file {path} was not embedded in the test"));
-        let mut sources = spec
-            .build(
-                flowlab_traffic::derive_seed(self.seed, index as u64),
-                &no_files,
-            )
-            .map_err(|e| e.to_string())?;
-        if sources.is_empty() {
-            return Err("the traffic model produced no source".into());
-        }
-        let pick = index % sources.len();
-        Ok(Some(sources.swap_remove(pick)))
+        spec.source_for(self.seed, index as u64, &no_files)
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 
     fn pacer_config(&self, start_mono_ns: u64, max_batch: u64) -> PacerConfig {

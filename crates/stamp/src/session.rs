@@ -35,6 +35,12 @@ pub fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
+/// A random Session-Sender Identifier: any but 0, which a reflector of RFC 8762 alone sends
+/// back.
+pub fn random_ssid() -> u16 {
+    rand::random::<u16>().max(1)
+}
+
 /// Builds the session's test packets.
 #[derive(Debug, Clone)]
 pub struct SessionSender {

@@ -1,13 +1,22 @@
-//! Human output with units, and JSON stream lines.
+//! Every human text flowlab prints, in one place so `test`, `show`, `history`, `sweep` and
+//! `run` say things the same way: a test's headline, live lines and result; stored runs;
+//! an experiment's steps and trials. Plus the JSON stream lines of `--json-stream`.
 
 use std::fmt::Write as _;
 
-use flowlab_control::{TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_experiment::Step;
+use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
+use flowlab_store::{Run, RunInfo};
 use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate};
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
+use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
@@ -419,4 +428,377 @@ pub fn render(r: &TestResult) -> String {
         }
     }
     out
+}
+
+/// `2026-11-22 07:54:05` (UTC) from Unix ns.
+pub fn format_time(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// What a run was, in a few words: its target and what it varied.
+fn describe(info: &RunInfo) -> String {
+    let p = &info.params;
+    let mut parts = Vec::new();
+    if let Some(t) = p.get("target").and_then(Value::as_str) {
+        parts.push(t.to_string());
+    }
+    if let Some(v) = p.get("vary").and_then(Value::as_array) {
+        let v: Vec<String> = v.iter().map(flowlab_store::plain).collect();
+        parts.push(format!("vary {}", v.join(" ")));
+    }
+    if let Some(d) = p.get("description").and_then(Value::as_str) {
+        parts.push(d.to_string());
+    }
+    parts.join("; ")
+}
+
+/// The runs of `flowlab history`, newest first, one line each under a header.
+pub fn history_table(runs: &[RunInfo]) -> String {
+    let mut out = format!(
+        "{:>5}  {:<19}  {:<10} {:<11} {:>6}  what\n",
+        "run", "started (UTC)", "kind", "status", "points"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<19}  {:<10} {:<11} {:>6}  {}",
+            r.id,
+            format_time(r.created_at_ns),
+            r.kind,
+            r.status.as_str(),
+            r.points,
+            describe(r)
+        );
+    }
+    out
+}
+
+/// One stored run as `flowlab show` prints it: what, when, where, and a table of `metrics`
+/// (all of them when empty).
+pub fn show_run(run: &Run, metrics: &[String]) -> String {
+    let i = &run.info;
+    let mut out = format!("run {} ({}), {}\n", i.id, i.kind, i.status);
+    let _ = writeln!(out, "started   {} UTC", format_time(i.created_at_ns));
+    if let Some(f) = i.finished_at_ns {
+        let _ = writeln!(out, "finished  {} UTC", format_time(f));
+    }
+    let _ = writeln!(
+        out,
+        "host      {} (kernel {}, {}, clock {}), flowlab {}",
+        i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
+    );
+    let _ = writeln!(out, "params    {}", i.params);
+    let _ = writeln!(out, "points    {}\n", run.points.len());
+    if !run.points.is_empty() {
+        out.push_str(&flowlab_report::text_table(run, metrics));
+    }
+    out
+}
+
+/// A sweep's end: its table of `metrics` (when it has points), and where it is stored.
+pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
+    let run = &outcome.run;
+    let shown = flowlab_report::metrics::resolve_lenient(metrics, &run.metric_names());
+    let mut out = String::new();
+    if !run.points.is_empty() {
+        out.push_str(&flowlab_report::text_table(run, &shown));
+    }
+    let stored = run.points.iter().filter(|p| p.id > 0).count();
+    let (id, db) = (outcome.run_id, &outcome.db_path);
+    let _ = writeln!(out, "\nrun {id}: {stored} points stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})");
+    out
+}
+
+/// An experiment's first lines: its size and each host's clock against this one.
+pub fn experiment_header(name: &str, steps: usize, clocks: &Clocks) -> String {
+    let mut out = format!(
+        "experiment {name} ({steps} steps, {} agents)\n",
+        clocks.len()
+    );
+    for (agent, c) in clocks {
+        let _ = writeln!(
+            out,
+            "  clock of {agent}: offset {} ± {} from this host",
+            format_duration_ns(c.offset_ns as f64),
+            format_duration_ns(c.bound_ns as f64)
+        );
+    }
+    out
+}
+
+/// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
+pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
+    let labels: Vec<String> = step
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut out = format!(
+        "step {} (repetition {}{}{})\n",
+        step.index,
+        step.repetition,
+        if labels.is_empty() { "" } else { ", " },
+        labels.join(" ")
+    );
+    let mut total = 0.0;
+    let width = flows
+        .iter()
+        .map(|r| r.flow.len())
+        .chain([9]) // "all flows"
+        .max()
+        .unwrap_or(9);
+    for r in flows {
+        match &r.result {
+            Ok(t) => {
+                let s = &t.summary;
+                total += s.receiver_goodput_bps;
+                let delay = s
+                    .round_trip
+                    .as_ref()
+                    .map(|d| format!("rtt p50 {}", format_duration_ns(d.p50_ns)))
+                    .or_else(|| {
+                        s.relative_one_way_delay
+                            .as_ref()
+                            .map(|d| format!("delay p99 {}", format_duration_ns(d.p99_ns)))
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {:<width$} {:>13}  loss {:>7.3}%  {delay}",
+                    r.flow,
+                    format_rate(s.receiver_goodput_bps),
+                    s.loss_pct
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);
+            }
+        }
+    }
+    let _ = writeln!(out, "  {:<width$} {:>13}", "all flows", format_rate(total));
+    out
+}
+
+/// A search's trial: what was offered and what came through.
+pub fn trial_line(t: &TrialOutcome) -> String {
+    format!(
+        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        t.index,
+        format_rate(t.offered_bps as f64),
+        format_rate(t.goodput_bps),
+        t.loss * 100.0
+    )
+}
+
+/// The demo's first line: where its agent listens and what it runs.
+pub fn demo_intro(agent: std::net::SocketAddr) -> String {
+    format!("flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, UDP and TCP, loopback) and Test 3 (round trip at {} packets/s)\n", crate::demo::TEST3_PACKETS_PER_SEC)
+}
+
+/// The head of the demo's table.
+pub fn demo_header() -> String {
+    format!(
+        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>8}  {:>10} {:>10}   (mean of {} runs)",
+        "test",
+        "prot",
+        "size",
+        "rtt mean",
+        "rtt p99",
+        "rtt max",
+        "loss",
+        "cpu client",
+        "cpu agent",
+        crate::demo::REPETITIONS
+    )
+}
+
+/// One line of the table: means over a point's repetitions.
+pub fn demo_row(name: &str, runs: &[TestResult]) -> String {
+    let Some(first) = runs.first() else {
+        return format!("{name:<6} (no run finished)");
+    };
+    let mean = |pick: &dyn Fn(&TestResult) -> Option<f64>| {
+        let values: Vec<f64> = runs.iter().filter_map(pick).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let rtt = |f: fn(&flowlab_stats::LatencySummary) -> f64| {
+        mean(&|r: &TestResult| r.summary.round_trip.as_ref().map(f))
+            .map_or("-".into(), format_duration_ns)
+    };
+    let cpu = |f: fn(&TestResult) -> Option<&flowlab_results::RoleCpu>| {
+        mean(&|r: &TestResult| f(r).map(|c| c.user_pct + c.system_pct - c.pacing_spin_pct))
+            .map_or("-".into(), |v| format!("{v:.1}%"))
+    };
+    let protocol = protocol_name(first.spec.protocol);
+    format!(
+        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>7.2}%  {:>10} {:>10}",
+        name,
+        protocol,
+        first.spec.size,
+        rtt(|d| d.mean_ns),
+        rtt(|d| d.p99_ns),
+        rtt(|d| d.max_ns),
+        mean(&|r: &TestResult| Some(r.summary.loss_pct)).unwrap_or(0.0),
+        cpu(|r| r.summary.client_role_cpu.as_ref()),
+        cpu(|r| r.summary.agent_role_cpu.as_ref()),
+    )
+}
+
+/// `flowlab lab up`'s report: the lab's hosts, and how to use and remove it.
+pub fn lab_up(state: &LabState) -> String {
+    format!(
+        "lab {} is up:\n{}run commands with `flowlab lab exec HOST -- CMD`; remove it with `flowlab lab down {}`\n",
+        state.name,
+        state.table(),
+        state.name
+    )
+}
+
+/// `flowlab lab down`'s report: the labs removed and the processes stopped.
+pub fn lab_down(report: &DownReport) -> String {
+    let mut out = String::new();
+    if report.labs.is_empty() {
+        out.push_str("no labs\n");
+    }
+    for l in &report.labs {
+        let _ = writeln!(out, "lab {l} is down");
+    }
+    if report.processes > 0 {
+        let _ = writeln!(out, "stopped {} processes", report.processes);
+    }
+    out
+}
+
+/// `flowlab lab status`: each lab, its file, any problem, and its hosts (or namespaces).
+pub fn lab_status(labs: &[LabSummary]) -> String {
+    let mut out = String::new();
+    if labs.is_empty() {
+        out.push_str("no labs\n");
+    }
+    for (i, l) in labs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let file = l
+            .state
+            .as_ref()
+            .and_then(|s| s.file.as_deref())
+            .map(|f| format!(" ({f})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "lab {}{file}", l.name);
+        if let Some(p) = &l.problem {
+            let _ = writeln!(out, "  problem: {p}");
+        }
+        match &l.state {
+            Some(s) => out.push_str(&s.table()),
+            None => {
+                for ns in &l.namespaces {
+                    let _ = writeln!(out, "  {ns}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What an agent says as it starts: where it listens, and the limits a stranger's test
+/// meets.
+pub fn agent_banner(local: std::net::SocketAddr, config: &AgentConfig) -> String {
+    let limits = &config.limits;
+    let rate = limits
+        .max_rate_bps
+        .map_or("unlimited rate".into(), |r| format_rate(r as f64));
+    let c = &config.connections;
+    use flowlab_control::agent::{HANDSHAKE_TIMEOUT, START_TIMEOUT};
+    format!(
+        "flowlab agent {} listening on {local}{}\n\
+         limits: {rate} and {} per test, {} flows each, {} tests at once\n  \
+         (--max-rate, --max-duration: 'unlimited' lifts; --max-flows, --max-tests)\n\
+         connections in setup: {} at once, {} per source; {} s from connecting to the request, \
+         {} s from acceptance to start\n  (--max-connections, --max-connections-per-source)\n",
+        env!("CARGO_PKG_VERSION"),
+        if config.key.is_some() {
+            " (key required)"
+        } else {
+            ""
+        },
+        format_duration_ns(limits.max_duration.as_nanos() as f64),
+        limits.max_flows,
+        limits.max_tests,
+        c.max_connections,
+        c.max_per_source,
+        HANDSHAKE_TIMEOUT.as_secs(),
+        START_TIMEOUT.as_secs(),
+    )
+}
+
+/// What an agent says as it stops: what it served.
+pub fn agent_stopping(stats: &AgentStats) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    format!(
+        "flowlab agent stopping: {} connections ({} more turned away), {} tests run, {} refused, {} malformed control connections",
+        stats.sessions.load(Relaxed),
+        stats.turned_away.load(Relaxed),
+        stats.tests_run.load(Relaxed),
+        stats.refused.load(Relaxed),
+        stats.malformed_control.load(Relaxed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowlab_store::{Environment, RunStatus};
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00");
+        assert_eq!(
+            format_time(1_795_331_874_473_394_538),
+            "2026-11-22 07:17:54"
+        );
+        assert_eq!(
+            format_time(951_782_400 * 1_000_000_000),
+            "2000-02-29 00:00:00"
+        );
+    }
+
+    #[test]
+    fn describes_sweeps() {
+        let info = RunInfo {
+            id: 1,
+            kind: "sweep".into(),
+            created_at_ns: 0,
+            finished_at_ns: None,
+            status: RunStatus::Complete,
+            params: serde_json::json!({"target": "h", "vary": ["size=1..2:1"]}),
+            env: Environment::default(),
+            points: 0,
+        };
+        assert_eq!(describe(&info), "h; vary size=1..2:1");
+        let table = history_table(&[info]);
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("h; vary size=1..2:1"));
+    }
 }

@@ -1,7 +1,8 @@
-//! STAMP between two network namespaces: flowlab's session-sender in one, flowlab's reflector in
-//! the other, in both modes and over IPv4 and IPv6; and the packets on the wire as tshark's
-//! TWAMP-Test (or STAMP) dissector reads them. They need root and iproute2 (and tshark for the
-//! capture); without them each test says it was skipped, and under CI it fails instead.
+//! STAMP: flowlab's session-sender against flowlab's reflector on loopback, and between two
+//! network namespaces in both modes over IPv4 and IPv6; the packets on the wire as tshark's
+//! TWAMP-Test (or STAMP) dissector reads them; the flags' one-line errors. The namespace tests
+//! need root and iproute2 (and tshark for the capture); without them each says it was skipped,
+//! and under CI it fails instead.
 
 mod common;
 
@@ -13,12 +14,10 @@ use std::time::{Duration, Instant};
 use common::*;
 use flowlab_netns::VethPair;
 
-/// A reflector in `ns_b` on `bind` (ADDR:PORT), with any extra flags; killed when dropped.
-fn reflector_in_b(pair: &VethPair, bind: &str, extra: &[&str]) -> Agent {
-    let mut child = pair
-        .command_in(&pair.ns_b, FLOWLAB)
-        .args(["serve", "--stamp-only", "--stamp", bind])
-        .args(extra)
+/// Starts `cmd` (a `flowlab serve --stamp-only ...`) and waits for its banner; the reflector's
+/// address as it said it. Killed when dropped.
+fn start_reflector(mut cmd: Command) -> Agent {
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -28,19 +27,27 @@ fn reflector_in_b(pair: &VethPair, bind: &str, extra: &[&str]) -> Agent {
         .next()
         .expect("reflector exited before starting")
         .expect("read");
-    assert!(banner.contains("STAMP reflector on UDP"), "{banner}");
+    let addr = banner
+        .split("STAMP reflector on UDP ")
+        .nth(1)
+        .and_then(|rest| rest.split(": ").next())
+        .unwrap_or_else(|| panic!("no address in {banner}"))
+        .to_string();
     std::thread::spawn(move || for _ in lines {});
-    Agent {
-        child,
-        addr: bind.to_string(),
-    }
+    Agent { child, addr }
 }
 
-/// A session of `count` packets at 400 packets/s of 44 B (fewer of larger ones). Replies
-/// have 3 s to come back: a loaded CI machine can stall a process that long.
-fn session_from_a(pair: &VethPair, target: &str, count: u32, extra: &[&str]) -> serde_json::Value {
-    let o: Output = pair
-        .command_in(&pair.ns_a, FLOWLAB)
+/// A reflector in `ns_b` on `bind` (ADDR:PORT), with any extra flags.
+fn reflector_in_b(pair: &VethPair, bind: &str, extra: &[&str]) -> Agent {
+    let mut cmd = pair.command_in(&pair.ns_b, FLOWLAB);
+    cmd.args(["serve", "--stamp-only", "--stamp", bind])
+        .args(extra);
+    start_reflector(cmd)
+}
+
+/// Runs `flowlab test --stamp` in `cmd`'s place (a namespace, or here) and parses its result.
+fn session(mut cmd: Command, target: &str, count: u32, extra: &[&str]) -> serde_json::Value {
+    let o: Output = cmd
         .args([
             "test", "--stamp", target, "--rate", "140800", "--drain", "3s",
         ])
@@ -51,6 +58,12 @@ fn session_from_a(pair: &VethPair, target: &str, count: u32, extra: &[&str]) -> 
         .expect("run flowlab test --stamp");
     assert!(o.status.success(), "session failed: {}", stderr(&o));
     json(&o)
+}
+
+/// A session of `count` packets at 400 packets/s of 44 B (fewer of larger ones). Replies
+/// have 3 s to come back: a loaded CI machine can stall a process that long.
+fn session_from_a(pair: &VethPair, target: &str, count: u32, extra: &[&str]) -> serde_json::Value {
+    session(pair.command_in(&pair.ns_a, FLOWLAB), target, count, extra)
 }
 
 fn key_file(name: &str) -> std::path::PathBuf {
@@ -87,6 +100,49 @@ fn assert_clean_session(v: &serde_json::Value, mode: &str, size: f64) {
     assert_eq!(f64_at(v, "/sender_ttl/min"), 64.0, "{v:#}");
     assert!(v["one_way"]["reason"].as_str().is_some());
     assert_eq!(f64_at(v, "/rejected/bad_hmac"), 0.0);
+}
+
+/// Needs neither root nor namespaces: a reflector on loopback, on a port the kernel picks.
+#[test]
+fn stamp_session_on_loopback() {
+    let mut cmd = Command::new(FLOWLAB);
+    cmd.args(["serve", "--stamp-only", "--stamp", "127.0.0.1:0"]);
+    let reflector = start_reflector(cmd);
+    let v = session(Command::new(FLOWLAB), &reflector.addr, 40, &[]);
+    assert_clean_session(&v, "unauthenticated", 44.0);
+    // Human output names each figure.
+    let o = flowlab(&[
+        "test",
+        "--stamp",
+        &reflector.addr,
+        "--count",
+        "3",
+        "--rate",
+        "3520",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for figure in [
+        "two-way delay",
+        "round trip",
+        "reflector residence",
+        "one-way delays",
+    ] {
+        assert!(text.contains(figure), "{figure} missing in {text}");
+    }
+}
+
+#[test]
+fn stamp_flags_are_checked_in_one_line() {
+    let o = flowlab(&["test", "--stamp", "127.0.0.1", "--size", "43"]);
+    assert_one_line_error(&o, "44 to 65507 bytes, not 43");
+    let o = flowlab(&["test", "--stamp", "127.0.0.1", "--rate", "max"]);
+    assert_one_line_error(&o, "a STAMP session is paced");
+    let o = flowlab(&["test", "--stamp", "127.0.0.1", "--mode", "loopback"]);
+    assert_one_line_error(&o, "cannot be used with");
+    let o = flowlab(&["serve", "--stamp", "host:x", "--stamp-only"]);
+    assert_one_line_error(&o, "invalid --stamp 'host:x'");
+    let o = flowlab(&["serve", "--stamp-only"]);
+    assert_one_line_error(&o, "--stamp");
 }
 
 #[test]

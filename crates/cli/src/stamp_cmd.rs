@@ -129,7 +129,9 @@ pub fn start_reflector(
     let handle = std::thread::Builder::new()
         .name("stamp-reflector".into())
         .spawn(move || {
-            flowlab_stamp::serve_reflector(&socket, &mut reflector, &stop_flag)?;
+            // Said when it happens: the agent beside it may run on for days.
+            flowlab_stamp::serve_reflector(&socket, &mut reflector, &stop_flag)
+                .inspect_err(|e| eprintln!("flowlab: error: STAMP reflector stopped: {e}"))?;
             Ok(reflector.stats())
         })?;
     Ok(Some(ReflectorThread { stop, handle }))

@@ -67,9 +67,16 @@ fn offered(spec: &TestSpec) -> String {
             spec.flows
         );
     }
-    let rate = spec
-        .rate_bps
-        .map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
+    let rate = match (spec.rate_bps, spec.flows) {
+        (None, _) => "as fast as possible".to_string(),
+        (Some(r), 1) => format_rate(r as f64),
+        // The rate is per flow: say so, and what the flows offer together.
+        (Some(r), n) => format!(
+            "{} × {n} flows ({})",
+            format_rate(r as f64),
+            format_rate(r as f64 * f64::from(n))
+        ),
+    };
     let end = match (spec.duration_ns, spec.count) {
         (Some(d), Some(n)) => format!("{} or {n} packets", format_duration_ns(d as f64)),
         (Some(d), None) => format_duration_ns(d as f64),
@@ -815,6 +822,25 @@ mod tests {
         assert_eq!(
             format_time(951_782_400 * 1_000_000_000),
             "2000-02-29 00:00:00"
+        );
+    }
+
+    /// Issue 12: `--flows 100 --rate 800k` was announced as "800 kbit/s".
+    #[test]
+    fn offered_rate_is_per_flow_and_summed() {
+        let mut spec = TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway);
+        spec.rate_bps = Some(800_000);
+        spec.flows = 100;
+        let text = offered(&spec);
+        assert!(
+            text.starts_with("800 kbit/s × 100 flows (80.0 Mbit/s) in 1200 B packets"),
+            "{text}"
+        );
+        spec.flows = 1;
+        assert!(
+            offered(&spec).starts_with("800 kbit/s in"),
+            "{}",
+            offered(&spec)
         );
     }
 

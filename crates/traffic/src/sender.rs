@@ -79,6 +79,16 @@ impl SendCap {
     }
 }
 
+/// How a driver groups due packets into trains, and when it gives up on late ones (see
+/// [`crate::PacerConfig`]): a real-time driver batches below its timing resolution; a
+/// simulator needs no window and is never late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batching {
+    pub train_window_ns: u64,
+    pub max_batch: u64,
+    pub max_lateness_ns: u64,
+}
+
 /// How a sender treats its packets, whoever drives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SendPolicy {

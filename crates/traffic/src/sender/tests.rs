@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::models::Replay;
-use crate::{EndCondition, Emission, PacedSchedule, PacerConfig};
+use crate::{Emission, EndCondition, PacedSchedule, PacerConfig};
 
 const MS: u64 = 1_000_000;
 
@@ -82,10 +82,7 @@ fn the_cap_trims_a_train_or_holds_its_flow() {
     assert_eq!(c.handle_sent(2), 0);
     // The two the cap held back are still due, with the next sequence numbers.
     assert_eq!(c.poll(3_500_000), Poll::Transmit { flow: 0 });
-    assert_eq!(
-        c.train().iter().map(|p| p.seq).collect::<Vec<_>>(),
-        [2, 3]
-    );
+    assert_eq!(c.train().iter().map(|p| p.seq).collect::<Vec<_>>(), [2, 3]);
     c.handle_budget(Err(9 * MS));
     assert!(c.train().is_empty());
     assert_eq!(c.poll(4 * MS), Poll::Wait { until_ns: 9 * MS });
@@ -96,7 +93,11 @@ fn what_the_socket_refuses_is_lost_when_paced_and_resent_otherwise() {
     let mut c = core(vec![paced(0, 10)], policy());
     c.poll(2_500_000);
     assert_eq!(c.train().len(), 3);
-    assert_eq!(c.handle_sent(1), 2, "two refused, lost to keep the schedule");
+    assert_eq!(
+        c.handle_sent(1),
+        2,
+        "two refused, lost to keep the schedule"
+    );
     assert_eq!(c.poll(3 * MS), Poll::Transmit { flow: 0 });
     assert_eq!(c.train()[0].seq, 1, "lost packets take no sequence number");
     assert_eq!(c.train()[0].due_ns, Some(3 * MS));

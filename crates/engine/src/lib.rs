@@ -1,8 +1,9 @@
 //! The real-time data plane: threads that send, receive and echo test packets on real sockets.
 //!
 //! Each role is a loop that drives the sans-IO pieces (the sender core of `flowlab-traffic`,
-//! the probe header, the meters) with the real clocks and sockets of `flowlab-sys`. A role runs until its flow
-//! ends or its stop flag is raised, then returns what it measured; it never panics on input.
+//! the probe header, the meters) with the real clocks and sockets of `flowlab-sys`. A role
+//! runs until its flow ends or its stop flag is raised, then returns what it measured; it
+//! never panics on input.
 
 mod budget;
 mod readiness;

@@ -306,14 +306,23 @@ proptest! {
 
     #[test]
     fn in_virtual_time_the_core_keeps_its_promises(
-        kinds in prop::collection::vec((1_000_000u64..2_000_000_000, 64u32..1500, any::<bool>()), 1..4),
+        kinds in prop::collection::vec(
+            (1_000_000u64..2_000_000_000, 64u32..1500, any::<bool>()),
+            1..4,
+        ),
         window in 0u64..50_000,
         count in 1u64..300,
         cap_bps in prop::option::of(1_000_000u64..500_000_000),
         drop_refused in any::<bool>(),
         choices in prop::collection::vec(any::<u8>(), 1..32),
     ) {
-        let policy = SendPolicy { size: 1000, min_size: 32, max_size: 1500, drop_refused, ack_timeout_ns: None };
+        let policy = SendPolicy {
+            size: 1000,
+            min_size: 32,
+            max_size: 1500,
+            drop_refused,
+            ack_timeout_ns: None,
+        };
         let core = SenderCore::new(flows_of(&kinds, window, count), policy);
         let (sent, admitted) = drive(core, cap_bps.map(|r| SendCap::new(r, 0)), &choices);
         // Never before due: the head of a train leaves at or after its slot, the packets
@@ -326,13 +335,15 @@ proptest! {
         if let Some(rate) = cap_bps {
             let burst = u64::from(SendCap::burst_bytes(rate));
             for &(at, bytes) in &admitted {
-                let allowed = burst + (u128::from(at) * u128::from(rate) / 8_000_000_000) as u64 + 1;
-                prop_assert!(bytes <= allowed, "{bytes} B admitted by {at} ns, cap allows {allowed}");
+                let earned = (u128::from(at) * u128::from(rate) / 8_000_000_000) as u64;
+                let allowed = burst + earned + 1;
+                prop_assert!(bytes <= allowed, "{bytes} B by {at} ns, the cap allows {allowed}");
             }
         }
         // Dense sequence numbers per flow, in order.
         for flow in 0..kinds.len() {
-            let seqs: Vec<u64> = sent.iter().filter(|s| s.0 == flow).map(|s| s.1.seq).collect();
+            let seqs: Vec<u64> =
+                sent.iter().filter(|s| s.0 == flow).map(|s| s.1.seq).collect();
             let dense: Vec<u64> = (0..seqs.len() as u64).collect();
             prop_assert_eq!(seqs, dense);
         }

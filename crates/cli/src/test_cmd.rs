@@ -13,8 +13,6 @@ use flowlab_units::Rate;
 use crate::args::{Mode, Proto, TestArgs};
 use crate::output;
 
-const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
     let named = traffic_text(args)
@@ -36,22 +34,16 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         (false, Mode::Oneway) => Direction::Oneway,
         (false, Mode::Loopback) => Direction::Loopback,
     };
-    let rate = args.rate.unwrap_or(match protocol {
-        _ if transactions => Rate::Max,
-        Protocol::Udp | Protocol::Raw => Rate::BitsPerSec(1_000_000),
-        Protocol::Tcp => Rate::Max,
+    let defaults = TestSpec::new(protocol, direction);
+    let rate = args.rate.unwrap_or(match defaults.rate_bps {
+        Some(r) if !transactions => Rate::BitsPerSec(r),
+        _ => Rate::Max,
     });
-    let size = args.size.unwrap_or(match protocol {
-        Protocol::Udp => 1200,
-        Protocol::Raw => 1000,
-        // Measured on a veth, one connection: 256 kB writes gave 18-25 Gbit/s where 128 KiB
-        // and 256 KiB gave 12-15 (iperf3's 128 KiB: 14-16), and 500 kB or 1 MB 15-21.
-        Protocol::Tcp => 256_000,
-    });
+    let size = args.size.unwrap_or(u64::from(defaults.size));
     let size =
         u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
     let duration = match (args.duration, args.count) {
-        (None, None) => Some(DEFAULT_DURATION),
+        (None, None) => defaults.duration_ns.map(Duration::from_nanos),
         (d, _) => d,
     };
     let traffic = traffic_from_args(args, &rate, size)?;

@@ -295,6 +295,64 @@ fn a_silent_client_loses_its_slot() {
     }
 }
 
+/// A client that keeps heartbeating but stops reading cannot hold the agent: once the agent's
+/// writes make no progress for 10 s (here: a 300,000-record packet log it never reads), the
+/// session ends and its slot is free.
+#[test]
+fn a_client_that_stops_reading_loses_its_slot() {
+    let agent = loopback_agent(&["--max-tests", "1"]);
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut spec = udp_request(tx.local_addr().unwrap().port());
+    spec["packet_log"] = json!(true);
+    spec["size"] = json!(40);
+    spec["rate_bps"] = json!(1_000_000_000u64);
+    spec["duration_ns"] = json!(30_000_000_000u64);
+    let mut peer = ControlPeer::connect(&agent.addr);
+    let answer = peer.request(spec);
+    assert_eq!(answer["type"], "accepted", "{answer}");
+    let port = answer["data_ports"][0].as_u64().unwrap() as u16;
+    tx.connect(("127.0.0.1", port)).unwrap();
+    peer.send(&json!({"type": "start"}));
+    let session = answer["session"].as_u64().unwrap() as u32;
+    let mut datagram = [0u8; 40];
+    for seq in 0..300_000u64 {
+        let probe = flowlab_wire::ProbeRepr {
+            flags: 0,
+            session,
+            seq,
+            sent_ns: 1,
+            echoed_ns: 0,
+        };
+        probe.emit(&mut datagram);
+        let _ = tx.send(&datagram);
+        // Paced in bursts, so the agent's socket buffer keeps up.
+        if seq % 64 == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    peer.send(&json!({"type": "finish"}));
+    let stopped_reading = Instant::now();
+    let heartbeat = peer.frame(&json!({"type": "heartbeat"}));
+    loop {
+        // Until the agent gives up on this connection.
+        let _ = peer.stream.write_all(&heartbeat);
+        let o = flowlab(&["test", &agent.addr, "-n", "10", "--no-store"]);
+        if o.status.success() {
+            break;
+        }
+        assert!(
+            stopped_reading.elapsed() < Duration::from_secs(25),
+            "slot still held: {}",
+            stderr(&o)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!(
+        "slot free {:?} after the client stopped reading",
+        stopped_reading.elapsed()
+    );
+}
+
 /// A number (kB) or count from the agent process's /proc status.
 fn proc_status(agent: &Agent, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", agent.child.id())).unwrap();

@@ -491,7 +491,13 @@ fn every_mode_and_protocol_runs_on_ipv6_loopback_too() {
             let o = flowlab(&args);
             assert!(o.status.success(), "{args:?}: {}", stderr(&o));
             let v = json(&o);
-            assert_eq!(f64_at(&v, "/summary/packets_received"), 50.0, "{args:?}");
+            // All 50 arrive on an idle machine; under a loaded CI a late echo can miss the
+            // drain. This test is about IPv6 carrying every mode, not about loss.
+            let received = f64_at(&v, "/summary/packets_received");
+            assert!(
+                (45.0..=50.0).contains(&received),
+                "{args:?}: {received} of 50"
+            );
             assert!(v["agent_address"].as_str().unwrap().starts_with("[::1]"));
         }
     }

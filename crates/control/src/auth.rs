@@ -15,6 +15,14 @@ use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// The key of a session's authenticated test packets, derived from its session key so the
+/// control frames' key never tags anything an observer of the data path can collect.
+pub fn test_packet_key(session_key: &[u8; 32]) -> [u8; 32] {
+    let mut mac = HmacSha256::new_from_slice(session_key).expect("HMAC takes any key length");
+    mac.update(b"flowlab test packets");
+    mac.finalize().into_bytes().into()
+}
+
 /// Bytes of each side's nonce (sent as hex).
 pub const NONCE_LEN: usize = 32;
 

@@ -30,6 +30,8 @@ pub enum ConnError {
     Tag(#[from] BadTag),
     #[error(transparent)]
     Protocol(#[from] ControlError),
+    #[error("the peer read nothing for {0:.0} s")]
+    Stalled(f64),
     #[error("control connection failed: {0}")]
     Io(#[from] io::Error),
 }
@@ -63,6 +65,10 @@ impl Deadline {
     }
 }
 
+/// How long a send may make no progress: a peer that stops reading (while it may still send
+/// heartbeats) must not hold a thread and a test slot for ever.
+const WRITE_STALL: Duration = Duration::from_secs(10);
+
 pub struct Conn {
     stream: TcpStream,
     decoder: FrameDecoder,
@@ -76,6 +82,7 @@ pub struct Conn {
 impl Conn {
     pub fn new(stream: TcpStream) -> Self {
         let _ = stream.set_nodelay(true);
+        let _ = stream.set_write_timeout(Some(WRITE_STALL));
         Conn {
             stream,
             decoder: FrameDecoder::new(),
@@ -105,8 +112,16 @@ impl Conn {
     }
 
     pub fn send_hello(&mut self, hello: Hello) -> Result<(), ConnError> {
-        self.stream.write_all(&hello.emit())?;
-        Ok(())
+        self.write(&hello.emit())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), ConnError> {
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| match is_timeout(&e) {
+                true => ConnError::Stalled(WRITE_STALL.as_secs_f64()),
+                false => e.into(),
+            })
     }
 
     /// Reads the peer's hello by `by`, however slowly its bytes come; bad magic is an error,
@@ -149,8 +164,7 @@ impl Conn {
         if let Some(tags) = &mut self.tags {
             tags.seal(&mut frame);
         }
-        self.stream.write_all(&frame)?;
-        Ok(())
+        self.write(&frame)
     }
 
     /// The next whole message, its tag checked when frames are tagged.

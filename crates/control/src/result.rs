@@ -3,7 +3,7 @@
 
 use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
-use flowlab_stats::{LatencySummary, Summary};
+use flowlab_stats::{LatencySummary, LossPeriods, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout; bump on incompatible changes.
@@ -68,6 +68,14 @@ pub struct Summary2 {
     pub round_trip: Option<LatencySummary>,
     pub jitter_ns: Option<f64>,
     pub inter_arrival: Option<Summary>,
+    #[serde(default)]
+    pub inter_arrival_distribution: Option<LatencySummary>,
+    /// RFC 3393 IPDV of consecutive packets (see `ReceiverReport::ipdv`).
+    #[serde(default)]
+    pub ipdv: Option<LatencySummary>,
+    /// RFC 3357 loss periods.
+    #[serde(default)]
+    pub loss_periods: Option<LossPeriods>,
     pub arrival_clock: Option<String>,
     pub schedule_error: Option<LatencySummary>,
     pub client_cpu: Option<CpuLoad>,
@@ -179,6 +187,9 @@ impl Summary2 {
             s.round_trip = r.round_trip;
             s.jitter_ns = Some(r.jitter_ns);
             s.inter_arrival = r.inter_arrival;
+            s.inter_arrival_distribution = r.inter_arrival_distribution;
+            s.ipdv = r.ipdv;
+            s.loss_periods = r.loss_periods;
             s.arrival_clock = Some(r.arrival_clock.clone());
         }
         // Without the sender's count (its end was lost), what the receiver saw is the base.

@@ -6,6 +6,7 @@
 //! never panics on input.
 
 mod budget;
+pub mod packet_auth;
 mod readiness;
 mod rr;
 mod setup;

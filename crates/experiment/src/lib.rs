@@ -15,7 +15,7 @@ pub use file::{
     load, Block, BlockKind, Experiment, ExperimentError, Flow, Host, Item, SearchKind, SearchSpec,
     SweepPoint, DEFAULT_AGENT_PORT,
 };
-pub use plan::{plan, test_spec, trial_step, ResolvedFlow, SearchMachine, Step};
+pub use plan::{plan, trial_step, ResolvedFlow, SearchMachine, Step};
 pub use search::{
     frame_level_metrics, knee_estimate, BackToBack, BackToBackResult, BufferEstimate, BurstPoint,
     BurstSize, FrameLevelMetrics, LoadPoint, LossVsLoad, OfferedLoad, Rfc2544Throughput,

@@ -3,7 +3,7 @@
 //! a set of flows that start together (each at its own offset), every flow resolved to its
 //! hosts' agent addresses and a complete [`TestSpec`].
 
-use flowlab_spec::{Direction, SocketOptions, TestSpec};
+use flowlab_spec::{Direction, TestSpec};
 use flowlab_traffic::TrafficSpec;
 
 use crate::file::{Block, BlockKind, Experiment, Flow, Item, SearchKind, SearchSpec, SweepPoint};
@@ -143,37 +143,10 @@ fn timeline(
     Ok(out)
 }
 
-/// The spec the client sends for `f`, seeded with `seed`.
-pub fn test_spec(f: &Flow, seed: u64) -> TestSpec {
-    TestSpec {
-        protocol: f.protocol,
-        direction: f.direction,
-        rate_bps: f.rate_bps,
-        size: f.size,
-        duration_ns: f.duration_ns,
-        count: f.count,
-        interval_ns: f.interval_ns,
-        flows: f.flows,
-        client_udp_ports: vec![],
-        raw: None,
-        busy_poll: false,
-        packet_log: false,
-        socket: SocketOptions {
-            send_buffer: f.send_buffer,
-            recv_buffer: f.recv_buffer,
-            congestion: f.congestion.clone(),
-            dscp: f.dscp,
-            ..SocketOptions::default()
-        },
-        traffic: f.traffic.clone(),
-        seed,
-    }
-}
-
 fn resolve(p: &SweepPoint, f: &Flow, offset: u64, seed: u64) -> ResolvedFlow {
     let addr = |h: &str| p.host(h).map(|h| h.address.clone()).unwrap_or_default();
     let (client, server) = (addr(&f.from), addr(&f.to));
-    let (sender, receiver) = match f.direction {
+    let (sender, receiver) = match f.spec.direction {
         Direction::Reverse => (server.clone(), client.clone()),
         Direction::Oneway | Direction::Loopback => (client.clone(), server.clone()),
     };
@@ -186,7 +159,10 @@ fn resolve(p: &SweepPoint, f: &Flow, offset: u64, seed: u64) -> ResolvedFlow {
         sender_agent: sender,
         receiver_agent: receiver,
         start_offset_ns: offset,
-        spec: test_spec(f, seed),
+        spec: TestSpec {
+            seed,
+            ..f.spec.clone()
+        },
     }
 }
 
@@ -265,7 +241,7 @@ impl SearchSpec {
                 SearchMachine::LossVsLoad(LossVsLoad::new(*max_bps, *step_pct)?)
             }
             SearchKind::OfferedLoad { loads_pct } => SearchMachine::OfferedLoad(OfferedLoad::new(
-                flows.iter().map(|f| f.rate_bps.unwrap_or(0)).collect(),
+                flows.iter().map(|f| f.spec.rate_bps.unwrap_or(0)).collect(),
                 loads_pct,
             )?),
             SearchKind::BurstSize {
@@ -274,7 +250,7 @@ impl SearchSpec {
                 capacity_bps,
                 bursts_bytes,
             } => {
-                let size = flows.first().map_or(1000, |f| f.size);
+                let size = flows.first().map_or(1000, |f| f.spec.size);
                 SearchMachine::BurstSize(BurstSize::new(
                     *rate_bps,
                     size,
@@ -325,35 +301,36 @@ pub fn trial_step(e: &Experiment, trial: &Trial, index: usize) -> Option<Step> {
     let mut flows = Vec::new();
     for name in &search.flows {
         let mut f = p.flow(name)?.clone();
+        let spec = &mut f.spec;
         if let Some(t) = search.trial_ns {
-            f.duration_ns = Some(t);
-            f.count = None;
+            spec.duration_ns = Some(t);
+            spec.count = None;
         }
         match &search.kind {
             SearchKind::Rfc2544Throughput { .. } | SearchKind::LossVsLoad { .. } => {
-                f.rate_bps = Some(trial.rate_bps);
+                spec.rate_bps = Some(trial.rate_bps);
             }
             SearchKind::OfferedLoad { .. } => {
                 let pct = trial.load_pct.unwrap_or(100.0);
-                let full = f.rate_bps.unwrap_or(0) as f64;
-                f.rate_bps = Some(((full * pct / 100.0).round() as u64).max(1));
+                let full = spec.rate_bps.unwrap_or(0) as f64;
+                spec.rate_bps = Some(((full * pct / 100.0).round() as u64).max(1));
             }
             SearchKind::BackToBack { .. } => {
                 // One burst: `n` packets paced at line rate, i.e. back to back.
-                f.rate_bps = Some(trial.rate_bps);
-                f.count = trial.burst_packets;
-                f.duration_ns = None;
-                f.traffic = None;
+                spec.rate_bps = Some(trial.rate_bps);
+                spec.count = trial.burst_packets;
+                spec.duration_ns = None;
+                spec.traffic = None;
             }
             SearchKind::BurstSize { peak_bps, .. } => {
                 let n = trial.burst_packets.unwrap_or(1);
                 let every = trial.burst_every_ns.unwrap_or(1_000_000_000);
                 let text = format!(
                     "burst:n={n},every={every}ns,size={},peak={peak_bps}",
-                    f.size
+                    spec.size
                 );
-                f.traffic = TrafficSpec::parse(&text).ok();
-                f.rate_bps = Some(trial.rate_bps);
+                spec.traffic = TrafficSpec::parse(&text).ok();
+                spec.rate_bps = Some(trial.rate_bps);
             }
         }
         let off = f.start_ns;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use flowlab_store::{plain, Run, Store};
 
-use crate::{aggregate, fmt_num, metrics, plot, swept_params, PlotKind, PlotRequest, ReportError};
+use crate::{aggregate, metrics, plot, swept_params, PlotKind, PlotRequest, ReportError};
 
 /// Metrics shown first in reports when present.
 const KEY_METRICS: [&str; 6] = ["rtt", "delay", "loss", "cpu", "throughput", "jitter"];
@@ -22,14 +22,16 @@ fn inline_svg(svg: &str) -> &str {
     svg.find("<svg").map_or(svg, |i| &svg[i..])
 }
 
-/// A table of one row per point: the swept parameters, then `mean ± half-width` per metric.
+/// A table of one row per point: the swept parameters, then each metric with its interval, and
+/// a line naming the interval each metric uses.
 fn table(h: &mut String, run: &Run, swept: &[String], names: &[String]) {
+    let rows = aggregate(run, names);
     h.push_str("<table>\n<tr>");
     for c in swept.iter().chain(names.iter()) {
         let _ = write!(h, "<th>{}</th>", escape(c));
     }
     h.push_str("<th>n</th></tr>\n");
-    for row in aggregate(run, names) {
+    for row in &rows {
         h.push_str("<tr>");
         for k in swept {
             let _ = write!(
@@ -41,18 +43,9 @@ fn table(h: &mut String, run: &Run, swept: &[String], names: &[String]) {
         let mut n = 0;
         for name in names {
             match row.estimates.iter().find(|(k, _)| k == name) {
-                Some((_, e)) if e.n > 1 => {
-                    n = n.max(e.n);
-                    let _ = write!(
-                        h,
-                        "<td>{} ± {}</td>",
-                        fmt_num(e.mean),
-                        fmt_num(e.half_width())
-                    );
-                }
                 Some((_, e)) => {
                     n = n.max(e.n);
-                    let _ = write!(h, "<td>{}</td>", fmt_num(e.mean));
+                    let _ = write!(h, "<td>{}</td>", escape(&crate::fmt_estimate(e)));
                 }
                 None => h.push_str("<td>-</td>"),
             }
@@ -60,6 +53,9 @@ fn table(h: &mut String, run: &Run, swept: &[String], names: &[String]) {
         let _ = writeln!(h, "<td>{n}</td></tr>");
     }
     h.push_str("</table>\n");
+    if let Some(note) = crate::interval_note(&rows) {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(&note));
+    }
 }
 
 /// The report of `run`: deterministic for a given stored run.
@@ -185,7 +181,7 @@ pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
         }
     }
     let swept = swept_params(run);
-    h.push_str("<h2>Results</h2>\n<p>Mean ± half-width of the 95 % confidence interval over repetitions (Student t; bootstrap for percentiles).</p>\n");
+    h.push_str("<h2>Results</h2>\n<p>Mean over repetitions with its 95 % confidence interval: ± half-width where it is symmetric, (low–high) where the metric's range makes it lopsided; below each table, the interval each metric uses.</p>\n");
     let main = if key.is_empty() { &available } else { &key };
     table(&mut h, run, &swept, main);
     if main.len() < available.len() {

@@ -183,7 +183,8 @@ pub fn aggregate(run: &Run, names: &[String]) -> Vec<PointStats> {
         names.to_vec()
     };
     let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, (Value, BTreeMap<String, Vec<f64>>)> = BTreeMap::new();
+    // Each group: its parameters and the flat metrics of each of its repetitions.
+    let mut groups: BTreeMap<String, (Value, stats::Repetitions)> = BTreeMap::new();
     for p in &run.points {
         let key = p.params.to_string();
         if !groups.contains_key(&key) {
@@ -191,14 +192,12 @@ pub fn aggregate(run: &Run, names: &[String]) -> Vec<PointStats> {
         }
         let entry = groups
             .entry(key)
-            .or_insert_with(|| (p.params.clone(), BTreeMap::new()));
-        for (n, v) in &p.metrics {
-            entry.1.entry(n.clone()).or_default().push(*v);
-        }
+            .or_insert_with(|| (p.params.clone(), Vec::new()));
+        entry.1.push(&p.metrics);
     }
     // Rows in parameter order (numbers numerically), not run order: shuffled sweeps read the same.
     let swept = swept_params(run);
-    let mut rows: Vec<(Value, BTreeMap<String, Vec<f64>>)> = order
+    let mut rows: Vec<(Value, stats::Repetitions)> = order
         .into_iter()
         .filter_map(|k| groups.remove(&k))
         .collect();
@@ -210,15 +209,11 @@ pub fn aggregate(run: &Run, names: &[String]) -> Vec<PointStats> {
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     rows.into_iter()
-        .map(|(params, values)| PointStats {
+        .map(|(params, repetitions)| PointStats {
             params,
             estimates: names
                 .iter()
-                .filter_map(|n| {
-                    values
-                        .get(n)
-                        .map(|v| (n.clone(), estimate(v, stats::is_percentile(n))))
-                })
+                .filter_map(|n| Some((n.clone(), stats::estimate_metric(n, &repetitions)?)))
                 .collect(),
         })
         .collect()
@@ -256,11 +251,7 @@ pub fn text_table(run: &Run, names: &[String]) -> String {
             row.push(match r.estimates.iter().find(|(k, _)| k == name) {
                 Some((_, e)) => {
                     n = n.max(e.n);
-                    if e.n > 1 {
-                        format!("{} ± {}", fmt_num(e.mean), fmt_num(e.half_width()))
-                    } else {
-                        fmt_num(e.mean)
-                    }
+                    fmt_estimate(e)
                 }
                 None => "-".into(),
             });
@@ -287,7 +278,50 @@ pub fn text_table(run: &Run, names: &[String]) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
+    if let Some(note) = interval_note(&rows) {
+        out.push_str(&note);
+        out.push('\n');
+    }
     out
+}
+
+/// A figure with its interval: `mean ± half-width` when the interval is symmetric,
+/// `mean (low–high)` when not, the bare mean when there is none.
+pub fn fmt_estimate(e: &Estimate) -> String {
+    match e.method {
+        stats::Method::None => fmt_num(e.mean),
+        m if m.symmetric() => format!("{} ± {}", fmt_num(e.mean), fmt_num(e.half_width())),
+        _ => format!(
+            "{} ({}–{})",
+            fmt_num(e.mean),
+            fmt_num(e.ci_low),
+            fmt_num(e.ci_high)
+        ),
+    }
+}
+
+/// Which interval each metric of `rows` used, e.g. "95 % intervals: Wilson on pooled counts
+/// (loss_pct); Cox log-normal (rtt_mean_us)"; `None` when no row has an interval.
+pub fn interval_note(rows: &[PointStats]) -> Option<String> {
+    let mut by_method: Vec<(stats::Method, Vec<&str>)> = Vec::new();
+    for (name, e) in rows.iter().flat_map(|r| &r.estimates) {
+        if e.method == stats::Method::None {
+            continue;
+        }
+        match by_method.iter_mut().find(|(m, _)| *m == e.method) {
+            Some((_, names)) if names.contains(&name.as_str()) => {}
+            Some((_, names)) => names.push(name),
+            None => by_method.push((e.method, vec![name])),
+        }
+    }
+    if by_method.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_method
+        .iter()
+        .map(|(m, names)| format!("{} ({})", m.name(), names.join(", ")))
+        .collect();
+    Some(format!("95 % intervals: {}", parts.join("; ")))
 }
 
 /// A number with about 4 significant digits, without exponent for everyday magnitudes.

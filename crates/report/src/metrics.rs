@@ -49,6 +49,10 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         put(name, num(s, &[field]));
     }
     put("jitter_us", num(s, &["jitter_ns"]).map(|x| x / 1e3));
+    let periods = s.get("loss_periods").unwrap_or(&Value::Null);
+    put("loss_periods", num(periods, &["periods"]));
+    put("loss_period_mean", num(periods, &["mean_length"]));
+    put("loss_period_max", num(periods, &["max_length"]));
     let t = s.get("transactions").unwrap_or(&Value::Null);
     for (name, field) in [
         ("transactions", "transactions"),
@@ -66,6 +70,8 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         ("schedule_error", s, "schedule_error"),
         ("transaction", t, "latency"),
         ("connect", t, "connect"),
+        ("ipdv", s, "ipdv"),
+        ("inter_arrival", s, "inter_arrival_distribution"),
     ] {
         for (stat, key) in [
             ("mean", "mean_ns"),

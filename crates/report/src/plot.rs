@@ -8,7 +8,7 @@ use flowlab_store::{plain, Run};
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::stats::{estimate, is_percentile};
+use crate::stats::{estimate_metric, Repetitions};
 use crate::{metrics, ReportError};
 
 const WIDTH: u32 = 800;
@@ -100,8 +100,8 @@ pub fn lines(run: &Run, x: &str, ys: &[String], by: &[String]) -> Result<String,
     }
     panels(ys.len(), |i, area| {
         let y = &ys[i];
-        // group -> x -> values over repetitions (and over any other parameters).
-        let mut groups: BTreeMap<String, BTreeMap<OrdF64, Vec<f64>>> = BTreeMap::new();
+        // group -> x -> each repetition's metrics (and those of any other parameters).
+        let mut groups: BTreeMap<String, BTreeMap<OrdF64, Repetitions>> = BTreeMap::new();
         for p in &run.points {
             let Some(xv) = p.params.get(x).and_then(as_number) else {
                 return Err(ReportError::NotNumeric {
@@ -109,9 +109,9 @@ pub fn lines(run: &Run, x: &str, ys: &[String], by: &[String]) -> Result<String,
                     value: p.params.get(x).map(plain).unwrap_or_default(),
                 });
             };
-            let Some(v) = p.metrics.iter().find(|(n, _)| n == y).map(|(_, v)| *v) else {
+            if !p.metrics.iter().any(|(n, _)| n == y) {
                 continue;
-            };
+            }
             let g = by
                 .iter()
                 .map(|b| format!("{b}={}", p.params.get(b).map(plain).unwrap_or_default()))
@@ -122,7 +122,7 @@ pub fn lines(run: &Run, x: &str, ys: &[String], by: &[String]) -> Result<String,
                 .or_default()
                 .entry(OrdF64(xv))
                 .or_default()
-                .push(v);
+                .push(&p.metrics);
         }
         let series: Vec<(String, Vec<(f64, crate::stats::Estimate)>)> = groups
             .into_iter()
@@ -130,7 +130,7 @@ pub fn lines(run: &Run, x: &str, ys: &[String], by: &[String]) -> Result<String,
                 (
                     g,
                     pts.into_iter()
-                        .map(|(x, v)| (x.0, estimate(&v, is_percentile(y))))
+                        .filter_map(|(x, reps)| Some((x.0, estimate_metric(y, &reps)?)))
                         .collect(),
                 )
             })

@@ -1,7 +1,10 @@
 //! Statistics over repetitions: mean, standard deviation and a 95 % confidence interval, so a
-//! difference between two points can be told from noise. Means use Student's t; percentile
-//! metrics (skewed, few repetitions) use a seeded bootstrap so the same data always gives the
-//! same interval.
+//! difference between two points can be told from noise. Each interval respects its metric's
+//! range ([`Range`]): loss is a proportion (a Wilson interval on the packet counts pooled over
+//! repetitions, widened by their overdispersion), figures that cannot be negative get Cox's
+//! log-normal interval (a seeded bootstrap where a value is 0, and for percentiles), and only
+//! signed figures get Student's t. Fewer than two repetitions give no interval, except for
+//! loss, whose counts give one.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -20,6 +23,52 @@ pub enum Method {
     None,
     StudentT,
     Bootstrap,
+    /// Wilson score interval of a proportion on pooled counts (overdispersion-adjusted).
+    Wilson,
+    /// Cox's interval for the mean of log-normal data: positive bounds.
+    CoxLogNormal,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::None => "none",
+            Method::StudentT => "Student t",
+            Method::Bootstrap => "bootstrap",
+            Method::Wilson => "Wilson on pooled counts",
+            Method::CoxLogNormal => "Cox log-normal",
+        }
+    }
+
+    /// Whether the interval is symmetric about the mean, so `± half-width` says it all.
+    pub fn symmetric(self) -> bool {
+        matches!(self, Method::StudentT | Method::None)
+    }
+}
+
+/// The values a metric can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// A percentage of packets (0 to 100), with counts to pool.
+    Loss,
+    /// Never negative: delays, rates, counts, CPU.
+    NonNegative,
+    /// Either sign: relative one-way delay, schedule error, IPDV.
+    Signed,
+}
+
+/// The range of a metric, from its name (see `metrics::extract`).
+pub fn range_of(name: &str) -> Range {
+    if name == "loss_pct" {
+        Range::Loss
+    } else if ["delay_", "schedule_error_", "ipdv_"]
+        .iter()
+        .any(|signed| name.starts_with(signed))
+    {
+        Range::Signed
+    } else {
+        Range::NonNegative
+    }
 }
 
 /// A metric over its repetitions.
@@ -124,6 +173,123 @@ pub fn bootstrap_mean_ci(values: &[f64], seed: u64) -> (f64, f64) {
         |q: f64| means[((q * BOOTSTRAP_RESAMPLES as f64) as usize).min(BOOTSTRAP_RESAMPLES - 1)];
     (at(alpha), at(1.0 - alpha))
 }
+
+/// Each repetition of a point by its flat metrics.
+pub type Repetitions<'a> = Vec<&'a [(String, f64)]>;
+
+/// The estimate of metric `name` over repetitions, each given by its flat metrics; `None`
+/// when no repetition has it. Loss pools `packets_lost` over `packets_lost +
+/// packets_received` where every repetition has them.
+pub fn estimate_metric(name: &str, repetitions: &[&[(String, f64)]]) -> Option<Estimate> {
+    let get = |rep: &[(String, f64)], n: &str| rep.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+    let values: Vec<f64> = repetitions.iter().filter_map(|r| get(r, name)).collect();
+    if values.is_empty() {
+        return None;
+    }
+    let range = range_of(name);
+    if range == Range::Loss {
+        let counts: Option<Vec<(f64, f64)>> = repetitions
+            .iter()
+            .map(|r| Some((get(r, "packets_lost")?, get(r, "packets_received")?)))
+            .collect();
+        if let Some(e) = counts.and_then(|c| loss_estimate(&values, &c)) {
+            return Some(e);
+        }
+    }
+    Some(estimate_in(&values, range, is_percentile(name)))
+}
+
+/// Mean and interval of `values` within `range` (percentiles by bootstrap).
+pub fn estimate_in(values: &[f64], range: Range, percentile: bool) -> Estimate {
+    let plain = estimate(values, percentile);
+    if plain.n < 2 || range == Range::Signed || percentile {
+        return plain;
+    }
+    let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    match cox_lognormal_ci(&finite) {
+        Some((lo, hi)) => Estimate {
+            ci_low: lo.min(plain.mean),
+            ci_high: hi.max(plain.mean),
+            method: Method::CoxLogNormal,
+            ..plain
+        },
+        // A zero (or negative, which the metric should not have) rules out logarithms; the
+        // bootstrap's resampled means stay within the values.
+        None => {
+            let (lo, hi) = bootstrap_mean_ci(&finite, BOOTSTRAP_SEED);
+            Estimate {
+                ci_low: lo,
+                ci_high: hi,
+                method: Method::Bootstrap,
+                ..plain
+            }
+        }
+    }
+}
+
+/// Cox's interval for the mean of log-normal data: exp(ȳ + s²/2 ± t·√(s²/n + s⁴/(2(n−1)))),
+/// with ȳ and s² the mean and variance of the logarithms. `None` unless every value is > 0.
+fn cox_lognormal_ci(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 || values.iter().any(|&v| v <= 0.0) {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let var = logs.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let (nf, t) = (n as f64, t_quantile(0.5 + CONFIDENCE / 2.0, (n - 1) as f64));
+    let h = t * (var / nf + var * var / (2.0 * (nf - 1.0))).sqrt();
+    let centre = mean + var / 2.0;
+    Some(((centre - h).exp(), (centre + h).exp()))
+}
+
+/// Loss (percent) pooled over repetitions' (lost, received) counts, with a Wilson interval whose
+/// sample size is divided by the overdispersion between repetitions (Pearson's χ² over its
+/// degrees of freedom, at least 1): repetitions that disagree more than binomial noise allows
+/// widen it. `None` when no packet was counted.
+fn loss_estimate(values: &[f64], counts: &[(f64, f64)]) -> Option<Estimate> {
+    let lost: f64 = counts.iter().map(|c| c.0).sum();
+    let total: f64 = counts.iter().map(|c| c.0 + c.1).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let p = lost / total;
+    let n = counts.len();
+    let dispersion = if n >= 2 && p > 0.0 && p < 1.0 {
+        let chi2: f64 = counts
+            .iter()
+            .filter(|c| c.0 + c.1 > 0.0)
+            .map(|&(k, r)| (k - (k + r) * p).powi(2) / ((k + r) * p * (1.0 - p)))
+            .sum();
+        (chi2 / (n - 1) as f64).max(1.0)
+    } else {
+        1.0
+    };
+    let (lo, hi) = wilson(p, total / dispersion);
+    let plain = estimate(values, false);
+    Some(Estimate {
+        mean: 100.0 * p,
+        ci_low: 100.0 * lo,
+        ci_high: 100.0 * hi,
+        method: Method::Wilson,
+        ..plain
+    })
+}
+
+/// Wilson score interval of proportion `p` over `n` trials at [`CONFIDENCE`].
+pub fn wilson(p: f64, n: f64) -> (f64, f64) {
+    let z = Z_95;
+    let z2n = z * z / n;
+    let centre = (p + z2n / 2.0) / (1.0 + z2n);
+    let h = z / (1.0 + z2n) * (p * (1.0 - p) / n + z2n / (4.0 * n)).sqrt();
+    // At 0 and 1 the bound is exact; rounding would leave 1e-18 where 0 is meant.
+    let lo = if p <= 0.0 { 0.0 } else { (centre - h).max(0.0) };
+    let hi = if p >= 1.0 { 1.0 } else { (centre + h).min(1.0) };
+    (lo, hi)
+}
+
+/// The standard normal's quantile at 0.5 + [`CONFIDENCE`] / 2.
+const Z_95: f64 = 1.959_963_984_540_054;
 
 /// Whether to run another repetition: true until the 95 % half-width is within
 /// `target_rel_halfwidth` of the mean (e.g. 0.02 for 2 %), with at least 2 and at most
@@ -278,6 +444,109 @@ fn ln_gamma(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn reps(rows: &[&[(&str, f64)]]) -> Vec<Vec<(String, f64)>> {
+        rows.iter()
+            .map(|r| r.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+            .collect()
+    }
+
+    fn metric(name: &str, rows: &[Vec<(String, f64)>]) -> Estimate {
+        let slices: Vec<&[(String, f64)]> = rows.iter().map(Vec::as_slice).collect();
+        estimate_metric(name, &slices).unwrap()
+    }
+
+    #[test]
+    fn z_is_the_normal_quantile() {
+        assert!((t_quantile(0.5 + CONFIDENCE / 2.0, 1e6) - Z_95).abs() < 1e-5);
+    }
+
+    /// Wilson's interval for 0 of 100 and 5 of 100 (as R's `prop.test(x, 100, correct = FALSE)`
+    /// gives them).
+    #[test]
+    fn wilson_vectors() {
+        let (lo, hi) = wilson(0.0, 100.0);
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.036_993).abs() < 1e-5, "{hi}");
+        let (lo, hi) = wilson(0.05, 100.0);
+        assert!((lo - 0.021_544).abs() < 1e-5, "{lo}");
+        assert!((hi - 0.111_750).abs() < 1e-5, "{hi}");
+    }
+
+    /// Issue 12: loss of 0 % and 50 % over two repetitions gave -200 % with Student's t.
+    #[test]
+    fn loss_pools_counts_and_stays_within_0_and_100() {
+        let rows = reps(&[
+            &[
+                ("loss_pct", 0.0),
+                ("packets_lost", 0.0),
+                ("packets_received", 1000.0),
+            ],
+            &[
+                ("loss_pct", 50.0),
+                ("packets_lost", 500.0),
+                ("packets_received", 500.0),
+            ],
+        ]);
+        let e = metric("loss_pct", &rows);
+        assert_eq!(e.method, Method::Wilson);
+        assert!((e.mean - 25.0).abs() < 1e-9);
+        assert!(e.ci_low >= 0.0 && e.ci_high <= 100.0);
+        // Repetitions this far apart widen the interval far beyond 2000 packets' binomial one.
+        let binomial = wilson(0.25, 2000.0);
+        assert!(e.ci_high - e.ci_low > 5.0 * 100.0 * (binomial.1 - binomial.0));
+        // One repetition with no loss: an interval from its counts, not a bare 0.
+        let one = metric("loss_pct", &rows[..1]);
+        assert_eq!((one.n, one.mean, one.ci_low), (1, 0.0, 0.0));
+        assert!(one.ci_high > 0.0 && one.ci_high < 1.0);
+    }
+
+    /// Issue 12: an RTT of 10 µs and 300 ms gave an interval down to -150 ms.
+    #[test]
+    fn nonnegative_metrics_keep_positive_bounds() {
+        let rows = reps(&[&[("rtt_mean_us", 10.0)], &[("rtt_mean_us", 300_000.0)]]);
+        let e = metric("rtt_mean_us", &rows);
+        assert_eq!(e.method, Method::CoxLogNormal);
+        assert!(e.ci_low > 0.0 && e.ci_low <= e.mean && e.mean <= e.ci_high);
+        let rows = reps(&[&[("cpu_client_pct", 0.0)], &[("cpu_client_pct", 4.0)]]);
+        let e = metric("cpu_client_pct", &rows);
+        assert_eq!(e.method, Method::Bootstrap);
+        assert!(e.ci_low >= 0.0);
+        // Signed figures keep Student's t, which may cross zero.
+        let rows = reps(&[&[("delay_mean_us", -5.0)], &[("delay_mean_us", 5.0)]]);
+        assert_eq!(metric("delay_mean_us", &rows).method, Method::StudentT);
+        // One repetition: no interval.
+        let e = metric("rtt_mean_us", &rows_of("rtt_mean_us", &[7.0]));
+        assert_eq!((e.method, e.ci_low, e.ci_high), (Method::None, 7.0, 7.0));
+    }
+
+    fn rows_of(name: &str, values: &[f64]) -> Vec<Vec<(String, f64)>> {
+        values
+            .iter()
+            .map(|v| vec![(name.to_string(), *v)])
+            .collect()
+    }
+
+    proptest! {
+        /// Whatever the values, an interval lies within its metric's range and holds its mean.
+        #[test]
+        fn intervals_respect_ranges(values in proptest::collection::vec(0.0f64..1e6, 1..8),
+                                    lost in proptest::collection::vec(0u32..1000, 1..8)) {
+            for name in ["rtt_mean_us", "goodput_bps", "cpu_agent_pct", "rtt_p99_us"] {
+                let e = metric(name, &rows_of(name, &values));
+                prop_assert!(e.ci_low >= 0.0, "{name}: {e:?}");
+                prop_assert!(e.ci_low <= e.mean + 1e-9 && e.mean <= e.ci_high + 1e-9, "{name}: {e:?}");
+            }
+            let rows: Vec<Vec<(String, f64)>> = lost.iter().map(|&k| {
+                let (k, r) = (f64::from(k), 1000.0 - f64::from(k));
+                vec![("loss_pct".into(), 100.0 * k / 1000.0), ("packets_lost".into(), k), ("packets_received".into(), r)]
+            }).collect();
+            let e = metric("loss_pct", &rows);
+            prop_assert!(e.ci_low >= 0.0 && e.ci_high <= 100.0, "{e:?}");
+            prop_assert!(e.ci_low <= e.mean + 1e-9 && e.mean <= e.ci_high + 1e-9, "{e:?}");
+        }
+    }
 
     #[test]
     fn t_quantiles_match_tables() {

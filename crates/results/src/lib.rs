@@ -7,7 +7,7 @@
 pub mod meter;
 pub mod packet_log;
 
-use flowlab_stats::{LatencySummary, SeqCounts, Summary};
+use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Which part an end played in a test.
@@ -160,6 +160,17 @@ pub struct ReceiverReport {
     /// RFC 3550 interarrival jitter.
     pub jitter_ns: f64,
     pub inter_arrival: Option<Summary>,
+    /// The inter-arrival gaps' distribution, with percentiles, all flows together.
+    #[serde(default)]
+    pub inter_arrival_distribution: Option<LatencySummary>,
+    /// RFC 3393 IP packet delay variation: D(n+1) − D(n) of consecutive packets of a flow that
+    /// arrive in order (the delay variation between neighbours; RFC 5481's PDV, delay above
+    /// the minimum, is `relative_delay`).
+    #[serde(default)]
+    pub ipdv: Option<LatencySummary>,
+    /// RFC 3357 loss periods and loss distance, over all flows; `None` without loss.
+    #[serde(default)]
+    pub loss_periods: Option<LossPeriods>,
     /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the application.
     pub arrival_clock: String,
     /// The kernel coalesced datagrams (UDP GRO) on the way up: arrival times are then per

@@ -6,8 +6,8 @@
 //! schedule errors are shared, which keeps a 1000-flow meter small.
 
 use flowlab_stats::{
-    rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, Rfc3550Jitter, SeqCounts,
-    SeqTracker, Welford,
+    rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, LossRuns, Rfc3550Jitter,
+    SeqCounts, SeqTracker, Welford,
 };
 
 use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};
@@ -44,6 +44,8 @@ struct FlowRx {
     first_arrival: Option<u64>,
     last_arrival: u64,
     socket_drops: Option<u64>,
+    /// Sequence number and transit of the highest packet so far, for IPDV.
+    last_transit: Option<(u64, i64)>,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +67,9 @@ pub struct ReceiverMeter {
     delay: LatencyStats,
     /// Loopback only: arrival of the echo back here minus send time.
     round_trip: Option<LatencyStats>,
+    /// Inter-arrival gaps and IPDV of every flow.
+    gaps: LatencyStats,
+    ipdv: LatencyStats,
     kernel_stamps: u64,
     user_stamps: u64,
     interval: IntervalCounters,
@@ -79,6 +84,8 @@ impl ReceiverMeter {
             malformed: 0,
             delay: LatencyStats::new(),
             round_trip: round_trip.then(LatencyStats::new),
+            gaps: LatencyStats::new(),
+            ipdv: LatencyStats::new(),
             kernel_stamps: 0,
             user_stamps: 0,
             interval: IntervalCounters::default(),
@@ -140,10 +147,14 @@ impl ReceiverMeter {
         f.bytes += u64::from(p.size) * fresh;
         f.first_arrival.get_or_insert(p.arrival_ns);
         f.last_arrival = f.last_arrival.max(p.arrival_ns);
-        f.inter_arrival.push_n(p.arrival_ns, fresh);
+        if let Some(gap) = f.inter_arrival.push_n(p.arrival_ns, fresh) {
+            self.gaps.push(gap);
+        }
+        self.gaps.push_n(0, fresh - 1);
         // One-way: to the agent when echoed, else to here. Clocks may differ: only relative
         // values of this difference are reported.
         let transit = p.echoed_ns.unwrap_or(p.arrival_ns) as i64 - p.sent_ns as i64;
+        record_ipdv(&mut self.ipdv, &mut f.last_transit, seqs, transit);
         f.jitter.push_n(transit, fresh);
         f.transit.push_n(transit as f64, fresh);
         self.delay.push_n(transit, fresh);
@@ -186,6 +197,8 @@ impl ReceiverMeter {
         self.flows.extend(other.flows);
         self.malformed += other.malformed;
         self.delay.merge(&other.delay);
+        self.gaps.merge(&other.gaps);
+        self.ipdv.merge(&other.ipdv);
         if let (Some(mine), Some(theirs)) = (&mut self.round_trip, &other.round_trip) {
             mine.merge(theirs);
         }
@@ -263,14 +276,18 @@ impl ReceiverMeter {
     /// The report; `sent` is the sender's per-flow packet counts when known, so tail losses
     /// count.
     pub fn report(&self, sent: Option<&[u64]>) -> ReceiverReport {
+        let sent_by = |i: usize| sent.and_then(|s| s.get(i)).copied();
         let counts: Vec<SeqCounts> = self
             .flows
             .iter()
             .enumerate()
-            .map(|(i, f)| match sent.and_then(|s| s.get(i)) {
-                Some(&n) => f.seq.counts_with_sent(n),
+            .map(|(i, f)| match sent_by(i) {
+                Some(n) => f.seq.counts_with_sent(n),
                 None => f.seq.counts(),
             })
+            .collect();
+        let runs: Vec<LossRuns> = (self.flows.iter().enumerate())
+            .map(|(i, f)| f.seq.loss_runs(sent_by(i)))
             .collect();
         let packets = counts.iter().fold(SeqCounts::default(), |a, c| SeqCounts {
             received: a.received + c.received,
@@ -323,6 +340,9 @@ impl ReceiverMeter {
             round_trip: self.round_trip(),
             jitter_ns: self.mean_jitter(),
             inter_arrival: inter_arrival.summary(),
+            inter_arrival_distribution: self.gaps.summary(),
+            ipdv: self.ipdv.summary(),
+            loss_periods: LossRuns::combine(&runs),
             arrival_clock: arrival_clock.to_string(),
             gro: false,
             flows: per_flow,
@@ -684,6 +704,29 @@ impl TransactionMeter {
     }
 }
 
+/// RFC 3393 IPDV of a flow's packets `seqs`, which share one transit time: the first against
+/// the flow's previous highest packet when they are neighbours, then 0 for each neighbour
+/// pair inside the train. Packets that arrive out of order break pairs rather than make them.
+fn record_ipdv(ipdv: &mut LatencyStats, last: &mut Option<(u64, i64)>, seqs: &[u64], transit: i64) {
+    let (Some(&first), Some(&highest)) = (seqs.first(), seqs.iter().max()) else {
+        return;
+    };
+    if let Some((last_seq, last_transit)) = *last {
+        if last_seq.checked_add(1) == Some(first) {
+            ipdv.push(transit.saturating_sub(last_transit));
+        }
+        if highest <= last_seq {
+            return;
+        }
+    }
+    let inside = seqs
+        .windows(2)
+        .filter(|w| w[0].checked_add(1) == Some(w[1]))
+        .count();
+    ipdv.push_n(0, inside as u64);
+    *last = Some((highest, transit));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,6 +820,44 @@ mod tests {
         assert_eq!(i.throughput_bps, 12_000.0);
         assert_eq!(i.delay.unwrap().max_ns, 200.0);
         assert_eq!(m.take_interval(1, 1_000_000_000, 2_000_000_000).packets, 0);
+    }
+
+    /// Delays 100, 130, 110 µs, a loss, then 150 µs: IPDV +30 and -20 µs (the pair across
+    /// the loss is undefined); loss periods of 1 and of 2 (the tail); gaps with percentiles.
+    #[test]
+    fn ipdv_loss_periods_and_gap_percentiles() {
+        let mut m = ReceiverMeter::new(1, false, false);
+        for (seq, delay_us) in [(0u64, 100u64), (1, 130), (2, 110), (4, 150)] {
+            let sent = seq * 1_000_000;
+            m.on_packet(0, arrived(seq, sent, sent + delay_us * 1_000));
+        }
+        let r = m.report(Some(&[7]));
+        let ipdv = r.ipdv.expect("ipdv");
+        assert_eq!(
+            (ipdv.count, ipdv.min_ns, ipdv.max_ns),
+            (2, -20_000.0, 30_000.0)
+        );
+        let loss = r.loss_periods.expect("loss periods");
+        assert_eq!((loss.periods, loss.lost, loss.max_length), (2, 3, 2));
+        // Lost 3, 5 and 6: distances 2 and 1.
+        assert_eq!(loss.mean_distance, Some(1.5));
+        let gaps = r.inter_arrival_distribution.expect("gaps");
+        assert_eq!(
+            (gaps.count, gaps.min_ns, gaps.max_ns),
+            (3, 980_000.0, 2_040_000.0)
+        );
+        let clean = ReceiverMeter::new(1, false, false).report(None);
+        assert_eq!((clean.ipdv, clean.loss_periods), (None, None));
+    }
+
+    /// A GRO train: its neighbours' IPDV is 0, and it pairs with the packet before it.
+    #[test]
+    fn ipdv_of_a_train() {
+        let mut m = ReceiverMeter::new(1, false, false);
+        m.on_packet(0, arrived(0, 0, 100_000));
+        m.on_train(0, arrived(0, 1_000_000, 1_120_000), &[1, 2, 3]);
+        let ipdv = m.report(None).ipdv.unwrap();
+        assert_eq!((ipdv.count, ipdv.max_ns, ipdv.p50_ns), (3, 20_000.0, 0.0));
     }
 
     #[test]

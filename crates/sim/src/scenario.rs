@@ -1,182 +1,126 @@
 //! Scenario files: TOML text → a validated [`Scenario`], or a [`ScenarioError`] that names
 //! the line.
 //!
-//! Parsing keeps every value's byte span (`toml::Spanned`), so each check after parsing (an
+//! The file is read as a spanned tree (`flowlab-spanned`), so each check after parsing (an
 //! unknown node, SCR above PCR, no path) can still point at the line that caused it. The whole
 //! file, every sweep point included, is checked before anything runs.
 
-use std::fmt;
-
-use flowlab_atm::{
-    CellMeta, Encapsulation, LineRate, PhysicalLayer, PolicingAction, ServiceCategory,
-};
+use flowlab_atm::{Encapsulation, LineRate, PhysicalLayer, PolicingAction, ServiceCategory};
 use flowlab_qos::sched::QueueLimit;
-use serde::Deserialize;
+use flowlab_spanned::{
+    count_values, expand_values, FileError, Item, Reader, SweepValue, Unit, Value,
+};
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
-use toml::{Spanned, Value};
 
-/// A scenario that failed to load: a message and, where known, the line it is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioError {
-    /// 1-based line, when the error is about a place in the file.
-    pub line: Option<usize>,
-    /// One line, no trailing period.
-    pub message: String,
-    file: Option<String>,
-}
+/// A scenario that failed to load: a message and, where known, the line it is about
+/// (displayed as `line N: message`, or `FILE:LINE: message` after `with_file`).
+pub type ScenarioError = FileError;
 
-impl ScenarioError {
-    pub(crate) fn new(line: Option<usize>, message: impl Into<String>) -> Self {
-        ScenarioError {
-            line,
-            message: message.into(),
-            file: None,
-        }
-    }
-
-    /// The same error, displayed as `FILE:LINE: message`.
-    pub fn with_file(mut self, name: &str) -> Self {
-        self.file = Some(name.to_string());
-        self
-    }
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.file, self.line) {
-            (Some(file), Some(line)) => write!(f, "{file}:{line}: {}", self.message),
-            (Some(file), None) => write!(f, "{file}: {}", self.message),
-            (None, Some(line)) => write!(f, "line {line}: {}", self.message),
-            (None, None) => write!(f, "{}", self.message),
-        }
-    }
-}
-
-impl std::error::Error for ScenarioError {}
-
-type Field = Option<Spanned<Value>>;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    sim: Option<Spanned<RawSim>>,
-    #[serde(default)]
-    node: Vec<Spanned<RawNode>>,
-    #[serde(default)]
-    link: Vec<Spanned<RawLink>>,
-    #[serde(default)]
-    flow: Vec<Spanned<RawFlow>>,
-    #[serde(default)]
-    background: Vec<Spanned<RawBackground>>,
-    sweep: Option<Spanned<RawSweep>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSim {
-    duration: Field,
-    drain: Field,
-    seed: Field,
-    description: Field,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNode {
-    name: Spanned<String>,
-    kind: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLink {
-    name: Field,
-    from: Spanned<String>,
-    to: Spanned<String>,
-    phy: Field,
-    rate: Field,
-    delay: Field,
-    buffer_cells: Field,
-    host_buffer_cells: Field,
-    epd: Field,
-    ppd: Field,
-    clp_threshold: Field,
-    encap: Field,
-    mtu: Field,
-    buffer: Field,
-    buffer_packets: Field,
-    scheduler: Field,
-    classes: Option<Spanned<Vec<Spanned<RawClass>>>>,
-    tx_ring: Field,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawClass {
-    name: Field,
-    dscp: Field,
-    weight: Field,
-    priority: Field,
-    buffer: Field,
-    buffer_packets: Field,
-    default: Field,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFlow {
-    name: Spanned<String>,
-    from: Spanned<String>,
-    to: Spanned<String>,
-    path: Option<Spanned<Vec<Spanned<String>>>>,
-    protocol: Field,
-    rate: Field,
-    size: Field,
-    count: Field,
-    interval: Field,
-    start: Field,
-    duration: Field,
-    service: Field,
-    pcr: Field,
-    cdvt: Field,
-    scr: Field,
-    mbs: Field,
-    police: Field,
-    shape: Field,
-    dscp: Field,
-    window: Field,
-    send_buffer: Field,
-    mss: Field,
-    window_scaling: Field,
-    bytes: Field,
-    delayed_ack: Field,
-    min_rto: Field,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawBackground {
-    name: Spanned<String>,
-    from: Spanned<String>,
-    to: Spanned<String>,
-    rate: Field,
-    pattern: Field,
-    passes: Field,
-    loop_delay: Field,
-    cells_per_frame: Field,
-    service: Field,
-    clp: Field,
-    start: Field,
-    duration: Field,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSweep {
-    param: Spanned<String>,
-    values: Spanned<Vec<Spanned<Value>>>,
-}
+const SECTIONS: &[&str] = &["sim", "node", "link", "flow", "background", "sweep"];
+const SIM_KEYS: &[&str] = &["duration", "drain", "seed", "description"];
+const NODE_KEYS: &[&str] = &["name", "kind"];
+const LINK_KEYS: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "phy",
+    "rate",
+    "delay",
+    "buffer_cells",
+    "host_buffer_cells",
+    "epd",
+    "ppd",
+    "clp_threshold",
+    "encap",
+    "mtu",
+    "buffer",
+    "buffer_packets",
+    "scheduler",
+    "classes",
+    "tx_ring",
+];
+const CLASS_KEYS: &[&str] = &[
+    "name",
+    "dscp",
+    "weight",
+    "priority",
+    "buffer",
+    "buffer_packets",
+    "default",
+];
+const FLOW_KEYS: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "path",
+    "protocol",
+    "rate",
+    "size",
+    "count",
+    "interval",
+    "start",
+    "duration",
+    "service",
+    "pcr",
+    "cdvt",
+    "scr",
+    "mbs",
+    "police",
+    "shape",
+    "dscp",
+    "window",
+    "send_buffer",
+    "mss",
+    "window_scaling",
+    "bytes",
+    "delayed_ack",
+    "min_rto",
+];
+const BACKGROUND_KEYS: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "rate",
+    "pattern",
+    "passes",
+    "loop_delay",
+    "cells_per_frame",
+    "service",
+    "clp",
+    "start",
+    "duration",
+];
+const NOT_MAX: &str = "'max' is not a rate here";
+const NODE_KINDS: &[(&str, NodeKind)] = &[
+    ("host", NodeKind::Host),
+    ("atm-switch", NodeKind::AtmSwitch),
+    ("ip-router", NodeKind::IpRouter),
+    ("router", NodeKind::IpRouter),
+];
+const SERVICES: &[(&str, ServiceCategory)] = &[
+    ("cbr", ServiceCategory::Cbr),
+    ("rt-vbr", ServiceCategory::RtVbr),
+    ("rtvbr", ServiceCategory::RtVbr),
+    ("nrt-vbr", ServiceCategory::NrtVbr),
+    ("nrtvbr", ServiceCategory::NrtVbr),
+    ("vbr", ServiceCategory::NrtVbr),
+    ("ubr", ServiceCategory::Ubr),
+];
+const SCHEDULERS: &[(&str, SchedKind)] = &[
+    ("fifo", SchedKind::Fifo),
+    ("priority", SchedKind::Priority),
+    ("pq", SchedKind::Priority),
+    ("wfq", SchedKind::Wfq),
+    ("drr", SchedKind::Drr),
+    ("pq-wfq", SchedKind::PqWfq),
+];
+const POLICING: &[(&str, Option<PolicingAction>)] = &[
+    ("drop", Some(PolicingAction::Drop)),
+    ("tag", Some(PolicingAction::TagClp)),
+    ("none", None),
+];
+const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true)];
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,145 +305,6 @@ impl Scenario {
     }
 }
 
-/// Line (1-based) of byte offset `pos` in `text`.
-fn line_of(text: &str, pos: usize) -> usize {
-    text.as_bytes()[..pos.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-struct Ctx<'a> {
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    fn err<T>(
-        &self,
-        span: std::ops::Range<usize>,
-        msg: impl Into<String>,
-    ) -> Result<T, ScenarioError> {
-        Err(ScenarioError::new(
-            Some(line_of(self.text, span.start)),
-            msg,
-        ))
-    }
-
-    fn str<'v>(
-        &self,
-        f: &'v Field,
-        key: &str,
-    ) -> Result<Option<(&'v str, std::ops::Range<usize>)>, ScenarioError> {
-        match f {
-            None => Ok(None),
-            Some(s) => match s.get_ref() {
-                Value::String(v) => Ok(Some((v.as_str(), s.span()))),
-                _ => self.err(s.span(), format!("{key}: expected a string")),
-            },
-        }
-    }
-
-    /// A unit value given as a string ("64k") or a bare integer.
-    fn text_or_int(
-        &self,
-        f: &Field,
-        key: &str,
-    ) -> Result<Option<(String, std::ops::Range<usize>)>, ScenarioError> {
-        match f {
-            None => Ok(None),
-            Some(s) => match s.get_ref() {
-                Value::String(v) => Ok(Some((v.clone(), s.span()))),
-                Value::Integer(i) => Ok(Some((i.to_string(), s.span()))),
-                Value::Float(x) => Ok(Some((x.to_string(), s.span()))),
-                _ => self.err(s.span(), format!("{key}: expected a string or a number")),
-            },
-        }
-    }
-
-    fn rate(&self, f: &Field, key: &str) -> Result<Option<u64>, ScenarioError> {
-        let Some((t, span)) = self.text_or_int(f, key)? else {
-            return Ok(None);
-        };
-        match flowlab_units::parse_rate(&t) {
-            Ok(flowlab_units::Rate::BitsPerSec(b)) => Ok(Some(b)),
-            Ok(flowlab_units::Rate::Max) => {
-                self.err(span, format!("{key}: 'max' is not a rate here"))
-            }
-            Err(e) => self.err(span, format!("{key}: {e}")),
-        }
-    }
-
-    fn bytes(&self, f: &Field, key: &str) -> Result<Option<u64>, ScenarioError> {
-        let Some((t, span)) = self.text_or_int(f, key)? else {
-            return Ok(None);
-        };
-        flowlab_units::parse_bytes(&t)
-            .map(Some)
-            .or_else(|e| self.err(span, format!("{key}: {e}")))
-    }
-
-    fn duration(&self, f: &Field, key: &str) -> Result<Option<u64>, ScenarioError> {
-        let Some((t, span)) = self.text_or_int(f, key)? else {
-            return Ok(None);
-        };
-        match flowlab_units::parse_duration(&t) {
-            Ok(d) => match u64::try_from(d.as_nanos()) {
-                Ok(ns) => Ok(Some(ns)),
-                Err(_) => self.err(span, format!("{key}: too large")),
-            },
-            Err(e) => self.err(span, format!("{key}: {e}")),
-        }
-    }
-
-    fn count(&self, f: &Field, key: &str) -> Result<Option<u64>, ScenarioError> {
-        let Some((t, span)) = self.text_or_int(f, key)? else {
-            return Ok(None);
-        };
-        flowlab_units::parse_count(&t)
-            .map(Some)
-            .or_else(|e| self.err(span, format!("{key}: {e}")))
-    }
-
-    fn positive(&self, f: &Field, key: &str) -> Result<Option<u64>, ScenarioError> {
-        let v = self.count(f, key)?;
-        if v == Some(0) {
-            if let Some(s) = f {
-                return self.err(s.span(), format!("{key}: must be above 0"));
-            }
-        }
-        Ok(v)
-    }
-
-    fn bool(&self, f: &Field, key: &str) -> Result<Option<bool>, ScenarioError> {
-        match f {
-            None => Ok(None),
-            Some(s) => match s.get_ref() {
-                Value::Boolean(b) => Ok(Some(*b)),
-                _ => self.err(s.span(), format!("{key}: expected true or false")),
-            },
-        }
-    }
-
-    fn service(&self, f: &Field) -> Result<Option<ServiceCategory>, ScenarioError> {
-        let Some((t, span)) = self.str(f, "service")? else {
-            return Ok(None);
-        };
-        Ok(Some(match t.to_ascii_lowercase().as_str() {
-            "cbr" => ServiceCategory::Cbr,
-            "rt-vbr" | "rtvbr" => ServiceCategory::RtVbr,
-            "nrt-vbr" | "nrtvbr" | "vbr" => ServiceCategory::NrtVbr,
-            "ubr" => ServiceCategory::Ubr,
-            _ => {
-                return self.err(
-                    span,
-                    format!("service: unknown {t:?}: expected cbr, rt-vbr, nrt-vbr or ubr"),
-                )
-            }
-        }))
-    }
-}
-
 fn phy_by_name(name: &str) -> Option<PhysicalLayer> {
     let n: String = name
         .chars()
@@ -533,134 +338,104 @@ fn encap_by_name(name: &str) -> Option<Encapsulation> {
 
 /// Parses and validates a scenario file's text.
 pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
-    let raw = parse_raw(text)?;
-    let variants = variants(text, &raw)?;
+    let root = flowlab_spanned::parse(text)?;
+    Reader::of(&root, "")?.only_sections(SECTIONS)?;
+    let variants = variants(&root)?;
     crate::limits::check_packet_budget(&variants)?;
     Ok(Scenario { variants })
 }
 
 /// One validated model per sweep value, or the only one.
-fn variants(text: &str, raw: &RawFile) -> Result<Vec<Variant>, ScenarioError> {
-    match &raw.sweep {
-        None => Ok(vec![Variant {
+fn variants(root: &Item) -> Result<Vec<Variant>, ScenarioError> {
+    let doc = Reader::of(root, "")?;
+    let Some(sweep) = doc.get("sweep") else {
+        return Ok(vec![Variant {
             sweep: None,
-            model: build(text, raw)?,
-        }]),
-        Some(sweep) => {
-            let ctx = Ctx { text };
-            let param = sweep.get_ref().param.get_ref().clone();
-            let pspan = sweep.get_ref().param.span();
-            let n = sweep.get_ref().values.get_ref().len();
-            if n == 0 {
-                return ctx.err(sweep.get_ref().values.span(), "sweep: values is empty");
-            }
-            if n > MAX_SWEEP_VALUES {
-                return ctx.err(
-                    sweep.get_ref().values.span(),
-                    format!("sweep: {n} values, more than the limit of {MAX_SWEEP_VALUES} runs"),
-                );
-            }
-            let mut variants = Vec::new();
-            for v in sweep.get_ref().values.get_ref() {
-                let vline = line_of(text, v.span().start);
-                let variant_text = substitute(text, &param).and_then(|f| f(v.get_ref()));
-                let variant_text = match variant_text {
-                    Ok(t) => t,
-                    Err(m) => return ctx.err(pspan, format!("sweep: {m}")),
-                };
-                let label = match v.get_ref() {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let raw_v = parse_raw(&variant_text)?;
-                let model = build(&variant_text, &raw_v).map_err(|e| {
-                    ScenarioError::new(
-                        e.line,
-                        format!("{} (sweep value {label} at line {vline})", e.message),
-                    )
-                })?;
-                variants.push(Variant {
-                    sweep: Some((param.clone(), label)),
-                    model,
-                });
-            }
-            Ok(variants)
+            model: build(&doc)?,
+        }]);
+    };
+    let sweep = Reader::of(sweep, "sweep")?;
+    sweep.only(&["param", "values"])?;
+    let param = sweep.required_string("param")?;
+    let param_line = sweep.required("param")?.line();
+    let parts: Vec<&str> = param.split('.').collect();
+    let values_item = sweep.required("values")?;
+    let Some(values) = values_item.as_array() else {
+        return Err(values_item.error("sweep: values: expected an array"));
+    };
+    let unit = parts.last().and_then(|k| unit_of(k));
+    let max = MAX_SWEEP_VALUES as u64;
+    let values = SweepValue::read_all(values.to_vec(), unit, max, "sweep")?;
+    match count_values(&values) {
+        0 => return Err(values_item.error("sweep: values is empty")),
+        n if n > max => {
+            return Err(values_item.error(format!(
+                "sweep: {n} values, more than the limit of {MAX_SWEEP_VALUES} runs"
+            )))
         }
+        _ => {}
     }
+    // A bad param is reported before any value is tried.
+    let mut probe = root.clone();
+    slot(&mut probe, &parts).map_err(|m| FileError::at(param_line, format!("sweep: {m}")))?;
+    let mut variants = Vec::new();
+    for v in expand_values(values) {
+        let Some(label) = v.scalar_text() else {
+            return Err(v.error("sweep: values must be strings, numbers or booleans"));
+        };
+        // In place: errors still name the line of the swept key.
+        let mut variant = root.clone();
+        let slot = slot(&mut variant, &parts).map_err(|m| FileError::at(param_line, m))?;
+        *slot = Item::new(slot.line(), v.value().clone());
+        let model = build(&Reader::of(&variant, "")?)
+            .map_err(|e| e.note(format!("(sweep value {label} at line {})", v.line())))?;
+        variants.push(Variant {
+            sweep: Some((param.to_string(), label)),
+            model,
+        });
+    }
+    Ok(variants)
 }
 
-fn parse_raw(text: &str) -> Result<RawFile, ScenarioError> {
-    toml::from_str::<RawFile>(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start));
-        let msg = e.message().trim().replace('\n', " ");
-        ScenarioError::new(line, msg)
+/// How a swept key's range bounds are read; `None` for keys that are not numbers.
+fn unit_of(key: &str) -> Option<Unit> {
+    Some(match key {
+        "rate" | "pcr" | "scr" => Unit::Rate,
+        "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" => Unit::Bytes,
+        "duration" | "drain" | "delay" | "start" | "interval" | "cdvt" | "delayed_ack"
+        | "min_rto" | "loop_delay" => Unit::Duration,
+        "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
+        | "buffer_packets" | "tx_ring" | "mbs" | "mss" | "passes" | "cells_per_frame" => {
+            Unit::Count
+        }
+        _ => return None,
     })
 }
 
-type Substituter = Box<dyn Fn(&Value) -> Result<String, String>>;
-
-/// Prepares replacing the value of `param` (`sim.KEY`, `flow.NAME.KEY`, `link.NAME.KEY`,
-/// `background.NAME.KEY`) in the text, in place so that line numbers do not move.
-fn substitute(text: &str, param: &str) -> Result<Substituter, String> {
-    let doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    let parts: Vec<&str> = param.split('.').collect();
-    // Check now that the key exists, so a bad param is reported before any value is tried.
-    let check =
-        |doc: &mut toml_edit::DocumentMut| -> Result<(), String> { slot(doc, &parts).map(|_| ()) };
-    let mut probe = doc.clone();
-    check(&mut probe)?;
-    let parts_owned: Vec<String> = parts.iter().map(|s| s.to_string()).collect();
-    Ok(Box::new(move |value: &Value| {
-        let mut d = doc.clone();
-        let parts: Vec<&str> = parts_owned.iter().map(String::as_str).collect();
-        let item = slot(&mut d, &parts)?;
-        let new = match value {
-            Value::String(s) => toml_edit::value(s.clone()),
-            Value::Integer(i) => toml_edit::value(*i),
-            Value::Float(x) => toml_edit::value(*x),
-            Value::Boolean(b) => toml_edit::value(*b),
-            _ => return Err("values must be strings, numbers or booleans".into()),
-        };
-        let decor = item.as_value().map(|v| v.decor().clone());
-        *item = new;
-        if let (Some(decor), Some(v)) = (decor, item.as_value_mut()) {
-            *v.decor_mut() = decor;
-        }
-        Ok(d.to_string())
-    }))
-}
-
-fn slot<'d>(
-    doc: &'d mut toml_edit::DocumentMut,
-    parts: &[&str],
-) -> Result<&'d mut toml_edit::Item, String> {
+/// The value that `param`'s `parts` (`sim.KEY`, `flow.NAME.KEY`, `link.NAME.KEY`,
+/// `background.NAME.KEY`) name; the key must be in the file.
+fn slot<'d>(root: &'d mut Item, parts: &[&str]) -> Result<&'d mut Item, String> {
     let usage = "param must be sim.KEY, flow.NAME.KEY, link.NAME.KEY or background.NAME.KEY";
+    let root = root.as_table_mut().ok_or(usage)?;
     match parts {
-        ["sim", key] => doc
+        ["sim", key] => root
             .get_mut("sim")
+            .and_then(Item::as_table_mut)
             .and_then(|t| t.get_mut(key))
             .ok_or_else(|| format!("no key {key} in [sim] (the swept key must be in the file)")),
         [section @ ("flow" | "link" | "background"), name, key] => {
-            let tables = doc
+            let tables = root
                 .get_mut(section)
-                .and_then(|i| i.as_array_of_tables_mut())
+                .and_then(Item::as_array_mut)
                 .ok_or_else(|| format!("no [[{section}]] tables"))?;
-            for t in tables.iter_mut() {
-                let tname = t
-                    .get("name")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string)
-                    .or_else(|| {
-                        (*section == "link").then(|| {
-                            format!(
-                                "{}-{}",
-                                t.get("from").and_then(|v| v.as_str()).unwrap_or(""),
-                                t.get("to").and_then(|v| v.as_str()).unwrap_or("")
-                            )
-                        })
-                    });
+            for t in tables.iter_mut().filter_map(Item::as_table_mut) {
+                let text = |k: &str| t.get(k).and_then(Item::as_str).map(str::to_string);
+                let tname = text("name").or_else(|| {
+                    (*section == "link").then(|| {
+                        let (from, to) = (text("from"), text("to"));
+                        format!("{}-{}", from.unwrap_or_default(), to.unwrap_or_default())
+                    })
+                });
                 if tname.as_deref() == Some(*name) {
                     return t.get_mut(key).ok_or_else(|| {
                         format!("[[{section}]] {name} has no key {key} (the swept key must be in the file)")
@@ -673,627 +448,55 @@ fn slot<'d>(
     }
 }
 
-/// Refuses more than [`MAX_TABLES`] tables of a kind, at the first one past the limit.
-fn check_table_counts(c: &Ctx, raw: &RawFile) -> Result<(), ScenarioError> {
-    let spans = [
-        ("[[node]]", raw.node.get(MAX_TABLES).map(Spanned::span)),
-        ("[[link]]", raw.link.get(MAX_TABLES).map(Spanned::span)),
-        ("[[flow]]", raw.flow.get(MAX_TABLES).map(Spanned::span)),
-        (
-            "[[background]]",
-            raw.background.get(MAX_TABLES).map(Spanned::span),
-        ),
-    ];
-    for (what, span) in spans {
-        if let Some(span) = span {
-            return c.err(
-                span,
-                format!("more than {MAX_TABLES} {what} tables, the limit"),
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The IP and UDP headers: the smallest datagram.
 const MIN_UDP: u64 = 28;
 /// The IP and TCP headers.
 const TCP_HEADERS: u32 = 40;
 
-fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
-    let c = Ctx { text };
-    check_table_counts(&c, raw)?;
-    // [sim]
-    let (duration_ns, drain_ns, seed, description) = match &raw.sim {
-        None => {
-            return Err(ScenarioError::new(
-                Some(1),
-                "missing [sim] table (duration, seed)",
-            ))
-        }
-        Some(s) => {
-            let s = s.get_ref();
-            let d = match c.duration(&s.duration, "duration")? {
-                Some(0) => {
-                    return c.err(
-                        s.duration.as_ref().map(|x| x.span()).unwrap_or(0..0),
-                        "duration: must be above 0",
-                    )
-                }
-                Some(d) => d,
-                None => 10_000_000_000,
-            };
-            let seed = match &s.seed {
-                None => 1,
-                Some(v) => match v.get_ref() {
-                    Value::Integer(i) if *i >= 0 => *i as u64,
-                    _ => return c.err(v.span(), "seed: expected a whole number >= 0"),
-                },
-            };
-            let desc = c
-                .str(&s.description, "description")?
-                .map(|x| x.0.to_string())
-                .unwrap_or_default();
-            let drain = c.duration(&s.drain, "drain")?.unwrap_or(1_000_000_000);
-            if d.saturating_add(drain) > MAX_SIM_NS {
-                let span = s
-                    .duration
-                    .as_ref()
-                    .or(s.drain.as_ref())
-                    .map_or(0..0, |x| x.span());
-                return c.err(
-                    span,
-                    format!(
-                        "duration: {} s plus drain {} s is more than the limit of {} s of simulated time",
-                        d / 1_000_000_000,
-                        drain / 1_000_000_000,
-                        MAX_SIM_NS / 1_000_000_000
-                    ),
-                );
-            }
-            (d, drain, seed, desc)
+/// The model of one file (or one sweep value's copy of it).
+fn build(doc: &Reader) -> Result<Model, ScenarioError> {
+    let tables = |key: &str| -> Result<Vec<Reader>, FileError> {
+        let list = doc.tables(key)?;
+        match list.get(MAX_TABLES) {
+            Some(t) => Err(FileError::at(
+                t.line(),
+                format!("more than {MAX_TABLES} [[{key}]] tables, the limit"),
+            )),
+            None => Ok(list),
         }
     };
-
-    // Nodes.
-    let mut nodes: Vec<NodeSpec> = Vec::new();
-    for n in &raw.node {
-        let n = n.get_ref();
-        let kind = match n.kind.get_ref().as_str() {
-            "host" => NodeKind::Host,
-            "atm-switch" => NodeKind::AtmSwitch,
-            "ip-router" | "router" => NodeKind::IpRouter,
-            k => {
-                return c.err(
-                    n.kind.span(),
-                    format!("kind: unknown {k:?}: expected host, atm-switch or ip-router"),
-                )
-            }
-        };
-        if nodes.iter().any(|x| x.name == *n.name.get_ref()) {
-            return c.err(
-                n.name.span(),
-                format!("node {:?} is defined twice", n.name.get_ref()),
-            );
-        }
-        nodes.push(NodeSpec {
-            name: n.name.get_ref().clone(),
-            kind,
-        });
-    }
-    let find = |s: &Spanned<String>| -> Result<usize, ScenarioError> {
-        nodes
-            .iter()
-            .position(|n| n.name == *s.get_ref())
-            .map_or_else(
-                || c.err(s.span(), format!("unknown node {:?}", s.get_ref())),
-                Ok,
-            )
-    };
-
-    // Links.
-    let mut links: Vec<LinkSpec> = Vec::new();
-    for l in &raw.link {
-        let lspan = l.span();
-        let l = l.get_ref();
-        let a = find(&l.from)?;
-        let b = find(&l.to)?;
-        if a == b {
-            return c.err(l.to.span(), "a link must join two different nodes");
-        }
-        let name = c
-            .str(&l.name, "name")?
-            .map(|x| x.0.to_string())
-            .unwrap_or_else(|| format!("{}-{}", l.from.get_ref(), l.to.get_ref()));
-        let rate = c.rate(&l.rate, "rate")?;
-        let atm = match c.str(&l.phy, "phy")? {
-            None => None,
-            Some((p, span)) => {
-                let phy = match phy_by_name(p) {
-                    Some(phy) => phy,
-                    None => {
-                        return c.err(
-                            span,
-                            format!("phy: unknown {p:?}: expected E1, ATM25, DS3, OC-3c or OC-12c"),
-                        )
-                    }
-                };
-                let encap = match c.str(&l.encap, "encap")? {
-                    None => Encapsulation::LlcSnapRouted,
-                    Some((e, span)) => match encap_by_name(e) {
-                        Some(x) => x,
-                        None => return c.err(span, format!("encap: unknown {e:?}: expected llc-snap, vc-mux, llc-bridged, vc-mux-bridged, pppoa, pppoa-llc, pppoe, pppoe-vc-mux or lane")),
-                    },
-                };
-                let buffer_cells =
-                    c.positive(&l.buffer_cells, "buffer_cells")?.unwrap_or(1000) as usize;
-                let epd = c.count(&l.epd, "epd")?.map(|x| x as usize);
-                if let (Some(e), Some(f)) = (epd, &l.epd) {
-                    if e >= buffer_cells {
-                        return c.err(
-                            f.span(),
-                            format!("epd: threshold {e} must be below buffer_cells {buffer_cells}"),
-                        );
-                    }
-                }
-                Some(AtmSpec {
-                    phy: phy.name().to_string(),
-                    line: phy.line_rate(),
-                    buffer_cells,
-                    host_buffer_cells: c
-                        .positive(&l.host_buffer_cells, "host_buffer_cells")?
-                        .unwrap_or(1 << 16) as usize,
-                    epd,
-                    ppd: c.bool(&l.ppd, "ppd")?.unwrap_or(false),
-                    clp_threshold: c
-                        .count(&l.clp_threshold, "clp_threshold")?
-                        .map(|x| x as usize),
-                    encap,
-                })
-            }
-        };
-        let rate_bps = match (&atm, rate) {
-            (Some(a), None) => a.line.cell_bit_rate().round() as u64,
-            (Some(a), Some(r)) => {
-                if r as f64 > a.line.cell_bit_rate() + 0.5 {
-                    return c.err(
-                        l.rate.as_ref().map(|x| x.span()).unwrap_or(lspan),
-                        format!("rate: {r} bit/s is above the {} line's cell rate", a.phy),
-                    );
-                }
-                r
-            }
-            (None, Some(r)) => r,
-            (None, None) => {
-                return c.err(
-                    lspan,
-                    format!("link {name}: give phy (an ATM link) or rate (an IP link)"),
-                )
-            }
-        };
-        let mtu = c
-            .bytes(&l.mtu, "mtu")?
-            .unwrap_or(if atm.is_some() { 9180 } else { 1500 });
-        if mtu <= u64::from(TCP_HEADERS) {
-            return c.err(
-                l.mtu.as_ref().map(|x| x.span()).unwrap_or(lspan),
-                format!("mtu: {mtu} bytes is below the 40 bytes of IP and TCP headers"),
-            );
-        }
-        if mtu > 65_535 {
-            return c.err(
-                l.mtu.as_ref().map(|x| x.span()).unwrap_or(lspan),
-                format!("mtu: {mtu} is above the IPv4 maximum 65535"),
-            );
-        }
-        let link_limit = match (
-            c.bytes(&l.buffer, "buffer")?,
-            c.positive(&l.buffer_packets, "buffer_packets")?,
-        ) {
-            (Some(b), _) => QueueLimit::Bytes(b),
-            (None, Some(p)) => QueueLimit::Packets(p.min(u64::from(u32::MAX)) as u32),
-            (None, None) => QueueLimit::Packets(1000),
-        };
-        let sched = build_sched(&c, l, link_limit, lspan.clone())?;
-        let tx_ring = c.positive(&l.tx_ring, "tx_ring")?.unwrap_or(1) as usize;
-        if links
-            .iter()
-            .any(|x: &LinkSpec| (x.a, x.b) == (a, b) || (x.a, x.b) == (b, a))
-        {
-            return c.err(
-                lspan,
-                format!(
-                    "a link between {} and {} is defined twice",
-                    l.from.get_ref(),
-                    l.to.get_ref()
-                ),
-            );
-        }
-        links.push(LinkSpec {
-            name,
-            a,
-            b,
-            atm,
-            rate_bps,
-            delay_ns: c.duration(&l.delay, "delay")?.unwrap_or(0),
-            mtu: mtu as u32,
-            sched,
-            tx_ring,
-        });
-    }
-    // ATM switches speak only cells.
-    for l in &links {
-        for end in [l.a, l.b] {
-            if nodes[end].kind == NodeKind::AtmSwitch && l.atm.is_none() {
-                let raw_l = raw.link.iter().find(|r| {
-                    find(&r.get_ref().from).ok() == Some(l.a)
-                        && find(&r.get_ref().to).ok() == Some(l.b)
-                });
-                let span = raw_l.map(|r| r.span()).unwrap_or(0..0);
-                return c.err(
-                    span,
-                    format!("link {}: an ATM switch needs an ATM link (set phy)", l.name),
-                );
-            }
-        }
-    }
-
-    let link_between = |x: usize, y: usize| {
-        links
-            .iter()
-            .position(|l| (l.a, l.b) == (x, y) || (l.a, l.b) == (y, x))
-    };
-
-    // Flows.
-    let mut flows: Vec<FlowSpec> = Vec::new();
-    for f in &raw.flow {
-        let fspan = f.span();
-        let line = line_of(text, fspan.start);
-        let f = f.get_ref();
-        let name = f.name.get_ref().clone();
-        if flows.iter().any(|x| x.name == name) {
-            return c.err(f.name.span(), format!("flow {name:?} is defined twice"));
-        }
-        let from = find(&f.from)?;
-        let to = find(&f.to)?;
-        for (end, s) in [(from, &f.from), (to, &f.to)] {
-            if nodes[end].kind != NodeKind::Host {
-                return c.err(
-                    s.span(),
-                    format!("flow {name}: {:?} is not a host", s.get_ref()),
-                );
-            }
-        }
-        if from == to {
-            return c.err(
-                f.to.span(),
-                format!("flow {name}: from and to are the same host"),
-            );
-        }
-        let path = match &f.path {
-            Some(p) => {
-                let mut ids = Vec::new();
-                for s in p.get_ref() {
-                    let id = find(s)?;
-                    if ids.contains(&id) {
-                        return c.err(
-                            s.span(),
-                            format!(
-                                "flow {name}: routing loop: path visits {:?} twice",
-                                s.get_ref()
-                            ),
-                        );
-                    }
-                    if let Some(&prev) = ids.last() {
-                        if link_between(prev, id).is_none() {
-                            return c.err(
-                                s.span(),
-                                format!(
-                                    "flow {name}: no link between {:?} and {:?}",
-                                    nodes[prev].name,
-                                    s.get_ref()
-                                ),
-                            );
-                        }
-                    }
-                    ids.push(id);
-                }
-                if ids.first() != Some(&from) || ids.last() != Some(&to) {
-                    return c.err(
-                        p.span(),
-                        format!(
-                            "flow {name}: path must start at {} and end at {}",
-                            f.from.get_ref(),
-                            f.to.get_ref()
-                        ),
-                    );
-                }
-                ids
-            }
-            None => match shortest_path(&nodes, &links, from, to) {
-                Some(p) => p,
-                None => {
-                    return c.err(
-                        fspan,
-                        format!(
-                            "flow {name}: no path from {} to {}",
-                            f.from.get_ref(),
-                            f.to.get_ref()
-                        ),
-                    )
-                }
-            },
-        };
-        for w in path.windows(3) {
-            if nodes[w[1]].kind == NodeKind::Host {
-                return c.err(
-                    fspan,
-                    format!(
-                        "flow {name}: path passes through host {} (hosts do not forward)",
-                        nodes[w[1]].name
-                    ),
-                );
-            }
-        }
-        let proto_name = c
-            .str(&f.protocol, "protocol")?
-            .map(|x| x.0)
-            .unwrap_or("udp");
-        let start_ns = c.duration(&f.start, "start")?.unwrap_or(0);
-        let stop_ns = match c.duration(&f.duration, "duration")? {
-            Some(d) => start_ns.saturating_add(d).min(duration_ns),
-            None => duration_ns,
-        };
-        let protocol = match proto_name {
-            "udp" => Protocol::Udp {
-                rate_bps: c.rate(&f.rate, "rate")?.map_or_else(
-                    || c.err(fspan.clone(), format!("flow {name}: a udp flow needs rate")),
-                    Ok,
-                )?,
-            },
-            "ping" => Protocol::Ping {
-                interval_ns: match c.duration(&f.interval, "interval")? {
-                    Some(0) => {
-                        return c.err(
-                            f.interval.as_ref().map(|x| x.span()).unwrap_or(fspan),
-                            "interval: must be above 0",
-                        )
-                    }
-                    Some(i) => i,
-                    None => 1_000_000_000,
-                },
-            },
-            "tcp" => Protocol::Tcp,
-            p => {
-                return c.err(
-                    f.protocol.as_ref().map(|x| x.span()).unwrap_or(fspan),
-                    format!("protocol: unknown {p:?}: expected udp, tcp or ping"),
-                )
-            }
-        };
-        let path_mtu = path
-            .windows(2)
-            .filter_map(|w| link_between(w[0], w[1]))
-            .map(|l| links[l].mtu)
-            .min()
-            .unwrap_or(1500);
-        let size = c.bytes(&f.size, "size")?;
-        let mss = c.positive(&f.mss, "mss")?.map(|m| m as u32);
-        let size = match protocol {
-            Protocol::Tcp => {
-                let mss = mss.unwrap_or(path_mtu - TCP_HEADERS);
-                if mss + TCP_HEADERS > path_mtu {
-                    return c.err(
-                        f.mss.as_ref().map(|x| x.span()).unwrap_or(fspan),
-                        format!("mss: {mss} + 40 header bytes is above the path MTU {path_mtu}"),
-                    );
-                }
-                mss + TCP_HEADERS
-            }
-            _ => {
-                let s = size.unwrap_or(if matches!(protocol, Protocol::Ping { .. }) {
-                    84
-                } else {
-                    1000
-                });
-                let span = f.size.as_ref().map(|x| x.span()).unwrap_or(fspan.clone());
-                if s < MIN_UDP {
-                    return c.err(
-                        span,
-                        format!("size: {s} bytes is below the 28 bytes of IP and UDP headers"),
-                    );
-                }
-                if s > u64::from(path_mtu) {
-                    return c.err(span, format!("size: {s} bytes is above the path MTU {path_mtu} (fragmentation is not modelled)"));
-                }
-                s as u32
-            }
-        };
-        let service = c.service(&f.service)?.unwrap_or(ServiceCategory::Ubr);
-        let pcr = c.rate(&f.pcr, "pcr")?;
-        let scr = c.rate(&f.scr, "scr")?;
-        let contract = match pcr {
-            None => {
-                if let Some(s) = &f.scr {
-                    return c.err(s.span(), "scr: needs pcr");
-                }
-                None
-            }
-            Some(pcr_bps) => {
-                if let (Some(s), Some(sf)) = (scr, &f.scr) {
-                    if s > pcr_bps {
-                        return c.err(
-                            sf.span(),
-                            format!("scr: {s} bit/s is above pcr {pcr_bps} bit/s"),
-                        );
-                    }
-                }
-                Some(ContractSpec {
-                    pcr_bps,
-                    cdvt_ns: c.duration(&f.cdvt, "cdvt")?.unwrap_or(0),
-                    scr_bps: scr,
-                    mbs: c
-                        .positive(&f.mbs, "mbs")?
-                        .unwrap_or(1)
-                        .min(u64::from(u32::MAX)) as u32,
-                })
-            }
-        };
-        let police = match c.str(&f.police, "police")? {
-            None => None,
-            Some(("drop", _)) => Some(PolicingAction::Drop),
-            Some(("tag", _)) => Some(PolicingAction::TagClp),
-            Some(("none", _)) => None,
-            Some((p, span)) => {
-                return c.err(
-                    span,
-                    format!("police: unknown {p:?}: expected drop, tag or none"),
-                )
-            }
-        };
-        let shape = c.bool(&f.shape, "shape")?.unwrap_or(false);
-        if (police.is_some() || shape) && contract.is_none() {
-            let span = f
-                .police
-                .as_ref()
-                .or(f.shape.as_ref())
-                .map(|x| x.span())
-                .unwrap_or(fspan.clone());
-            return c.err(
-                span,
-                format!("flow {name}: police and shape need a contract (pcr)"),
-            );
-        }
-        let dscp = match c.str(&f.dscp, "dscp")? {
-            None => match &f.dscp {
-                Some(v) => match v.get_ref() {
-                    Value::Integer(i) if (0..64).contains(i) => *i as u8,
-                    _ => {
-                        return c.err(
-                            v.span(),
-                            "dscp: expected a name (ef, af11, cs5, be) or 0..=63",
-                        )
-                    }
-                },
-                None => 0,
-            },
-            Some((d, span)) => match flowlab_qos::classify::parse_dscp(d) {
-                Ok(x) => x,
-                Err(e) => return c.err(span, format!("dscp: {e}")),
-            },
-        };
-        let window = c.bytes(&f.window, "window")?.unwrap_or(64 * 1024);
-        if window == 0 {
-            return c.err(
-                f.window.as_ref().map(|x| x.span()).unwrap_or(fspan),
-                "window: must be above 0",
-            );
-        }
-        let tcp = TcpSpec {
-            window,
-            send_buffer: c.bytes(&f.send_buffer, "send_buffer")?.unwrap_or(window),
-            mss: size.saturating_sub(TCP_HEADERS),
-            window_scaling: c
-                .bool(&f.window_scaling, "window_scaling")?
-                .unwrap_or(window > 65_535),
-            bytes: c.bytes(&f.bytes, "bytes")?,
-            delayed_ack_ns: c.duration(&f.delayed_ack, "delayed_ack")?,
-            min_rto_ns: c.duration(&f.min_rto, "min_rto")?.unwrap_or(1_000_000_000),
-        };
-        flows.push(FlowSpec {
-            name,
-            path,
-            protocol,
-            size,
-            count: c.positive(&f.count, "count")?,
-            start_ns,
-            stop_ns,
-            service,
-            contract,
-            police,
-            shape,
-            dscp,
-            tcp,
-            line,
-            rate_line: f
-                .rate
-                .as_ref()
-                .map_or(line, |r| line_of(text, r.span().start)),
-        });
-    }
-
-    // Background cell sources.
-    let mut backgrounds = Vec::new();
-    for bg in &raw.background {
-        let bspan = bg.span();
-        let bg = bg.get_ref();
-        let node = find(&bg.from)?;
-        let to = find(&bg.to)?;
-        if nodes[node].kind != NodeKind::AtmSwitch {
-            return c.err(
-                bg.from.span(),
-                format!(
-                    "background {}: {:?} is not an atm-switch",
-                    bg.name.get_ref(),
-                    bg.from.get_ref()
-                ),
-            );
-        }
-        let Some(link) = link_between(node, to) else {
-            return c.err(
-                bg.to.span(),
-                format!(
-                    "background {}: no link between {} and {}",
-                    bg.name.get_ref(),
-                    bg.from.get_ref(),
-                    bg.to.get_ref()
-                ),
-            );
-        };
-        let rate = c
-            .rate(&bg.rate, "rate")?
-            .map_or_else(|| c.err(bspan.clone(), "background: needs rate"), Ok)?;
-        let poisson = match c.str(&bg.pattern, "pattern")? {
-            None | Some(("cbr", _)) => false,
-            Some(("poisson", _)) => true,
-            Some((p, span)) => {
-                return c.err(
-                    span,
-                    format!("pattern: unknown {p:?}: expected cbr or poisson"),
-                )
-            }
-        };
-        let start_ns = c.duration(&bg.start, "start")?.unwrap_or(0);
-        backgrounds.push(BackgroundSpec {
-            name: bg.name.get_ref().clone(),
-            node,
-            link,
-            cells_per_second_num: rate,
-            poisson,
-            passes: c.positive(&bg.passes, "passes")?.unwrap_or(1).min(1024) as usize,
-            loop_delay_ns: c.duration(&bg.loop_delay, "loop_delay")?.unwrap_or(10_000),
-            cells_per_frame: c
-                .positive(&bg.cells_per_frame, "cells_per_frame")?
-                .unwrap_or(1)
-                .min(1365) as u32,
-            service: c.service(&bg.service)?.unwrap_or(ServiceCategory::Ubr),
-            clp: c.bool(&bg.clp, "clp")?.unwrap_or(false),
-            start_ns,
-            stop_ns: match c.duration(&bg.duration, "duration")? {
-                Some(d) => start_ns.saturating_add(d).min(duration_ns),
-                None => duration_ns,
-            },
-            line: line_of(text, bspan.start),
-        });
-    }
-    let _ = CellMeta::user_data;
-    let model = Model {
-        description,
-        duration_ns,
-        drain_ns,
-        seed,
+    let (node_t, link_t, flow_t, bg_t) = (
+        tables("node")?,
+        tables("link")?,
+        tables("flow")?,
+        tables("background")?,
+    );
+    let sim = read_sim(doc)?;
+    let nodes = read_nodes(&node_t)?;
+    let net = Net {
+        links: read_links(&link_t, &nodes)?,
         nodes,
-        links,
+    };
+    let mut flows: Vec<FlowSpec> = Vec::new();
+    for f in &flow_t {
+        let flow = read_flow(f, &net, sim.duration_ns)?;
+        if flows.iter().any(|x| x.name == flow.name) {
+            let item = f.required("name")?;
+            return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+        }
+        flows.push(flow);
+    }
+    let backgrounds = bg_t
+        .iter()
+        .map(|b| read_background(b, &net, sim.duration_ns))
+        .collect::<Result<Vec<_>, _>>()?;
+    let model = Model {
+        description: sim.description,
+        duration_ns: sim.duration_ns,
+        drain_ns: sim.drain_ns,
+        seed: sim.seed,
+        nodes: net.nodes,
+        links: net.links,
         flows,
         backgrounds,
     };
@@ -1301,92 +504,266 @@ fn build(text: &str, raw: &RawFile) -> Result<Model, ScenarioError> {
     Ok(model)
 }
 
-fn build_sched(
-    c: &Ctx<'_>,
-    l: &RawLink,
-    link_limit: QueueLimit,
-    lspan: std::ops::Range<usize>,
-) -> Result<SchedSpec, ScenarioError> {
-    let kind = match c.str(&l.scheduler, "scheduler")? {
-        None | Some(("fifo", _)) => SchedKind::Fifo,
-        Some(("priority" | "pq", _)) => SchedKind::Priority,
-        Some(("wfq", _)) => SchedKind::Wfq,
-        Some(("drr", _)) => SchedKind::Drr,
-        Some(("pq-wfq", _)) => SchedKind::PqWfq,
-        Some((s, span)) => {
-            return c.err(
-                span,
-                format!("scheduler: unknown {s:?}: expected fifo, priority, wfq, drr or pq-wfq"),
-            )
-        }
+/// `[sim]`, read.
+struct Sim {
+    duration_ns: u64,
+    drain_ns: u64,
+    seed: u64,
+    description: String,
+}
+
+fn read_sim(doc: &Reader) -> Result<Sim, ScenarioError> {
+    let item = doc
+        .get("sim")
+        .ok_or_else(|| FileError::at(1, "missing [sim] table (duration, seed)"))?;
+    let s = Reader::of(item, "")?;
+    s.only(SIM_KEYS)?;
+    let duration_ns = match s.duration_ns("duration")? {
+        Some(0) => return Err(s.error(s.required("duration")?, "duration", "must be above 0")),
+        Some(d) => d,
+        None => 10_000_000_000,
     };
+    let drain_ns = s.duration_ns("drain")?.unwrap_or(1_000_000_000);
+    if duration_ns.saturating_add(drain_ns) > MAX_SIM_NS {
+        let line = s
+            .get("duration")
+            .or(s.get("drain"))
+            .map_or(item.line(), Item::line);
+        return Err(FileError::at(
+            line,
+            format!(
+                "duration: {} s plus drain {} s is more than the limit of {} s of simulated time",
+                duration_ns / 1_000_000_000,
+                drain_ns / 1_000_000_000,
+                MAX_SIM_NS / 1_000_000_000
+            ),
+        ));
+    }
+    Ok(Sim {
+        duration_ns,
+        drain_ns,
+        seed: s.uint("seed")?.unwrap_or(1),
+        description: s.string("description")?.unwrap_or_default().to_string(),
+    })
+}
+
+fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioError> {
+    let mut nodes: Vec<NodeSpec> = Vec::new();
+    for n in tables {
+        let n = n.named("node");
+        n.only(NODE_KEYS)?;
+        let name = n.required_string("name")?.to_string();
+        n.required("kind")?;
+        let kind = n.choice("kind", NODE_KINDS)?.unwrap_or(NodeKind::Host);
+        if nodes.iter().any(|x| x.name == name) {
+            let item = n.required("name")?;
+            return Err(item.error(format!("node {name:?} is defined twice")));
+        }
+        nodes.push(NodeSpec { name, kind });
+    }
+    Ok(nodes)
+}
+
+/// The network: nodes and the links between them.
+struct Net {
+    nodes: Vec<NodeSpec>,
+    links: Vec<LinkSpec>,
+}
+
+impl Net {
+    fn link_between(&self, x: usize, y: usize) -> Option<usize> {
+        link_between(&self.links, x, y)
+    }
+}
+
+fn link_between(links: &[LinkSpec], x: usize, y: usize) -> Option<usize> {
+    links
+        .iter()
+        .position(|l| (l.a, l.b) == (x, y) || (l.a, l.b) == (y, x))
+}
+
+/// The node a key names.
+fn node_ref(r: &Reader, key: &str, nodes: &[NodeSpec]) -> Result<usize, ScenarioError> {
+    let name = r.required_string(key)?;
+    find_node(r.required(key)?, name, nodes)
+}
+
+fn find_node(item: &Item, name: &str, nodes: &[NodeSpec]) -> Result<usize, ScenarioError> {
+    nodes
+        .iter()
+        .position(|n| n.name == name)
+        .ok_or_else(|| item.error(format!("unknown node {name:?}")))
+}
+
+fn read_links(tables: &[Reader], nodes: &[NodeSpec]) -> Result<Vec<LinkSpec>, ScenarioError> {
+    let mut links: Vec<LinkSpec> = Vec::new();
+    for l in tables {
+        let link = read_link(&l.named("link"), nodes)?;
+        if link_between(&links, link.a, link.b).is_some() {
+            return Err(FileError::at(
+                l.line(),
+                format!(
+                    "a link between {} and {} is defined twice",
+                    nodes[link.a].name, nodes[link.b].name
+                ),
+            ));
+        }
+        // ATM switches speak only cells.
+        if link.atm.is_none()
+            && [link.a, link.b]
+                .iter()
+                .any(|&e| nodes[e].kind == NodeKind::AtmSwitch)
+        {
+            return Err(FileError::at(
+                l.line(),
+                format!(
+                    "link {}: an ATM switch needs an ATM link (set phy)",
+                    link.name
+                ),
+            ));
+        }
+        links.push(link);
+    }
+    Ok(links)
+}
+
+fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> {
+    l.only(LINK_KEYS)?;
+    let a = node_ref(l, "from", nodes)?;
+    let b = node_ref(l, "to", nodes)?;
+    if a == b {
+        return Err(l
+            .required("to")?
+            .error("a link must join two different nodes"));
+    }
+    let name = match l.string("name")? {
+        Some(n) => n.to_string(),
+        None => format!("{}-{}", nodes[a].name, nodes[b].name),
+    };
+    let l = l.named(format!("link {name}"));
+    let atm = read_atm(&l)?;
+    let rate = l.bit_rate("rate", NOT_MAX)?;
+    let rate_bps = match (&atm, rate) {
+        (Some(a), None) => a.line.cell_bit_rate().round() as u64,
+        (Some(a), Some(r)) if r as f64 > a.line.cell_bit_rate() + 0.5 => {
+            let msg = format!("{r} bit/s is above the {} line's cell rate", a.phy);
+            return Err(l.error(l.required("rate")?, "rate", msg));
+        }
+        (_, Some(r)) => r,
+        (None, None) => return Err(l.table_error("give phy (an ATM link) or rate (an IP link)")),
+    };
+    let mtu = l
+        .bytes("mtu")?
+        .unwrap_or(if atm.is_some() { 9180 } else { 1500 });
+    let mtu_error = |m: String| match l.get("mtu") {
+        Some(item) => Err(l.error(item, "mtu", m)),
+        None => Err(l.table_error(format!("mtu: {m}"))),
+    };
+    if mtu <= u64::from(TCP_HEADERS) {
+        return mtu_error(format!(
+            "{mtu} bytes is below the 40 bytes of IP and TCP headers"
+        ));
+    }
+    if mtu > 65_535 {
+        return mtu_error(format!("{mtu} is above the IPv4 maximum 65535"));
+    }
+    let link_limit = queue_limit(&l)?.unwrap_or(QueueLimit::Packets(1000));
+    Ok(LinkSpec {
+        sched: build_sched(&l, link_limit)?,
+        tx_ring: l.positive("tx_ring")?.unwrap_or(1) as usize,
+        name,
+        a,
+        b,
+        atm,
+        rate_bps,
+        delay_ns: l.duration_ns("delay")?.unwrap_or(0),
+        mtu: mtu as u32,
+    })
+}
+
+/// `buffer` (bytes) or `buffer_packets`.
+fn queue_limit(r: &Reader) -> Result<Option<QueueLimit>, ScenarioError> {
+    Ok(match (r.bytes("buffer")?, r.positive("buffer_packets")?) {
+        (Some(b), _) => Some(QueueLimit::Bytes(b)),
+        (None, Some(p)) => Some(QueueLimit::Packets(p.min(u64::from(u32::MAX)) as u32)),
+        (None, None) => None,
+    })
+}
+
+/// The ATM side of a link with a `phy`.
+fn read_atm(l: &Reader) -> Result<Option<AtmSpec>, ScenarioError> {
+    let Some(p) = l.string("phy")? else {
+        return Ok(None);
+    };
+    let phy = phy_by_name(p).ok_or_else(|| {
+        let msg = format!("unknown {p:?}: expected E1, ATM25, DS3, OC-3c or OC-12c");
+        l.error(
+            l.table().get("phy").unwrap_or(&Item::string(l.line(), "")),
+            "phy",
+            msg,
+        )
+    })?;
+    let encap = match (l.string("encap")?, l.get("encap")) {
+        (Some(e), Some(item)) => encap_by_name(e).ok_or_else(|| {
+            let msg = format!("unknown {e:?}: expected llc-snap, vc-mux, llc-bridged, vc-mux-bridged, pppoa, pppoa-llc, pppoe, pppoe-vc-mux or lane");
+            l.error(item, "encap", msg)
+        })?,
+        _ => Encapsulation::LlcSnapRouted,
+    };
+    let buffer_cells = l.positive("buffer_cells")?.unwrap_or(1000) as usize;
+    let epd = l.count("epd")?.map(|x| x as usize);
+    if let (Some(e), Some(item)) = (epd, l.get("epd")) {
+        if e >= buffer_cells {
+            let msg = format!("threshold {e} must be below buffer_cells {buffer_cells}");
+            return Err(l.error(item, "epd", msg));
+        }
+    }
+    Ok(Some(AtmSpec {
+        phy: phy.name().to_string(),
+        line: phy.line_rate(),
+        buffer_cells,
+        host_buffer_cells: l.positive("host_buffer_cells")?.unwrap_or(1 << 16) as usize,
+        epd,
+        ppd: l.bool("ppd")?.unwrap_or(false),
+        clp_threshold: l.count("clp_threshold")?.map(|x| x as usize),
+        encap,
+    }))
+}
+
+fn build_sched(l: &Reader, link_limit: QueueLimit) -> Result<SchedSpec, ScenarioError> {
+    let kind = l
+        .choice("scheduler", SCHEDULERS)?
+        .unwrap_or(SchedKind::Fifo);
     let mut classes = Vec::new();
     let mut default_class = None;
-    if let Some(list) = &l.classes {
-        for (i, cl) in list.get_ref().iter().enumerate() {
-            let cspan = cl.span();
-            let cl = cl.get_ref();
-            let mut dscps = Vec::new();
-            if let Some(d) = &cl.dscp {
-                let items: Vec<Value> = match d.get_ref() {
-                    Value::Array(a) => a.clone(),
-                    v => vec![v.clone()],
-                };
-                for item in items {
-                    let code = match &item {
-                        Value::String(s) => flowlab_qos::classify::parse_dscp(s)
-                            .or_else(|e| c.err(d.span(), format!("dscp: {e}")))?,
-                        Value::Integer(x) if (0..64).contains(x) => *x as u8,
-                        _ => {
-                            return c.err(
-                                d.span(),
-                                "dscp: expected names (ef, af11, cs5, be) or 0..=63",
-                            )
-                        }
-                    };
-                    dscps.push(code);
-                }
-            }
-            let weight = c
-                .positive(&cl.weight, "weight")?
-                .unwrap_or(1)
-                .min(u64::from(u32::MAX)) as u32;
-            let limit = match (
-                c.bytes(&cl.buffer, "buffer")?,
-                c.positive(&cl.buffer_packets, "buffer_packets")?,
-            ) {
-                (Some(b), _) => QueueLimit::Bytes(b),
-                (None, Some(p)) => QueueLimit::Packets(p.min(u64::from(u32::MAX)) as u32),
-                (None, None) => link_limit,
-            };
-            let priority = c.bool(&cl.priority, "priority")?.unwrap_or(false);
-            if priority
-                && kind == SchedKind::PqWfq
-                && classes.iter().any(|x: &ClassSpec| !x.priority)
-            {
-                return c.err(cspan, "classes: priority classes must come first");
-            }
-            if c.bool(&cl.default, "default")?.unwrap_or(false) {
-                default_class = Some(i);
-            }
-            classes.push(ClassSpec {
-                name: c
-                    .str(&cl.name, "name")?
-                    .map(|x| x.0.to_string())
-                    .unwrap_or_else(|| format!("class{i}")),
-                dscps,
-                weight,
-                priority,
-                limit,
-            });
+    for (i, cl) in l.tables("classes")?.iter().enumerate() {
+        let cl = cl.named("");
+        cl.only(CLASS_KEYS)?;
+        let priority = cl.bool("priority")?.unwrap_or(false);
+        if priority && kind == SchedKind::PqWfq && classes.iter().any(|x: &ClassSpec| !x.priority) {
+            return Err(FileError::at(
+                cl.line(),
+                "classes: priority classes must come first",
+            ));
         }
+        if cl.bool("default")?.unwrap_or(false) {
+            default_class = Some(i);
+        }
+        classes.push(ClassSpec {
+            name: match cl.string("name")? {
+                Some(n) => n.to_string(),
+                None => format!("class{i}"),
+            },
+            dscps: class_dscps(&cl)?,
+            weight: cl.positive("weight")?.unwrap_or(1).min(u64::from(u32::MAX)) as u32,
+            priority,
+            limit: queue_limit(&cl)?.unwrap_or(link_limit),
+        });
     }
     if classes.is_empty() {
         if kind != SchedKind::Fifo {
-            return c.err(
-                l.scheduler.as_ref().map(|x| x.span()).unwrap_or(lspan),
-                "scheduler: needs classes",
-            );
+            let item = l.get("scheduler").map_or(l.line(), Item::line);
+            return Err(FileError::at(item, "scheduler: needs classes"));
         }
         classes.push(ClassSpec {
             name: "all".into(),
@@ -1397,16 +774,333 @@ fn build_sched(
         });
     }
     if kind == SchedKind::PqWfq && classes.iter().all(|x| x.priority) {
-        return c.err(
-            lspan,
-            "pq-wfq: needs at least one class without priority = true",
-        );
+        return Err(l.table_error("pq-wfq: needs at least one class without priority = true"));
     }
     let default_class = default_class.unwrap_or(classes.len() - 1);
     Ok(SchedSpec {
         kind,
         classes,
         default_class,
+    })
+}
+
+/// A class's `dscp`: one code point or a list, by name or number.
+fn class_dscps(cl: &Reader) -> Result<Vec<u8>, ScenarioError> {
+    let Some(d) = cl.get("dscp") else {
+        return Ok(Vec::new());
+    };
+    let items = match d.as_array() {
+        Some(a) => a.to_vec(),
+        None => vec![d.clone()],
+    };
+    items
+        .iter()
+        .map(|item| dscp_of(item).map_err(|m| d.error(format!("dscp: {m}"))))
+        .collect()
+}
+
+/// A DSCP by name (`ef`, `af11`, `cs5`, `be`) or number 0..=63.
+fn dscp_of(item: &Item) -> Result<u8, String> {
+    match item.value() {
+        Value::String(s) => flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string()),
+        Value::Integer(x) if (0..64).contains(x) => Ok(*x as u8),
+        _ => Err("expected a name (ef, af11, cs5, be) or 0..=63".into()),
+    }
+}
+
+/// `service`, in any case (`CBR`, `rt-VBR`).
+fn service(r: &Reader) -> Result<Option<ServiceCategory>, ScenarioError> {
+    let Some(text) = r.string("service")? else {
+        return Ok(None);
+    };
+    let lower = text.to_ascii_lowercase();
+    match SERVICES.iter().find(|(name, _)| *name == lower) {
+        Some((_, s)) => Ok(Some(*s)),
+        None => Err(r.error(
+            r.required("service")?,
+            "service",
+            format!("unknown {text:?}: expected cbr, rt-vbr, nrt-vbr or ubr"),
+        )),
+    }
+}
+
+/// When a source stops: `start + duration`, at most the end of the run.
+fn stop_ns(r: &Reader, start_ns: u64, run_ns: u64) -> Result<u64, ScenarioError> {
+    Ok(match r.duration_ns("duration")? {
+        Some(d) => start_ns.saturating_add(d).min(run_ns),
+        None => run_ns,
+    })
+}
+
+fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioError> {
+    let f = f.named("flow");
+    f.only(FLOW_KEYS)?;
+    let name = f.required_string("name")?.to_string();
+    let f = f.named(format!("flow {name}"));
+    let path = flow_path(&f, &name, net)?;
+    let start_ns = f.duration_ns("start")?.unwrap_or(0);
+    let protocol = flow_protocol(&f, &name)?;
+    let size = flow_size(&f, protocol, &path, net)?;
+    let contract = flow_contract(&f)?;
+    let police = f.choice("police", POLICING)?.flatten();
+    let shape = f.bool("shape")?.unwrap_or(false);
+    if (police.is_some() || shape) && contract.is_none() {
+        let line = f
+            .get("police")
+            .or(f.get("shape"))
+            .map_or(f.line(), Item::line);
+        return Err(FileError::at(
+            line,
+            format!("flow {name}: police and shape need a contract (pcr)"),
+        ));
+    }
+    let dscp = match f.get("dscp") {
+        None => 0,
+        Some(item) => dscp_of(item).map_err(|m| f.error(item, "dscp", m))?,
+    };
+    Ok(FlowSpec {
+        path,
+        protocol,
+        size,
+        count: f.positive("count")?,
+        start_ns,
+        stop_ns: stop_ns(&f, start_ns, run_ns)?,
+        service: service(&f)?.unwrap_or(ServiceCategory::Ubr),
+        contract,
+        police,
+        shape,
+        dscp,
+        tcp: flow_tcp(&f, size)?,
+        line: f.line(),
+        rate_line: f.get("rate").map_or(f.line(), Item::line),
+        name,
+    })
+}
+
+/// The flow's nodes, host to host: its `path`, or the fewest hops.
+fn flow_path(f: &Reader, name: &str, net: &Net) -> Result<Vec<usize>, ScenarioError> {
+    let nodes = &net.nodes;
+    let from = node_ref(f, "from", nodes)?;
+    let to = node_ref(f, "to", nodes)?;
+    for (end, key) in [(from, "from"), (to, "to")] {
+        if nodes[end].kind != NodeKind::Host {
+            let msg = format!("flow {name}: {:?} is not a host", nodes[end].name);
+            return Err(f.required(key)?.error(msg));
+        }
+    }
+    if from == to {
+        let msg = format!("flow {name}: from and to are the same host");
+        return Err(f.required("to")?.error(msg));
+    }
+    let path = match f.get("path") {
+        Some(p) => explicit_path(p, name, net, (from, to))?,
+        None => shortest_path(nodes, &net.links, from, to).ok_or_else(|| {
+            f.table_error(format!(
+                "no path from {} to {}",
+                nodes[from].name, nodes[to].name
+            ))
+        })?,
+    };
+    for w in path.windows(3) {
+        if nodes[w[1]].kind == NodeKind::Host {
+            return Err(f.table_error(format!(
+                "path passes through host {} (hosts do not forward)",
+                nodes[w[1]].name
+            )));
+        }
+    }
+    Ok(path)
+}
+
+/// `path = [...]`: linked nodes, none twice, from `ends.0` to `ends.1`.
+fn explicit_path(
+    p: &Item,
+    name: &str,
+    net: &Net,
+    ends: (usize, usize),
+) -> Result<Vec<usize>, ScenarioError> {
+    let list = p
+        .as_array()
+        .ok_or_else(|| p.error(format!("flow {name} path: expected an array of node names")))?;
+    let mut ids = Vec::new();
+    for s in list {
+        let node = s
+            .as_str()
+            .ok_or_else(|| s.error(format!("flow {name} path: expected a node name")))?;
+        let id = find_node(s, node, &net.nodes)?;
+        if ids.contains(&id) {
+            return Err(s.error(format!(
+                "flow {name}: routing loop: path visits {node:?} twice"
+            )));
+        }
+        if let Some(&prev) = ids.last() {
+            if net.link_between(prev, id).is_none() {
+                return Err(s.error(format!(
+                    "flow {name}: no link between {:?} and {node:?}",
+                    net.nodes[prev].name
+                )));
+            }
+        }
+        ids.push(id);
+    }
+    if ids.first() != Some(&ends.0) || ids.last() != Some(&ends.1) {
+        return Err(p.error(format!(
+            "flow {name}: path must start at {} and end at {}",
+            net.nodes[ends.0].name, net.nodes[ends.1].name
+        )));
+    }
+    Ok(ids)
+}
+
+fn flow_protocol(f: &Reader, name: &str) -> Result<Protocol, ScenarioError> {
+    let kinds = [("udp", 0), ("tcp", 1), ("ping", 2)];
+    Ok(match f.choice("protocol", &kinds)?.unwrap_or(0) {
+        0 => Protocol::Udp {
+            rate_bps: f.bit_rate("rate", NOT_MAX)?.ok_or_else(|| {
+                FileError::at(f.line(), format!("flow {name}: a udp flow needs rate"))
+            })?,
+        },
+        1 => Protocol::Tcp,
+        _ => Protocol::Ping {
+            interval_ns: match f.duration_ns("interval")? {
+                Some(0) => {
+                    return Err(f.error(f.required("interval")?, "interval", "must be above 0"))
+                }
+                Some(i) => i,
+                None => 1_000_000_000,
+            },
+        },
+    })
+}
+
+/// IP bytes of the flow's packets: TCP's from its MSS, UDP's and ping's from `size`, within
+/// the path MTU.
+fn flow_size(
+    f: &Reader,
+    protocol: Protocol,
+    path: &[usize],
+    net: &Net,
+) -> Result<u32, ScenarioError> {
+    let path_mtu = path
+        .windows(2)
+        .filter_map(|w| net.link_between(w[0], w[1]))
+        .map(|l| net.links[l].mtu)
+        .min()
+        .unwrap_or(1500);
+    let size = f.bytes("size")?;
+    let key_error = |key: &str, m: String| match f.get(key) {
+        Some(item) => f.error(item, key, m),
+        None => f.table_error(format!("{key}: {m}")),
+    };
+    match protocol {
+        Protocol::Tcp => {
+            let mss = f
+                .positive("mss")?
+                .map_or(path_mtu - TCP_HEADERS, |m| m as u32);
+            if u64::from(mss) + u64::from(TCP_HEADERS) > u64::from(path_mtu) {
+                let m = format!("{mss} + 40 header bytes is above the path MTU {path_mtu}");
+                return Err(key_error("mss", m));
+            }
+            Ok(mss + TCP_HEADERS)
+        }
+        Protocol::Ping { .. } | Protocol::Udp { .. } => {
+            let ping = matches!(protocol, Protocol::Ping { .. });
+            let s = size.unwrap_or(if ping { 84 } else { 1000 });
+            if s < MIN_UDP {
+                let m = format!("{s} bytes is below the 28 bytes of IP and UDP headers");
+                return Err(key_error("size", m));
+            }
+            if s > u64::from(path_mtu) {
+                let m = format!(
+                    "{s} bytes is above the path MTU {path_mtu} (fragmentation is not modelled)"
+                );
+                return Err(key_error("size", m));
+            }
+            Ok(s as u32)
+        }
+    }
+}
+
+/// The ATM traffic contract, when the flow has a `pcr`.
+fn flow_contract(f: &Reader) -> Result<Option<ContractSpec>, ScenarioError> {
+    let scr = f.bit_rate("scr", NOT_MAX)?;
+    let Some(pcr_bps) = f.bit_rate("pcr", NOT_MAX)? else {
+        return match f.get("scr") {
+            Some(item) => Err(f.error(item, "scr", "needs pcr")),
+            None => Ok(None),
+        };
+    };
+    if let (Some(s), Some(item)) = (scr, f.get("scr")) {
+        if s > pcr_bps {
+            let m = format!("{s} bit/s is above pcr {pcr_bps} bit/s");
+            return Err(f.error(item, "scr", m));
+        }
+    }
+    Ok(Some(ContractSpec {
+        pcr_bps,
+        cdvt_ns: f.duration_ns("cdvt")?.unwrap_or(0),
+        scr_bps: scr,
+        mbs: f.positive("mbs")?.unwrap_or(1).min(u64::from(u32::MAX)) as u32,
+    }))
+}
+
+/// The Reno model's settings; `size` is the flow's IP packet size.
+fn flow_tcp(f: &Reader, size: u32) -> Result<TcpSpec, ScenarioError> {
+    let window = f.bytes("window")?.unwrap_or(64 * 1024);
+    if window == 0 {
+        return Err(f.error(f.required("window")?, "window", "must be above 0"));
+    }
+    Ok(TcpSpec {
+        window,
+        send_buffer: f.bytes("send_buffer")?.unwrap_or(window),
+        mss: size.saturating_sub(TCP_HEADERS),
+        window_scaling: f.bool("window_scaling")?.unwrap_or(window > 65_535),
+        bytes: f.bytes("bytes")?,
+        delayed_ack_ns: f.duration_ns("delayed_ack")?,
+        min_rto_ns: f.duration_ns("min_rto")?.unwrap_or(1_000_000_000),
+    })
+}
+
+/// A background cell source on one switch output port.
+fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec, ScenarioError> {
+    let b = b.named("background");
+    b.only(BACKGROUND_KEYS)?;
+    let name = b.required_string("name")?.to_string();
+    let b = b.named(format!("background {name}"));
+    let node = node_ref(&b, "from", &net.nodes)?;
+    let to = node_ref(&b, "to", &net.nodes)?;
+    if net.nodes[node].kind != NodeKind::AtmSwitch {
+        let msg = format!(
+            "background {name}: {:?} is not an atm-switch",
+            net.nodes[node].name
+        );
+        return Err(b.required("from")?.error(msg));
+    }
+    let Some(link) = net.link_between(node, to) else {
+        let msg = format!(
+            "background {name}: no link between {} and {}",
+            net.nodes[node].name, net.nodes[to].name
+        );
+        return Err(b.required("to")?.error(msg));
+    };
+    let rate = b
+        .bit_rate("rate", NOT_MAX)?
+        .ok_or_else(|| FileError::at(b.line(), "background: needs rate"))?;
+    let start_ns = b.duration_ns("start")?.unwrap_or(0);
+    Ok(BackgroundSpec {
+        node,
+        link,
+        cells_per_second_num: rate,
+        poisson: b.choice("pattern", PATTERNS)?.unwrap_or(false),
+        passes: b.positive("passes")?.unwrap_or(1).min(1024) as usize,
+        loop_delay_ns: b.duration_ns("loop_delay")?.unwrap_or(10_000),
+        cells_per_frame: b.positive("cells_per_frame")?.unwrap_or(1).min(1365) as u32,
+        service: service(&b)?.unwrap_or(ServiceCategory::Ubr),
+        clp: b.bool("clp")?.unwrap_or(false),
+        start_ns,
+        stop_ns: stop_ns(&b, start_ns, run_ns)?,
+        line: b.line(),
+        name,
     })
 }
 

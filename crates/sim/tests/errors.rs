@@ -184,3 +184,44 @@ fn duration_sweep_and_tables_are_capped() {
         .collect();
     capped(&nodes, "more than 1000 [[node]] tables");
 }
+
+#[test]
+fn sweep_values_may_be_ranges_in_the_keys_unit() {
+    let text = format!(
+        "{BASE}{UDP}rate = \"1M\"\n[sweep]\nparam = \"flow.f.rate\"\nvalues = [\"1M..3M:1M\", \"10M\"]\n"
+    );
+    assert_eq!(load(&text).unwrap().runs(), 4);
+    let bad = text.replace("1M..3M:1M", "3M..1M:1M");
+    let e = load(&bad).unwrap_err();
+    assert_eq!(e.line, Some(BASE_LINES + 8));
+    assert!(e.message.contains("START <= END"), "{}", e.message);
+    // Text keys have no unit: a value with ".." is one value.
+    let text_key = format!(
+        "{BASE}{UDP}rate = \"1M\"\nservice = \"ubr\"\n[sweep]\nparam = \"flow.f.service\"\nvalues = [\"cbr..ubr:1\"]\n"
+    );
+    let e = load(&text_key).unwrap_err();
+    assert_eq!(e.line, Some(BASE_LINES + 6));
+    assert!(e.message.contains("\"cbr..ubr:1\""), "{}", e.message);
+}
+
+#[test]
+fn unknown_sections_keys_and_bad_sweep_params_are_named() {
+    let e = load(&format!("{BASE}[sweeep]\n")).unwrap_err();
+    assert_eq!(e.line, Some(BASE_LINES + 1));
+    assert!(
+        e.message.starts_with("unknown section 'sweeep'"),
+        "{}",
+        e.message
+    );
+    let (line, msg) = error(&format!(
+        "{UDP}rate = \"1M\"\n[sweep]\nparam = \"flow.g.rate\"\nvalues = [1]\n"
+    ));
+    assert_eq!(line, BASE_LINES + 7);
+    assert_eq!(msg, "sweep: no [[flow]] named g");
+    let (line, msg) = error("[[node]]\nname = \"c\"\nkind = \"hub\"\n");
+    assert_eq!(line, BASE_LINES + 3);
+    assert!(
+        msg.contains("'hub' is not host, atm-switch, ip-router or router"),
+        "{msg}"
+    );
+}

@@ -12,6 +12,12 @@ use thiserror::Error;
 
 use flowlab_wire::PROBE_HEADER_LEN;
 
+mod defaults;
+pub use defaults::{
+    default_rate_bps, default_size, DEFAULT_DURATION_NS, DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE,
+    DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
+};
+
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 /// Largest TCP message (a request or response of a transaction, or a framed model message).

@@ -15,23 +15,28 @@ impl InterArrival {
     }
 
     /// A timestamp earlier than the previous one gives a negative gap, kept so that the
-    /// mean still equals (last - first) / (n - 1).
-    pub fn push(&mut self, arrival_ns: u64) {
-        if let Some(last) = self.last_arrival_ns {
-            self.gaps_ns
-                .push((i128::from(arrival_ns) - i128::from(last)) as f64);
+    /// mean still equals (last - first) / (n - 1). Returns the gap, if there was an arrival
+    /// before.
+    pub fn push(&mut self, arrival_ns: u64) -> Option<i64> {
+        let gap = self
+            .last_arrival_ns
+            .map(|last| (i128::from(arrival_ns) - i128::from(last)) as i64);
+        if let Some(gap) = gap {
+            self.gaps_ns.push(gap as f64);
         }
         self.last_arrival_ns = Some(arrival_ns);
+        gap
     }
 
     /// `n` arrivals at the same instant (one coalesced train): one gap from the previous
-    /// arrival, then `n - 1` gaps of zero.
-    pub fn push_n(&mut self, arrival_ns: u64, n: u64) {
+    /// arrival, then `n - 1` gaps of zero. Returns the first gap, as [`Self::push`].
+    pub fn push_n(&mut self, arrival_ns: u64, n: u64) -> Option<i64> {
         if n == 0 {
-            return;
+            return None;
         }
-        self.push(arrival_ns);
+        let gap = self.push(arrival_ns);
         self.gaps_ns.push_n(0.0, n - 1);
+        gap
     }
 
     /// The gap distribution, e.g. to merge several flows' gaps.

@@ -7,12 +7,14 @@
 mod interarrival;
 mod jitter;
 mod latency;
+mod loss_runs;
 mod sequence;
 mod welford;
 
 pub use interarrival::InterArrival;
 pub use jitter::Rfc3550Jitter;
 pub use latency::{LatencyStats, LatencySummary};
+pub use loss_runs::{LossPeriods, LossRuns};
 pub use sequence::{Arrival, SeqCounts, SeqTracker};
 pub use welford::{Summary, Welford};
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::LossRuns;
+
 const DEFAULT_WINDOW: u64 = 65_536;
 /// Caps the bitmap at 2 MiB so a careless window cannot exhaust memory.
 const MAX_WINDOW: u64 = 1 << 24;
@@ -48,6 +50,8 @@ pub struct SeqTracker {
     unique: u64,
     reordered: u64,
     duplicates: u64,
+    /// Fates of the numbers that have left the window, in order (RFC 3357 loss periods).
+    runs: LossRuns,
 }
 
 impl Default for SeqTracker {
@@ -75,12 +79,14 @@ impl SeqTracker {
             unique: 0,
             reordered: 0,
             duplicates: 0,
+            runs: LossRuns::new(),
         }
     }
 
     pub fn on_packet(&mut self, seq: u64) -> Arrival {
         self.received = self.received.saturating_add(1);
         let Some(highest) = self.highest_seen else {
+            self.retire(seq);
             self.highest_seen = Some(seq);
             self.mark_new(seq);
             return if seq == 0 {
@@ -90,6 +96,7 @@ impl SeqTracker {
             };
         };
         if seq > highest {
+            self.retire(seq);
             self.clear_range_after(highest, seq);
             self.highest_seen = Some(seq);
             self.mark_new(seq);
@@ -128,6 +135,7 @@ impl SeqTracker {
         if count > self.window {
             return None;
         }
+        self.retire(last);
         // Nothing seen yet: the bitmap is still empty.
         if let Some(highest) = self.highest_seen.filter(|&h| first - 1 > h) {
             self.clear_range_after(highest, first - 1);
@@ -178,6 +186,68 @@ impl SeqTracker {
             lost: expected.saturating_sub(self.unique),
             reordered: self.reordered,
             duplicates: self.duplicates,
+        }
+    }
+
+    /// Loss periods over every number up to `expected` (the sender's count, when known: tail
+    /// losses count), or up to the highest seen. A number that arrives later than the window
+    /// stays in the loss period it was counted in.
+    pub fn loss_runs(&self, expected: Option<u64>) -> LossRuns {
+        let mut runs = self.runs;
+        let end = self.highest_seen.map_or(0, |h| h.saturating_add(1));
+        self.classify(&mut runs, end);
+        if let Some(expected) = expected.filter(|&e| e > runs.classified()) {
+            runs.lost(expected - runs.classified());
+        }
+        runs
+    }
+
+    /// Settles the fate of the numbers that leave the window when `new_highest` arrives,
+    /// before their slots are reused.
+    fn retire(&mut self, new_highest: u64) {
+        let until = new_highest.saturating_add(1).saturating_sub(self.window);
+        if until > self.runs.classified() {
+            let mut runs = self.runs;
+            self.classify(&mut runs, until);
+            self.runs = runs;
+        }
+    }
+
+    /// Classifies `[runs.classified(), until)` from the bitmap as it is: a number within the
+    /// window whose bit is set arrived, any other was lost. A word at a time where it can.
+    fn classify(&self, runs: &mut LossRuns, until: u64) {
+        while runs.classified() < until {
+            let seq = runs.classified();
+            let Some(highest) = self.highest_seen.filter(|&h| seq <= h) else {
+                // Beyond everything seen.
+                runs.lost(until - seq);
+                continue;
+            };
+            let window_start = highest.saturating_add(1).saturating_sub(self.window);
+            if seq < window_start {
+                // Slots since reused (not reached when retiring in order): never seen.
+                runs.lost(until.min(window_start) - seq);
+                continue;
+            }
+            let (word, _) = self.position(seq);
+            let offset = (seq % self.window) % BITS_PER_WORD;
+            let n = (BITS_PER_WORD - offset)
+                .min(until - seq)
+                .min((highest - seq).saturating_add(1));
+            let mask = if n == BITS_PER_WORD {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << offset
+            };
+            let bits = self.seen.get(word).copied().unwrap_or(0) & mask;
+            match u64::from(bits.count_ones()) {
+                all if all == n => runs.received(n),
+                0 => runs.lost(n),
+                _ => (0..n).for_each(|i| match bits & (1 << (offset + i)) {
+                    0 => runs.lost(1),
+                    _ => runs.received(1),
+                }),
+            }
         }
     }
 
@@ -262,6 +332,53 @@ mod tests {
                 prop_assert_eq!(one.on_packet(seq), run.on_packet(seq));
             }
             prop_assert_eq!(one.counts(), run.counts());
+        }
+    }
+
+    /// Loss periods from the tracker equal those of the final set of arrivals, whatever the
+    /// drops, the local reordering (less than the window) and the trains.
+    #[test]
+    fn loss_runs_match_the_arrivals() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |bound: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % bound
+        };
+        for case in 0..300 {
+            let total = 1 + next(2_000);
+            let keep: Vec<bool> = (0..total).map(|_| next(10) >= case % 7).collect();
+            let mut order: Vec<u64> = (0..total).filter(|&s| keep[s as usize]).collect();
+            // Local reordering: each number at most 50 places from its own, under the window.
+            let jitter: Vec<u64> = (0..total).map(|_| next(4) / 3 * next(50)).collect();
+            order.sort_by_key(|&s| s + jitter[s as usize]);
+            let mut tracker = SeqTracker::with_window(128);
+            let mut i = 0;
+            while i < order.len() {
+                let run = order[i..]
+                    .windows(2)
+                    .take_while(|w| w[1] == w[0] + 1)
+                    .count()
+                    + 1;
+                let ahead = tracker.highest_seen.is_none_or(|h| order[i] > h);
+                if run > 1 && ahead && next(2) == 0 {
+                    tracker.on_run_ahead(order[i], run as u64).unwrap();
+                    i += run;
+                } else {
+                    tracker.on_packet(order[i]);
+                    i += 1;
+                }
+            }
+            let mut reference = LossRuns::new();
+            for &kept in &keep {
+                if kept {
+                    reference.received(1);
+                } else {
+                    reference.lost(1);
+                }
+            }
+            assert_eq!(tracker.loss_runs(Some(total)), reference, "case {case}");
         }
     }
 

@@ -31,6 +31,11 @@ const NDA_LLADDR: u16 = 2;
 const NUD_INCOMPLETE: u16 = 0x01;
 const NUD_FAILED: u16 = 0x20;
 const TCA_KIND: u16 = 1;
+/// `struct tc_stats` (legacy): drops are the u32 at offset 12.
+const TCA_STATS: u16 = 3;
+/// Nested statistics; inside, TCA_STATS_QUEUE (`gnet_stats_queue`) has drops at offset 8.
+const TCA_STATS2: u16 = 7;
+const TCA_STATS_QUEUE: u16 = 3;
 /// The parent of a root qdisc.
 const TC_H_ROOT: u32 = 0xFFFF_FFFF;
 
@@ -43,6 +48,9 @@ pub struct Egress {
     pub root: Option<String>,
     /// Kinds of every qdisc on the interface, root first.
     pub kinds: Vec<String>,
+    /// Packets the root qdisc has dropped since it was set up (a tree's drops are counted at
+    /// its root too); `None` without a root qdisc that counts.
+    pub root_drops: Option<u64>,
 }
 
 impl Egress {
@@ -81,6 +89,8 @@ pub enum Reply {
         parent: u32,
         /// "fq", "tbf", ...
         kind: Option<String>,
+        /// Packets it dropped, from its statistics attributes.
+        drops: Option<u32>,
     },
     /// The kernel's answer to a request: 0 is an acknowledgement, otherwise minus an errno.
     Error(i32),
@@ -159,6 +169,7 @@ pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
                     ifindex,
                     parent,
                     kind,
+                    drops: qdisc_drops(attrs),
                 }
             }
             other => Reply::Other(other),
@@ -169,6 +180,19 @@ pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
 }
 
 /// An ndmsg (family, pads, ifindex, state, flags, type) and its attributes.
+/// A qdisc's drop counter: from TCA_STATS2's queue statistics, else from the legacy TCA_STATS.
+fn qdisc_drops(attrs: &[u8]) -> Option<u32> {
+    let queue = attributes(attrs)
+        .find(|&(t, _)| t == TCA_STATS2)
+        .and_then(|(_, nested)| attributes(nested).find(|&(t, _)| t == TCA_STATS_QUEUE))
+        .and_then(|(_, q)| u32_at(q, 8));
+    queue.or_else(|| {
+        attributes(attrs)
+            .find(|&(t, _)| t == TCA_STATS)
+            .and_then(|(_, s)| u32_at(s, 12))
+    })
+}
+
 fn parse_neighbour(body: &[u8]) -> io::Result<Reply> {
     let short = || malformed("short neighbour");
     let ifindex = u32_at(body, 4).ok_or_else(short)?;
@@ -382,6 +406,7 @@ pub fn egress(dst: IpAddr) -> io::Result<Egress> {
     let netlink = Netlink::open()?;
     let (oif, _) = route(&netlink, dst)?;
     let mut root = None;
+    let mut root_drops = None;
     let mut kinds = Vec::new();
     netlink.exchange(&qdisc_dump_request(2), |reply| match reply {
         Reply::Done => Ok(true),
@@ -389,9 +414,11 @@ pub fn egress(dst: IpAddr) -> io::Result<Egress> {
             ifindex,
             parent,
             kind: Some(kind),
+            drops,
         } if ifindex == oif => {
             if parent == TC_H_ROOT {
                 root = Some(kind.clone());
+                root_drops = drops.map(u64::from);
                 kinds.insert(0, kind);
             } else {
                 kinds.push(kind);
@@ -404,6 +431,7 @@ pub fn egress(dst: IpAddr) -> io::Result<Egress> {
         interface: interface_name(oif),
         root,
         kinds,
+        root_drops,
     })
 }
 
@@ -421,16 +449,21 @@ fn interface_name(index: u32) -> String {
 mod tests {
     use super::*;
 
-    /// An RTM_NEWQDISC for "tbf" at the root of interface 3, then NLMSG_DONE (x86-64 byte
-    /// order, as the kernel sends it).
+    /// An RTM_NEWQDISC for "tbf" at the root of interface 3 that has dropped 1234 packets,
+    /// then NLMSG_DONE (x86-64 byte order, as the kernel sends it).
     fn qdisc_reply() -> Vec<u8> {
-        let mut m = header(16 + 20 + 8, RTM_NEWQDISC, 2, 7);
+        let mut m = header(16 + 20 + 8 + 28, RTM_NEWQDISC, 2, 7);
         m.extend_from_slice(&[0, 0, 0, 0]); // family, pads
         m.extend_from_slice(&3u32.to_ne_bytes()); // ifindex
         m.extend_from_slice(&0x8001_0000u32.to_ne_bytes()); // handle
         m.extend_from_slice(&TC_H_ROOT.to_ne_bytes()); // parent
         m.extend_from_slice(&1u32.to_ne_bytes()); // info
         m.extend_from_slice(&[8, 0, 1, 0, b't', b'b', b'f', 0]); // TCA_KIND "tbf"
+        m.extend_from_slice(&[28, 0, 7, 0]); // TCA_STATS2, nested:
+        m.extend_from_slice(&[24, 0, 3, 0]); //   TCA_STATS_QUEUE (gnet_stats_queue)
+        for field in [0u32, 0, 1234, 0, 9] {
+            m.extend_from_slice(&field.to_ne_bytes()); // qlen, backlog, drops, requeues, overlimits
+        }
         m.extend(header(20, NLMSG_DONE, 2, 7));
         m.extend_from_slice(&0u32.to_ne_bytes());
         m
@@ -444,11 +477,28 @@ mod tests {
                 Reply::Qdisc {
                     ifindex: 3,
                     parent: TC_H_ROOT,
-                    kind: Some("tbf".into())
+                    kind: Some("tbf".into()),
+                    drops: Some(1234),
                 },
                 Reply::Done
             ]
         );
+    }
+
+    #[test]
+    fn drops_from_the_legacy_statistics_when_stats2_is_absent() {
+        let mut attrs = vec![36, 0, 3, 0]; // TCA_STATS: struct tc_stats
+        attrs.extend_from_slice(&500u64.to_ne_bytes()); // bytes
+        for field in [7u32, 42, 0, 0, 0, 0, 0] {
+            attrs.extend_from_slice(&field.to_ne_bytes()); // packets, drops, overlimits, ...
+        }
+        assert_eq!(qdisc_drops(&attrs), Some(42));
+        assert_eq!(
+            qdisc_drops(&attrs[..20]),
+            None,
+            "a truncated attribute is skipped"
+        );
+        assert_eq!(qdisc_drops(&[]), None);
     }
 
     #[test]

@@ -16,6 +16,11 @@
 //! the header, [`FLAG_REQUEST`](crate::message::FLAG_REQUEST) that a 4-byte response size
 //! follows that, and [`FLAG_RESPONSE`](crate::message::FLAG_RESPONSE) marks a response: see
 //! [`crate::message`]. A message without `FLAG_LENGTH` is the fixed-size format.
+//!
+//! [`FLAG_AUTH`] marks an authenticated probe (as TWAMP's authenticated mode): a
+//! [`PROBE_TAG_LEN`]-byte tag follows the header, a MAC over the header's 32 bytes (flags
+//! included) under the session's test-packet key. The MAC itself is computed above this crate;
+//! [`auth_tag_range`] says where it goes.
 
 use thiserror::Error;
 
@@ -28,6 +33,17 @@ pub const PROBE_VERSION: u8 = 1;
 
 /// Flag: this packet is an echo sent back by the agent in a loopback test.
 pub const FLAG_ECHO: u8 = 0x01;
+/// Flag: a tag over the header follows it (authenticated test packets).
+pub const FLAG_AUTH: u8 = 0x10;
+/// Bytes of an authenticated probe's tag (a MAC truncated to 128 bits, as TWAMP's).
+pub const PROBE_TAG_LEN: usize = 16;
+/// The smallest authenticated packet: header and tag.
+pub const AUTH_PROBE_LEN: usize = PROBE_HEADER_LEN + PROBE_TAG_LEN;
+
+/// Where an authenticated probe's tag lies in `packet`, if the packet is long enough to hold it.
+pub fn auth_tag_range(packet: &[u8]) -> Option<std::ops::Range<usize>> {
+    (packet.len() >= AUTH_PROBE_LEN).then_some(PROBE_HEADER_LEN..AUTH_PROBE_LEN)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ProbeError {
@@ -166,6 +182,25 @@ mod tests {
             sent_ns: 0x179a_2b3c_4d5e_6f70,
             echoed_ns: 1000,
         }
+    }
+
+    #[test]
+    fn auth_tag_follows_the_header() {
+        assert_eq!(auth_tag_range(&[0u8; 47]), None);
+        assert_eq!(auth_tag_range(&[0u8; 48]), Some(32..48));
+        assert_eq!(auth_tag_range(&[0u8; 1200]), Some(32..48));
+        let flags = [
+            FLAG_ECHO,
+            FLAG_AUTH,
+            crate::message::FLAG_LENGTH,
+            crate::message::FLAG_REQUEST,
+            crate::message::FLAG_RESPONSE,
+        ];
+        let all = flags.iter().fold(0u8, |acc, f| {
+            assert_eq!(acc & f, 0, "flag {f:#04x} used twice");
+            acc | f
+        });
+        assert_eq!(all.count_ones(), 5);
     }
 
     #[test]

@@ -353,14 +353,17 @@ fn run_test(
         }
     });
     report.cpu = cpu_start.and_then(|start| cpu_load(&start));
-    for chunk in log.chunks(PACKET_LOG_CHUNK) {
-        let _ = conn.send(&Message::PacketLog {
+    // A client that stopped reading stalls the first send; the rest would stall again.
+    let logged = log.chunks(PACKET_LOG_CHUNK).try_for_each(|chunk| {
+        conn.send(&Message::PacketLog {
             records: chunk.to_vec(),
+        })
+    });
+    if logged.is_ok() {
+        let _ = conn.send(&Message::Report {
+            report: Box::new(report.clone()),
         });
     }
-    let _ = conn.send(&Message::Report {
-        report: Box::new(report.clone()),
-    });
     report
 }
 

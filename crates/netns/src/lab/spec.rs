@@ -1,16 +1,14 @@
 //! Lab description files: TOML text → a validated [`LabSpec`], or a [`SpecError`] naming the
 //! line.
 //!
-//! Values keep their byte spans (`toml::Spanned`) so that checks made after parsing (an
+//! The file is read as a spanned tree (`flowlab-spanned`) so that checks made after parsing (an
 //! unknown host in a link, a duplicate name, a bad rate) still point at the offending line.
 //! Parsing needs neither root nor a kernel; whether the kernel can do what the file asks
 //! (netem for `delay`) is checked separately by [`LabSpec::check_kernel`].
 
 use std::collections::HashMap;
-use std::fmt;
 
-use serde::Deserialize;
-use toml::{Spanned, Value};
+use flowlab_spanned::{FileError, Item, Reader};
 
 /// Longest lab, host or switch name: a node's interfaces are called `to-<peer>`, and
 /// interface names have at most 15 bytes.
@@ -21,43 +19,10 @@ pub const MAX_NODES: usize = 200;
 pub const MIN_FRAME: u64 = 1514;
 
 /// A lab file that failed to load: a message and, where known, the line it is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpecError {
-    /// 1-based line, when the error is about a place in the file.
-    pub line: Option<usize>,
-    /// One line, no trailing period.
-    pub message: String,
-    file: Option<String>,
-}
+pub type SpecError = FileError;
 
-impl SpecError {
-    pub(crate) fn new(line: Option<usize>, message: impl Into<String>) -> Self {
-        SpecError {
-            line,
-            message: message.into(),
-            file: None,
-        }
-    }
-
-    /// The same error, displayed as `FILE:LINE: message`.
-    pub fn with_file(mut self, name: &str) -> Self {
-        self.file = Some(name.to_string());
-        self
-    }
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.file, self.line) {
-            (Some(file), Some(line)) => write!(f, "{file}:{line}: {}", self.message),
-            (Some(file), None) => write!(f, "{file}: {}", self.message),
-            (None, Some(line)) => write!(f, "line {line}: {}", self.message),
-            (None, None) => write!(f, "{}", self.message),
-        }
-    }
-}
-
-impl std::error::Error for SpecError {}
+const SECTIONS: &[&str] = &["lab", "host", "switch", "link"];
+const LINK_KEYS: &[&str] = &["a", "b", "rate", "burst", "buffer", "delay"];
 
 /// A validated lab description.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,66 +57,6 @@ pub struct LinkSpec {
     pub line: usize,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    lab: Option<RawLab>,
-    #[serde(default)]
-    host: Vec<RawNode>,
-    #[serde(default)]
-    switch: Vec<RawNode>,
-    #[serde(default)]
-    link: Vec<RawLink>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLab {
-    name: Spanned<String>,
-    #[allow(dead_code)] // free text for people reading the file
-    description: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNode {
-    name: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLink {
-    a: Spanned<String>,
-    b: Spanned<String>,
-    rate: Option<Spanned<Value>>,
-    burst: Option<Spanned<Value>>,
-    buffer: Option<Spanned<Value>>,
-    delay: Option<Spanned<Value>>,
-}
-
-/// Line (1-based) of byte offset `pos` in `text`.
-fn line_of(text: &str, pos: usize) -> usize {
-    text.as_bytes()[..pos.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-/// A unit value given as a string ("10M") or a bare number, with its line.
-fn unit_text(text: &str, v: &Spanned<Value>, key: &str) -> Result<(String, usize), SpecError> {
-    let line = line_of(text, v.span().start);
-    match v.get_ref() {
-        Value::String(s) => Ok((s.clone(), line)),
-        Value::Integer(i) => Ok((i.to_string(), line)),
-        Value::Float(x) => Ok((x.to_string(), line)),
-        _ => Err(SpecError::new(
-            Some(line),
-            format!("{key}: expected a string or a number"),
-        )),
-    }
-}
-
 /// Checks a lab, host or switch name; `lab` names may not contain '-', because the
 /// namespaces of lab `a` (`fl-a-...`) must never match the prefix of lab `a-b`.
 pub(crate) fn check_name(name: &str, what: &str, line: usize) -> Result<(), SpecError> {
@@ -179,39 +84,121 @@ pub(crate) fn check_name(name: &str, what: &str, line: usize) -> Result<(), Spec
     Ok(())
 }
 
+/// `[[host]]` or `[[switch]]` tables (`what`), their names checked and recorded in `seen`.
+fn read_nodes(
+    doc: &Reader,
+    what: &str,
+    seen: &mut HashMap<String, usize>,
+) -> Result<Vec<NodeSpec>, SpecError> {
+    let mut out = Vec::new();
+    for n in doc.tables(what)? {
+        n.only(&["name"])?;
+        let line = n.required("name")?.line();
+        let name = n.required_string("name")?.to_string();
+        check_name(&name, what, line)?;
+        if let Some(first) = seen.insert(name.clone(), line) {
+            return Err(SpecError::at(
+                line,
+                format!("duplicate name {name:?} (first defined on line {first})"),
+            ));
+        }
+        out.push(NodeSpec { name, line });
+    }
+    Ok(out)
+}
+
+/// A `[[link]]`: its ends known nodes (not two switches), its tbf and netem settings.
+fn read_link(l: &Reader, hosts: &[NodeSpec], switches: &[NodeSpec]) -> Result<LinkSpec, SpecError> {
+    l.only(LINK_KEYS)?;
+    let line = l.required("a")?.line();
+    let (a, b) = (l.required_string("a")?, l.required_string("b")?);
+    let names = |list: &[NodeSpec]| {
+        list.iter()
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let is = |list: &[NodeSpec], n: &str| list.iter().any(|x| x.name == n);
+    for end in ["a", "b"] {
+        let name = l.required_string(end)?;
+        if !is(hosts, name) && !is(switches, name) {
+            let mut m = format!("link: unknown host {name:?} (hosts: {}", names(hosts));
+            if !switches.is_empty() {
+                m += &format!("; switches: {}", names(switches));
+            }
+            m.push(')');
+            return Err(l.required(end)?.error(m));
+        }
+    }
+    if a == b {
+        return Err(SpecError::at(line, format!("link: {a:?} linked to itself")));
+    }
+    if is(switches, a) && is(switches, b) {
+        return Err(SpecError::at(
+            line,
+            format!(
+                "link: {a:?} and {b:?} are both switches; join their hosts to one switch instead"
+            ),
+        ));
+    }
+    // Field errors start with the key alone: `rate: invalid rate '10Q'`.
+    let f = l.named("");
+    let unlimited = "'max' is not a limit; leave rate out for an unlimited link";
+    let rate_bps = f.bit_rate("rate", unlimited)?;
+    let bytes = |key: &str| -> Result<Option<u64>, SpecError> {
+        let Some(n) = f.bytes(key)? else {
+            return Ok(None);
+        };
+        let item: &Item = l.required(key)?;
+        if rate_bps.is_none() {
+            let m =
+                format!("{key}: only meaningful with a rate (it sizes the link's token bucket)");
+            return Err(item.error(m));
+        }
+        if n < MIN_FRAME {
+            let m = format!("{key}: {n} B is less than one full frame ({MIN_FRAME} B)");
+            return Err(item.error(m));
+        }
+        Ok(Some(n))
+    };
+    let delay_ns = match f.duration_ns("delay")? {
+        Some(d) if d == 0 || d / 1_000_000_000 > 60 => {
+            return Err(l
+                .required("delay")?
+                .error("delay: must be above 0 and at most 60s"))
+        }
+        d => d,
+    };
+    Ok(LinkSpec {
+        a: a.to_string(),
+        b: b.to_string(),
+        rate_bps,
+        burst_bytes: bytes("burst")?,
+        buffer_bytes: bytes("buffer")?,
+        delay_ns,
+        line,
+    })
+}
+
 impl LabSpec {
     /// Parses and validates a lab file's text.
     pub fn parse(text: &str) -> Result<LabSpec, SpecError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of(text, s.start));
-            SpecError::new(line, e.message().trim().replace('\n', " "))
-        })?;
-        let lab = raw
-            .lab
+        let root = flowlab_spanned::parse(text)?;
+        let doc = Reader::of(&root, "")?;
+        doc.only_sections(SECTIONS)?;
+        let lab = doc
+            .get("lab")
             .ok_or_else(|| SpecError::new(None, "missing [lab] with name = \"...\""))?;
-        let name = lab.name.get_ref().clone();
-        check_name(&name, "lab", line_of(text, lab.name.span().start))?;
+        let lab = Reader::of(lab, "lab")?;
+        lab.only(&["name", "description"])?;
+        let name = lab.required_string("name")?.to_string();
+        check_name(&name, "lab", lab.required("name")?.line())?;
+        lab.string("description")?; // free text for people reading the file
 
         // Hosts and switches share one namespace of names (and of network namespaces).
         let mut seen: HashMap<String, usize> = HashMap::new();
-        let mut nodes = |list: &[RawNode], what: &str| -> Result<Vec<NodeSpec>, SpecError> {
-            let mut out = Vec::new();
-            for n in list {
-                let line = line_of(text, n.name.span().start);
-                let name = n.name.get_ref().clone();
-                check_name(&name, what, line)?;
-                if let Some(first) = seen.insert(name.clone(), line) {
-                    return Err(SpecError::new(
-                        Some(line),
-                        format!("duplicate name {name:?} (first defined on line {first})"),
-                    ));
-                }
-                out.push(NodeSpec { name, line });
-            }
-            Ok(out)
-        };
-        let hosts = nodes(&raw.host, "host")?;
-        let switches = nodes(&raw.switch, "switch")?;
+        let hosts = read_nodes(&doc, "host", &mut seen)?;
+        let switches = read_nodes(&doc, "switch", &mut seen)?;
         if hosts.is_empty() {
             return Err(SpecError::new(None, "no [[host]]: a lab needs hosts"));
         }
@@ -221,117 +208,23 @@ impl LabSpec {
                 format!("at most {MAX_NODES} hosts and switches in one lab"),
             ));
         }
-        let is_switch = |n: &str| switches.iter().any(|s| s.name == n);
-        let known = |n: &str| seen.contains_key(n);
-        let names = |list: &[NodeSpec]| {
-            list.iter()
-                .map(|n| n.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-
         let mut links = Vec::new();
         let mut pairs: HashMap<(String, String), usize> = HashMap::new();
-        for l in &raw.link {
-            let line = line_of(text, l.a.span().start);
-            let (a, b) = (l.a.get_ref().clone(), l.b.get_ref().clone());
-            for end in [&l.a, &l.b] {
-                if !known(end.get_ref()) {
-                    let mut m = format!(
-                        "link: unknown host {:?} (hosts: {}",
-                        end.get_ref(),
-                        names(&hosts)
-                    );
-                    if !switches.is_empty() {
-                        m += &format!("; switches: {}", names(&switches));
-                    }
-                    m.push(')');
-                    return Err(SpecError::new(Some(line_of(text, end.span().start)), m));
-                }
-            }
-            if a == b {
-                return Err(SpecError::new(
-                    Some(line),
-                    format!("link: {a:?} linked to itself"),
-                ));
-            }
-            if is_switch(&a) && is_switch(&b) {
-                return Err(SpecError::new(
-                    Some(line),
-                    format!("link: {a:?} and {b:?} are both switches; join their hosts to one switch instead"),
-                ));
-            }
+        for l in doc.tables("link")? {
+            let link = read_link(&l.named("link"), &hosts, &switches)?;
+            let (a, b) = (&link.a, &link.b);
             let key = if a < b {
                 (a.clone(), b.clone())
             } else {
                 (b.clone(), a.clone())
             };
-            if let Some(first) = pairs.insert(key, line) {
-                return Err(SpecError::new(
-                    Some(line),
+            if let Some(first) = pairs.insert(key, link.line) {
+                return Err(SpecError::at(
+                    link.line,
                     format!("link: {a:?} and {b:?} are already linked on line {first}"),
                 ));
             }
-
-            let mut rate_bps = None;
-            if let Some(v) = &l.rate {
-                let (t, line) = unit_text(text, v, "rate")?;
-                rate_bps = Some(match flowlab_units::parse_rate(&t) {
-                    Ok(flowlab_units::Rate::BitsPerSec(b)) => b,
-                    Ok(flowlab_units::Rate::Max) => {
-                        return Err(SpecError::new(
-                            Some(line),
-                            "rate: 'max' is not a limit; leave rate out for an unlimited link",
-                        ))
-                    }
-                    Err(e) => return Err(SpecError::new(Some(line), format!("rate: {e}"))),
-                });
-            }
-            let bytes = |f: &Option<Spanned<Value>>, key: &str| -> Result<_, SpecError> {
-                let Some(v) = f else { return Ok(None) };
-                let (t, line) = unit_text(text, v, key)?;
-                let n = flowlab_units::parse_bytes(&t)
-                    .map_err(|e| SpecError::new(Some(line), format!("{key}: {e}")))?;
-                if rate_bps.is_none() {
-                    return Err(SpecError::new(
-                        Some(line),
-                        format!(
-                            "{key}: only meaningful with a rate (it sizes the link's token bucket)"
-                        ),
-                    ));
-                }
-                if n < MIN_FRAME {
-                    return Err(SpecError::new(
-                        Some(line),
-                        format!("{key}: {n} B is less than one full frame ({MIN_FRAME} B)"),
-                    ));
-                }
-                Ok(Some(n))
-            };
-            let burst_bytes = bytes(&l.burst, "burst")?;
-            let buffer_bytes = bytes(&l.buffer, "buffer")?;
-            let mut delay_ns = None;
-            if let Some(v) = &l.delay {
-                let (t, line) = unit_text(text, v, "delay")?;
-                let d = flowlab_units::parse_duration(&t)
-                    .map_err(|e| SpecError::new(Some(line), format!("delay: {e}")))?;
-                if d.is_zero() || d.as_secs() > 60 {
-                    return Err(SpecError::new(
-                        Some(line),
-                        "delay: must be above 0 and at most 60s",
-                    ));
-                }
-                delay_ns = Some(d.as_nanos() as u64);
-            }
-            links.push(LinkSpec {
-                a,
-                b,
-                rate_bps,
-                burst_bytes,
-                buffer_bytes,
-                delay_ns,
-                line,
-            });
+            links.push(link);
         }
         Ok(LabSpec {
             name,
@@ -455,7 +348,7 @@ rate = "10M"
         assert!(e.message.contains("less than one full frame"), "{e}");
         let e = err(&format!("{base}rate = \"1M\"\ncolour = \"red\"\n"));
         assert_eq!(e.line, Some(11));
-        assert!(e.message.contains("unknown field `colour`"), "{e}");
+        assert!(e.message.contains("unknown key 'colour'"), "{e}");
         let e = err(&format!("{base}delay = \"soon\"\n"));
         assert!(e.message.starts_with("delay: invalid duration"), "{e}");
         let ok = LabSpec::parse(&format!(

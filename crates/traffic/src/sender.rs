@@ -336,10 +336,6 @@ impl SenderCore {
     pub fn pacers(&self) -> impl Iterator<Item = &Pacer> {
         self.flows.iter().map(|f| &f.pacer)
     }
-
-    pub fn flow_count(&self) -> usize {
-        self.flows.len()
-    }
 }
 
 #[cfg(test)]

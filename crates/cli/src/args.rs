@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use flowlab_store::RunId;
 use flowlab_units::{
     parse_bytes, parse_count, parse_cpu_list, parse_duration, parse_rate, Rate, UnitError,
 };
@@ -39,9 +40,9 @@ pub enum Command {
     Sim(crate::sim_cmd::SimArgs),
     /// Run a test at every point of a parameter grid, repeated, and store the results.
     #[command(
-        after_help = "Examples:\n  flowlab sweep 10.0.0.2 --vary size=100..8000:100 --vary proto=udp,tcp --repeat 3\n  flowlab sweep host --mode loopback --rate 2M --duration 2s --vary size=100,1000,8000 --until-ci 2% --shuffle\n  flowlab sweep host --vary rate=1M..10M:1M --resume 12"
+        after_help = "Examples:\n  flowlab sweep 10.0.0.2 --rate 5M --vary size=100..8000:100 --vary proto=udp,tcp --repeat 3\n  flowlab sweep host --mode loopback --rate 2M --duration 2s --vary size=100,1000,8000 --until-ci 2% --shuffle\n  flowlab sweep host --vary rate=1M..10M:1M --resume 12"
     )]
-    Sweep(Box<crate::sweep_cmd::SweepArgs>),
+    Sweep(Box<SweepArgs>),
     /// List the runs in the results database.
     History(crate::history_cmd::HistoryArgs),
     /// Show one stored run: parameters, environment and a table of its results.
@@ -349,4 +350,114 @@ pub struct DemoArgs {
     /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
     #[arg(long)]
     pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The agent: HOST, HOST:PORT, [IPV6]:PORT.
+    pub target: String,
+    /// A parameter and its values: size=100..8000:100, proto=udp,tcp, rate=1M,2M,5M,
+    /// mode=oneway,loopback,reverse, duration=1s,2s, count=..., flows=1..4:1, or any other
+    /// test parameter by its flag name (congestion=cubic,bbr, dscp=ef,af41, nodelay=on,off);
+    /// what a point does not set follows it as on the command line. Repeat for a grid.
+    #[arg(long, value_name = "NAME=VALUES", required = true)]
+    pub vary: Vec<String>,
+    /// Repetitions of every point.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub repeat: u32,
+    /// Repeat each point until the 95 % confidence interval of --ci-metric is within this much
+    /// of its mean (2%, 0.5%), at least twice and at most --max-repeat times.
+    #[arg(long, value_parser = parse_percent, conflicts_with = "repeat")]
+    pub until_ci: Option<f64>,
+    /// Most repetitions with --until-ci.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+    pub max_repeat: u32,
+    /// Metric whose interval --until-ci watches (rtt, loss, throughput, or a metric name).
+    #[arg(long, default_value = "rtt")]
+    pub ci_metric: String,
+    /// Run the points in random order (seeded by --seed), so slow drifts do not masquerade as
+    /// effects of the swept parameter.
+    #[arg(long)]
+    pub shuffle: bool,
+    /// Seed of --shuffle.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Continue an interrupted sweep: run only the points run RUN lacks (same flags needed).
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<RunId>,
+    /// Results database (default: $FLOWLAB_DB or ~/.local/share/flowlab/history.sqlite3).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Metrics in the final table.
+    #[arg(long, value_delimiter = ',', default_value = "rtt,loss,cpu,throughput")]
+    pub show: Vec<String>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Store every packet's fate in the database (for delay and loss plots).
+    #[arg(long)]
+    pub packet_log: bool,
+    /// Send TCP messages (as `flowlab test --tcp`).
+    #[arg(long, conflicts_with = "udp")]
+    pub tcp: bool,
+    /// Send UDP datagrams (default).
+    #[arg(long)]
+    pub udp: bool,
+    /// Offered rate (2M, max).
+    #[arg(long, short)]
+    pub rate: Option<String>,
+    /// Bytes per packet.
+    #[arg(long, short)]
+    pub size: Option<String>,
+    /// How long each test sends (default 10s unless --count).
+    #[arg(long, short)]
+    pub duration: Option<String>,
+    /// Packets per test.
+    #[arg(long, short = 'n')]
+    pub count: Option<String>,
+    /// oneway or loopback.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Agent sends, client receives.
+    #[arg(long, short = 'R')]
+    pub reverse: bool,
+    /// Parallel flows.
+    #[arg(long, short = 'P')]
+    pub flows: Option<String>,
+    /// Live intervals inside each test (for time-series plots).
+    #[arg(long, short)]
+    pub interval: Option<String>,
+    /// Pre-shared key, when the agent requires one.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// Wait for packets in flight after the last one is sent.
+    #[arg(long)]
+    pub drain: Option<String>,
+}
+
+/// `2%` or `0.02` as a fraction.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("invalid interval width '{s}': expected a percentage such as 2%"))?;
+    if !(v > 0.0 && v < 10.0) {
+        return Err(format!("invalid interval width '{s}': must be above 0%"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_parsing() {
+        assert_eq!(parse_percent("2%"), Ok(0.02));
+        assert_eq!(parse_percent("0.5"), Ok(0.5));
+        assert!(parse_percent("0%").is_err());
+        assert!(parse_percent("x").is_err());
+    }
 }

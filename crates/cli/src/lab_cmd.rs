@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use flowlab_netns::lab::{self, LabSpec, UpOptions};
+use flowlab_netns::lab;
+use flowlab_runner::{format, host};
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
@@ -67,40 +67,15 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             no_agents,
             port,
         } => {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
-            let spec = LabSpec::parse(&text).map_err(|e| e.with_file(&name))?;
-            let mut opts = UpOptions::new(run_dir);
-            opts.file = Some(name.clone());
-            opts.agent_port = port;
-            if !no_agents {
-                opts.agent_exe = Some(
-                    std::env::current_exe().context("finding the flowlab binary for the agents")?,
-                );
-            }
-            let state = lab::up(&spec, &opts).map_err(|e| match e {
-                lab::LabError::Spec(e) => anyhow::anyhow!(e.with_file(&name)),
-                e => anyhow::anyhow!(e),
-            })?;
-            println!("lab {} is up:", state.name);
-            print!("{}", state.table());
-            println!(
-                "run commands with `flowlab lab exec HOST -- CMD`; remove it with `flowlab lab down {}`",
-                state.name
-            );
+            let state = host::lab_up(&file, run_dir, port, !no_agents)?;
+            print!("{}", format::lab_up(&state));
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Down { name } => {
-            let report = lab::down(name.as_deref(), &run_dir)?;
-            if report.labs.is_empty() {
-                println!("no labs");
-            }
-            for l in &report.labs {
-                println!("lab {l} is down");
-            }
-            if report.processes > 0 {
-                println!("stopped {} processes", report.processes);
-            }
+            print!(
+                "{}",
+                format::lab_down(&lab::down(name.as_deref(), &run_dir)?)
+            );
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Exec { lab, host, command } => {
@@ -111,33 +86,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             Err(anyhow::anyhow!("running `ip netns exec {ns}`: {err}"))
         }
         LabCommand::Status => {
-            let labs = lab::status(&run_dir)?;
-            if labs.is_empty() {
-                println!("no labs");
-            }
-            for (i, l) in labs.iter().enumerate() {
-                if i > 0 {
-                    println!();
-                }
-                let file = l
-                    .state
-                    .as_ref()
-                    .and_then(|s| s.file.as_deref())
-                    .map(|f| format!(" ({f})"))
-                    .unwrap_or_default();
-                println!("lab {}{file}", l.name);
-                if let Some(p) = &l.problem {
-                    println!("  problem: {p}");
-                }
-                match &l.state {
-                    Some(s) => print!("{}", s.table()),
-                    None => {
-                        for ns in &l.namespaces {
-                            println!("  {ns}");
-                        }
-                    }
-                }
-            }
+            print!("{}", format::lab_status(&lab::status(&run_dir)?));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -4,12 +4,12 @@ mod args;
 mod demo;
 mod history_cmd;
 mod lab_cmd;
-mod output;
 mod plot_cmd;
 mod run_cmd;
 mod serve;
 mod sim_cmd;
 mod sweep_cmd;
+mod terminal;
 mod test_cmd;
 
 use std::process::ExitCode;
@@ -65,20 +65,4 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// Pins this process to `cpus` (`--cpus`), before it starts any thread.
-fn pin_cpus(cpus: Option<&args::CpuList>) -> anyhow::Result<()> {
-    let Some(args::CpuList(cpus)) = cpus else {
-        return Ok(());
-    };
-    flowlab_sys::cpu::pin_to(cpus).map_err(|e| {
-        let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
-        let why = if e.kind() == std::io::ErrorKind::InvalidInput {
-            "no such CPU is online here".to_string()
-        } else {
-            e.to_string()
-        };
-        anyhow::anyhow!("cannot run on CPUs {}: {why}", list.join(","))
-    })
 }

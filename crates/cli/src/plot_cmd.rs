@@ -1,15 +1,12 @@
 //! `flowlab plot RUN` and `flowlab report RUN`: figures and a self-contained HTML page from a
 //! stored run, so results can be looked at again without re-running anything.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::ValueEnum;
 use flowlab_report::{PlotKind, PlotRequest};
 use flowlab_store::RunId;
-
-use crate::history_cmd::open_store;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Kind {
@@ -68,8 +65,6 @@ pub struct PlotArgs {
 
 /// `flowlab plot RUN ...`.
 pub fn run_plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(args.db.as_deref())?;
-    let run = store.load_run(args.run)?;
     let req = PlotRequest {
         kind: args.kind.into(),
         x: args.x,
@@ -77,9 +72,7 @@ pub fn run_plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
         by: args.by,
         point: args.point,
     };
-    let svg = flowlab_report::plot(&store, &run, &req)?;
-    std::fs::write(&args.output, svg)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    flowlab_runner::record::write_plot(args.db.as_deref(), args.run, &req, &args.output)?;
     println!("{}", args.output.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -101,15 +94,7 @@ pub fn run_report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let out = args
         .output
         .unwrap_or_else(|| PathBuf::from(format!("flowlab-run-{}.html", args.run)));
-    write_report(args.db.as_deref(), args.run, &out)?;
+    flowlab_runner::record::write_report(args.db.as_deref(), args.run, &out)?;
     println!("{}", out.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes the HTML report of a stored run (for `flowlab demo` to end with one).
-pub fn write_report(db: Option<&Path>, run: RunId, out: &Path) -> anyhow::Result<()> {
-    let store = open_store(db)?;
-    let loaded = store.load_run(run)?;
-    let html = flowlab_report::html::report(&store, &loaded)?;
-    std::fs::write(out, html).with_context(|| format!("cannot write {}", out.display()))
 }

@@ -4,17 +4,26 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-use flowlab_control::{load_key, run_test, TestOptions, TestRun};
-use flowlab_spec::{Direction, Protocol, SocketOptions, TestSpec};
+use flowlab_control::{load_key, TestOptions, TestRun};
+use flowlab_runner::format;
+use flowlab_runner::sweep::PointBase;
+use flowlab_spec::{Direction, Param, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
-use crate::output;
+use crate::terminal::{Output, Terminal};
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
+    let spec = spec_of_flags(args)?;
+    spec.validate()
+        .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+    Ok(spec)
+}
+
+/// The test the flags describe, not yet validated.
+fn spec_of_flags(args: &TestArgs) -> anyhow::Result<TestSpec> {
     let named = traffic_text(args)
         .map(|t| TrafficSpec::parse(&t))
         .transpose()
@@ -49,10 +58,9 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
     let traffic = traffic_from_args(args, &rate, size)?;
     // Each sub-flow of a preset (audio, video) is a flow of its own.
     let flows = match &traffic {
-        Some(t) if args.flows == 1 && !transactions => t
-            .build(args.seed, &|p: &str| Err(format!("{p} not embedded")))
-            .map(|sources| sources.len().max(1) as u32)
-            .unwrap_or(1),
+        Some(t) if args.flows == 1 && !transactions => {
+            flowlab_runner::defaults::model_flows(t, args.seed)
+        }
         _ => args.flows,
     };
     let spec = TestSpec {
@@ -89,8 +97,6 @@ pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
         traffic,
         seed: args.seed,
     };
-    spec.validate()
-        .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
     Ok(spec)
 }
 
@@ -116,18 +122,42 @@ fn traffic_from_args(
         Rate::BitsPerSec(r) => *r,
         Rate::Max => 1_000_000,
     };
-    let read = |path: &str| std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"));
     let spec = TrafficSpec::parse(&text)
-        .and_then(|t| t.with_defaults(rate, size).resolve_files(&read))
-        .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
-    spec.validate()
+        .map_err(anyhow::Error::from)
+        .and_then(|t| flowlab_runner::test::embed_files(&t.with_defaults(rate, size)))
         .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
     Ok(Some(spec))
 }
 
+/// The test a sweep's points start from: the flags common to every point, and which
+/// parameters they give.
+pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
+    let given = [
+        (
+            Param::Protocol,
+            args.tcp || args.udp || args.proto.is_some(),
+        ),
+        (Param::Size, args.size.is_some()),
+        (Param::Rate, args.rate.is_some()),
+        (Param::Duration, args.duration.is_some()),
+        // A preset gives its own flows unless told otherwise.
+        (Param::Flows, args.flows != 1),
+    ];
+    Ok(PointBase {
+        spec: spec_of_flags(args)?,
+        given: given
+            .into_iter()
+            .filter(|(_, g)| *g)
+            .map(|(p, _)| p)
+            .collect(),
+    })
+}
+
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_from_args(&args)?;
-    crate::pin_cpus(args.cpus.as_ref())?;
+    if let Some(cpus) = &args.cpus {
+        flowlab_runner::host::pin_cpus(&cpus.0)?;
+    }
     let key = args.key_file.as_deref().map(load_key).transpose()?;
     let options = TestOptions {
         target: args.target.clone(),
@@ -138,43 +168,20 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         agent_interface: args.agent_interface.clone(),
     };
     flowlab_sys::signal::interrupt_flag();
-    let mut stdout = std::io::stdout().lock();
-    let human = !args.json && !args.json_stream;
-    if human {
-        writeln!(stdout, "{}", output::headline(&options))?;
-    }
-    let mut printed_header = false;
-    let mut on_interval = |r: &flowlab_results::IntervalReport| {
-        // Live output is best effort: a closed stdout must not stop the measurement.
-        if args.json_stream {
-            let _ = writeln!(std::io::stdout(), "{}", output::stream_line("interval", r));
-        } else if human {
-            if !printed_header {
-                let transactions = options
-                    .spec
-                    .traffic
-                    .as_ref()
-                    .is_some_and(|t| t.transactions().is_some());
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "{}",
-                    output::interval_header(transactions)
-                );
-                printed_header = true;
-            }
-            let _ = writeln!(std::io::stdout(), "{}", output::interval_line(r));
-        }
+    let output = match (args.json, args.json_stream) {
+        (true, _) => Output::Json,
+        (_, true) => Output::JsonStream,
+        _ => Output::Human,
     };
-    let run = run_test(&options, &mut on_interval)?;
-    save(&args, &run)?;
+    let run = flowlab_runner::test::run_test(&options, &mut Terminal::new(output, false))?;
+    flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
     let stored = store(&args, &options, &run);
-    if args.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&run.result)?)?;
-    } else if args.json_stream {
-        writeln!(stdout, "{}", output::stream_line("result", &run.result))?;
-    } else {
-        write!(stdout, "{}", output::render(&run.result))?;
+    let mut stdout = std::io::stdout().lock();
+    match output {
+        Output::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&run.result)?)?,
+        Output::JsonStream => writeln!(stdout, "{}", format::stream_line("result", &run.result))?,
+        Output::Human => write!(stdout, "{}", format::render(&run.result))?,
     }
     stdout.flush()?;
     if let Some(e) = &run.result.error {
@@ -198,7 +205,7 @@ fn store(args: &TestArgs, options: &TestOptions, run: &TestRun) -> bool {
     if args.no_store {
         return true;
     }
-    match crate::history_cmd::store_single_test(args.db.as_deref(), options, run) {
+    match flowlab_runner::record::store_single_test(args.db.as_deref(), options, run) {
         Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
         Err(e) => {
             eprintln!("flowlab: error: result not stored: {e:#}");
@@ -206,22 +213,4 @@ fn store(args: &TestArgs, options: &TestOptions, run: &TestRun) -> bool {
         }
     }
     true
-}
-
-/// Writes the result JSON and the packet log where asked, before anything else can fail.
-fn save(args: &TestArgs, run: &TestRun) -> anyhow::Result<()> {
-    if let Some(path) = &args.output {
-        let json = serde_json::to_string_pretty(&run.result)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.packet_log {
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(file);
-        flowlab_results::packet_log::write_csv(&run.packets, &mut w)
-            .and_then(|_| w.flush())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
 }

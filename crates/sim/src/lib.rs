@@ -5,16 +5,23 @@
 //! `flowlab-atm` (cells, AAL5 cell counts, GCRA policing and shaping, switch output ports) and
 //! `flowlab-qos` (classifier, schedulers, Reno TCP) with a virtual clock, and feeds the same
 //! `flowlab-results` meters as a real test, so simulated and measured flows report the same
-//! metrics. Nothing here reads a clock or does I/O: the caller reads the file and passes text.
+//! metrics. UDP flows send what the real engine's `Pacer` yields for the same traffic model
+//! and seed, so every model and preset runs here. A network file ([`SimNetwork`]) describes
+//! only nodes and links, and [`run_step`] runs an experiment step's flows (their `TestSpec`s)
+//! on it, reporting each end as a real test does (`flowlab run --sim`). Nothing here reads a
+//! clock or does I/O: the caller reads the file and passes text.
 //! See docs/simulation.md for the format and what is modelled.
 
 #![forbid(unsafe_code)]
 
 mod engine;
 pub mod limits;
+mod network;
 pub mod report;
 mod scenario;
+mod sender;
 
+pub use network::{run_step, SimError, SimFlow, SimFlowResult, SimNetwork};
 pub use report::{render_human, RunReport, SimReport, SweepPoint, SCHEMA_VERSION};
 pub use scenario::{load, Scenario, ScenarioError};
 
@@ -26,7 +33,7 @@ pub fn run(scenario: &Scenario, seed_override: Option<u64>) -> SimReport {
     for v in &scenario.variants {
         let seed = seed_override.unwrap_or(v.model.seed);
         description.clone_from(&v.model.description);
-        let (flows, ports, backgrounds, events, cells) = engine::Sim::new(&v.model, seed).run();
+        let out = engine::Sim::new(&v.model, seed).run();
         runs.push(RunReport {
             sweep: v.sweep.as_ref().map(|(param, value)| SweepPoint {
                 param: param.clone(),
@@ -34,11 +41,11 @@ pub fn run(scenario: &Scenario, seed_override: Option<u64>) -> SimReport {
             }),
             seed,
             duration_ns: v.model.duration_ns,
-            events,
-            cells_transmitted: cells,
-            flows,
-            ports,
-            backgrounds,
+            events: out.events,
+            cells_transmitted: out.cells,
+            flows: out.flows,
+            ports: out.ports,
+            backgrounds: out.backgrounds,
         });
     }
     SimReport {

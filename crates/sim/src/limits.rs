@@ -3,6 +3,7 @@
 //! otherwise run for hours and queue gigabytes. docs/simulation.md ("Limits") lists them.
 
 use crate::scenario::{FlowSpec, LinkSpec, Model, Protocol, ScenarioError, Variant};
+use crate::sender::{offered, Offered};
 
 /// Most values of a `[sweep]`: each is a whole run (the papers' sweeps have ten).
 pub const MAX_SWEEP_VALUES: usize = 1_000;
@@ -19,18 +20,44 @@ pub const MAX_OVERLOAD: u64 = 10;
 /// minutes of simulating at most (tens of millions of cell events a second), and a bound on
 /// what queues and in-flight records can hold.
 pub const MAX_PACKETS: u64 = 200_000_000;
+/// Emissions of a run's traffic models run ahead to estimate their load, shared by its model
+/// flows (at least 100 a sub-flow), the rest extrapolated: checked at every sweep point, so
+/// the estimate is cheap and only right within these limits' margins.
+pub const PROBE_EMISSIONS: u64 = 20_000;
 
-/// What a flow offers its first link in bit/s; `None` for TCP, which its window paces.
-fn offered_bps(f: &FlowSpec) -> Option<u64> {
-    match f.protocol {
-        Protocol::Udp { rate_bps } => Some(rate_bps),
+/// What a UDP flow (a constant rate or a traffic model, run ahead) offers in one run.
+fn udp_load(m: &Model, index: usize, f: &FlowSpec) -> Option<Offered> {
+    let Protocol::Udp(s) = &f.protocol else {
+        return None;
+    };
+    let active_ns = f.stop_ns.saturating_sub(f.start_ns);
+    let models = m
+        .flows
+        .iter()
+        .filter(|g| matches!(&g.protocol, Protocol::Udp(s) if s.traffic.is_some()))
+        .count() as u64;
+    let probe = PROBE_EMISSIONS / models.max(1);
+    Some(offered(
+        s,
+        s.seed_for(m.seed, index),
+        active_ns,
+        f.count,
+        probe,
+    ))
+}
+
+/// What each flow offers its first link in bit/s; `None` for TCP, which its window paces.
+fn offered_bps(m: &Model) -> Vec<Option<u64>> {
+    let one = |(i, f): (usize, &FlowSpec)| match f.protocol {
+        Protocol::Udp(_) => udp_load(m, i, f).map(|o| o.wire_bps),
         Protocol::Ping { interval_ns } => Some(
             (u128::from(f.size) * 8 * 1_000_000_000 / u128::from(interval_ns.max(1)))
                 .try_into()
                 .unwrap_or(u64::MAX),
         ),
         Protocol::Tcp => None,
-    }
+    };
+    m.flows.iter().enumerate().map(one).collect()
 }
 
 /// The index of the link `f` crosses first.
@@ -44,8 +71,9 @@ fn first_link(links: &[LinkSpec], f: &FlowSpec) -> Option<usize> {
 /// Refuses a flow, or flows leaving a host over the same link, offering more than
 /// [`MAX_OVERLOAD`] times the link's rate: an impossible load, not an overload.
 pub(crate) fn check_overload(m: &Model) -> Result<(), ScenarioError> {
+    let offered = offered_bps(m);
     for (i, f) in m.flows.iter().enumerate() {
-        let (Some(rate), Some(l)) = (offered_bps(f), first_link(&m.links, f)) else {
+        let (Some(rate), Some(l)) = (offered[i], first_link(&m.links, f)) else {
             continue;
         };
         let link = &m.links[l];
@@ -58,16 +86,17 @@ pub(crate) fn check_overload(m: &Model) -> Result<(), ScenarioError> {
             ));
         }
         // The flows before this one leaving the same host over the same link, and this one.
-        let shared: Vec<&FlowSpec> = m.flows[..=i]
+        let shared: Vec<(usize, &FlowSpec)> = m.flows[..=i]
             .iter()
-            .filter(|g| g.path.first() == f.path.first() && first_link(&m.links, g) == Some(l))
+            .enumerate()
+            .filter(|(_, g)| g.path.first() == f.path.first() && first_link(&m.links, g) == Some(l))
             .collect();
         let sum = shared
             .iter()
-            .filter_map(|g| offered_bps(g))
+            .filter_map(|(j, _)| offered[*j])
             .fold(0u64, u64::saturating_add);
         if sum > cap {
-            let names: Vec<&str> = shared.iter().map(|g| g.name.as_str()).collect();
+            let names: Vec<&str> = shared.iter().map(|(_, g)| g.name.as_str()).collect();
             let what = format!("flows {} offer {sum} bit/s together", names.join(", "));
             return Err(overload(f, &what, link));
         }
@@ -97,15 +126,18 @@ fn overload_text(what: &str, link: &LinkSpec) -> String {
     )
 }
 
-/// About how many packets `f` sends, and their answers (echoes, ACKs), in one run.
-fn flow_packets(m: &Model, f: &FlowSpec) -> u64 {
+/// About how many packets flow `index` sends, and their answers (echoes, ACKs), in one run.
+fn flow_packets(m: &Model, index: usize, f: &FlowSpec) -> u64 {
     let active_ns = f.stop_ns.saturating_sub(f.start_ns);
     let bits = u128::from(f.size.max(1)) * 8;
     let per_s = |bps: u64| u128::from(bps) * u128::from(active_ns) / bits / 1_000_000_000;
-    let (sent, answers) = match f.protocol {
-        Protocol::Udp { rate_bps } => (per_s(rate_bps), 0),
+    let (sent, answers) = match &f.protocol {
+        Protocol::Udp(s) => {
+            let n = udp_load(m, index, f).map_or(0, |o| u128::from(o.packets));
+            (n, if s.echo { n } else { 0 })
+        }
         Protocol::Ping { interval_ns } => {
-            let n = u128::from(active_ns / interval_ns.max(1)) + 1;
+            let n = u128::from(active_ns / (*interval_ns).max(1)) + 1;
             (n, n)
         }
         Protocol::Tcp => {
@@ -118,7 +150,11 @@ fn flow_packets(m: &Model, f: &FlowSpec) -> u64 {
             (n, n)
         }
     };
-    let sent = f.count.map_or(sent, |c| sent.min(u128::from(c)));
+    let sent = match &f.protocol {
+        // A count is per sub-flow, and `offered` holds to it.
+        Protocol::Udp(_) => sent,
+        _ => f.count.map_or(sent, |c| sent.min(u128::from(c))),
+    };
     u64::try_from(sent + answers.min(sent)).unwrap_or(u64::MAX)
 }
 
@@ -143,8 +179,8 @@ pub(crate) fn check_packet_budget(variants: &[Variant]) -> Result<(), ScenarioEr
     for v in variants {
         let m = &v.model;
         total = total.saturating_add(background_cells(m));
-        for f in &m.flows {
-            let n = flow_packets(m, f);
+        for (i, f) in m.flows.iter().enumerate() {
+            let n = flow_packets(m, i, f);
             total = total.saturating_add(n);
             if heaviest.map_or(true, |(_, h)| n > h) {
                 heaviest = Some((f, n));

@@ -12,6 +12,7 @@ use flowlab_spanned::{
 };
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
+use crate::sender::{parse_traffic, SendSpec};
 
 /// A scenario that failed to load: a message and, where known, the line it is about
 /// (displayed as `line N: message`, or `FILE:LINE: message` after `with_file`).
@@ -76,6 +77,7 @@ const FLOW_KEYS: &[&str] = &[
     "bytes",
     "delayed_ack",
     "min_rto",
+    "traffic",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -189,9 +191,9 @@ pub(crate) struct LinkSpec {
     pub tx_ring: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Protocol {
-    Udp { rate_bps: u64 },
+    Udp(SendSpec),
     Ping { interval_ns: u64 },
     Tcp,
 }
@@ -230,6 +232,9 @@ pub(crate) struct FlowSpec {
     pub shape: bool,
     pub dscp: u8,
     pub tcp: TcpSpec,
+    /// Header bytes the meters leave out of each packet: none in scenarios (they count IP
+    /// bytes), the IP and transport headers where flows report payload as real tests do.
+    pub metered_headers: u32,
     /// Lines of the `[[flow]]` table and of its rate (the table's when it has none).
     pub line: usize,
     pub rate_line: usize,
@@ -339,7 +344,12 @@ fn encap_by_name(name: &str) -> Option<Encapsulation> {
 /// Parses and validates a scenario file's text.
 pub fn load(text: &str) -> Result<Scenario, ScenarioError> {
     let root = flowlab_spanned::parse(text)?;
-    Reader::of(&root, "")?.only_sections(SECTIONS)?;
+    let doc = Reader::of(&root, "")?;
+    if let Some(network) = doc.get("network") {
+        let why = "this is a network file (for `flowlab run --sim`), not a scenario";
+        return Err(network.error(why));
+    }
+    doc.only_sections(SECTIONS)?;
     let variants = variants(&root)?;
     crate::limits::check_packet_budget(&variants)?;
     Ok(Scenario { variants })
@@ -453,18 +463,21 @@ const MIN_UDP: u64 = 28;
 /// The IP and TCP headers.
 const TCP_HEADERS: u32 = 40;
 
+/// `[[key]]` tables, at most [`MAX_TABLES`].
+pub(crate) fn tables<'t>(doc: &Reader<'t>, key: &str) -> Result<Vec<Reader<'t>>, FileError> {
+    let list = doc.tables(key)?;
+    match list.get(MAX_TABLES) {
+        Some(t) => Err(FileError::at(
+            t.line(),
+            format!("more than {MAX_TABLES} [[{key}]] tables, the limit"),
+        )),
+        None => Ok(list),
+    }
+}
+
 /// The model of one file (or one sweep value's copy of it).
 fn build(doc: &Reader) -> Result<Model, ScenarioError> {
-    let tables = |key: &str| -> Result<Vec<Reader>, FileError> {
-        let list = doc.tables(key)?;
-        match list.get(MAX_TABLES) {
-            Some(t) => Err(FileError::at(
-                t.line(),
-                format!("more than {MAX_TABLES} [[{key}]] tables, the limit"),
-            )),
-            None => Ok(list),
-        }
-    };
+    let tables = |key: &str| tables(doc, key);
     let (node_t, link_t, flow_t, bg_t) = (
         tables("node")?,
         tables("link")?,
@@ -547,7 +560,7 @@ fn read_sim(doc: &Reader) -> Result<Sim, ScenarioError> {
     })
 }
 
-fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioError> {
+pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioError> {
     let mut nodes: Vec<NodeSpec> = Vec::new();
     for n in tables {
         let n = n.named("node");
@@ -595,7 +608,10 @@ fn find_node(item: &Item, name: &str, nodes: &[NodeSpec]) -> Result<usize, Scena
         .ok_or_else(|| item.error(format!("unknown node {name:?}")))
 }
 
-fn read_links(tables: &[Reader], nodes: &[NodeSpec]) -> Result<Vec<LinkSpec>, ScenarioError> {
+pub(crate) fn read_links(
+    tables: &[Reader],
+    nodes: &[NodeSpec],
+) -> Result<Vec<LinkSpec>, ScenarioError> {
     let mut links: Vec<LinkSpec> = Vec::new();
     for l in tables {
         let link = read_link(&l.named("link"), nodes)?;
@@ -839,8 +855,11 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
     let f = f.named(format!("flow {name}"));
     let path = flow_path(&f, &name, net)?;
     let start_ns = f.duration_ns("start")?.unwrap_or(0);
-    let protocol = flow_protocol(&f, &name)?;
-    let size = flow_size(&f, protocol, &path, net)?;
+    let mut protocol = flow_protocol(&f, &name)?;
+    let size = flow_size(&f, &protocol, &path, net)?;
+    if let Protocol::Udp(s) = &mut protocol {
+        s.size = size;
+    }
     let contract = flow_contract(&f)?;
     let police = f.choice("police", POLICING)?.flatten();
     let shape = f.bool("shape")?.unwrap_or(false);
@@ -871,8 +890,12 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         shape,
         dscp,
         tcp: flow_tcp(&f, size)?,
+        metered_headers: 0,
         line: f.line(),
-        rate_line: f.get("rate").map_or(f.line(), Item::line),
+        rate_line: f
+            .get("rate")
+            .or(f.get("traffic"))
+            .map_or(f.line(), Item::line),
         name,
     })
 }
@@ -954,12 +977,24 @@ fn explicit_path(
 
 fn flow_protocol(f: &Reader, name: &str) -> Result<Protocol, ScenarioError> {
     let kinds = [("udp", 0), ("tcp", 1), ("ping", 2)];
-    Ok(match f.choice("protocol", &kinds)?.unwrap_or(0) {
-        0 => Protocol::Udp {
-            rate_bps: f.bit_rate("rate", NOT_MAX)?.ok_or_else(|| {
+    let kind = f.choice("protocol", &kinds)?.unwrap_or(0);
+    if let Some(t) = f.get("traffic") {
+        let text = f.required_string("traffic")?;
+        let spec = parse_traffic(text).map_err(|m| f.error(t, "traffic", m))?;
+        return match (kind, f.get("rate")) {
+            (0, None) => SendSpec::model(spec)
+                .map(Protocol::Udp)
+                .map_err(|m| f.error(t, "traffic", m)),
+            (0, Some(r)) => Err(f.error(r, "rate", "a traffic model sets its own")),
+            _ => Err(f.error(t, "traffic", "a traffic model runs over udp")),
+        };
+    }
+    Ok(match kind {
+        0 => Protocol::Udp(SendSpec::constant(
+            f.bit_rate("rate", NOT_MAX)?.ok_or_else(|| {
                 FileError::at(f.line(), format!("flow {name}: a udp flow needs rate"))
             })?,
-        },
+        )),
         1 => Protocol::Tcp,
         _ => Protocol::Ping {
             interval_ns: match f.duration_ns("interval")? {
@@ -977,7 +1012,7 @@ fn flow_protocol(f: &Reader, name: &str) -> Result<Protocol, ScenarioError> {
 /// the path MTU.
 fn flow_size(
     f: &Reader,
-    protocol: Protocol,
+    protocol: &Protocol,
     path: &[usize],
     net: &Net,
 ) -> Result<u32, ScenarioError> {
@@ -1003,7 +1038,12 @@ fn flow_size(
             }
             Ok(mss + TCP_HEADERS)
         }
-        Protocol::Ping { .. } | Protocol::Udp { .. } => {
+        // A model's sizes are its own: none here.
+        Protocol::Udp(s) if s.traffic.is_some() => match f.get("size") {
+            Some(item) => Err(f.error(item, "size", "a traffic model sets its own")),
+            None => Ok(0),
+        },
+        Protocol::Ping { .. } | Protocol::Udp(_) => {
             let ping = matches!(protocol, Protocol::Ping { .. });
             let s = size.unwrap_or(if ping { 84 } else { 1000 });
             if s < MIN_UDP {
@@ -1106,7 +1146,7 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
 
 /// Fewest hops from `from` to `to` through switches and routers (hosts do not forward);
 /// ties go to the link defined first, so the choice is deterministic.
-fn shortest_path(
+pub(crate) fn shortest_path(
     nodes: &[NodeSpec],
     links: &[LinkSpec],
     from: usize,

@@ -186,6 +186,60 @@ fn duration_sweep_and_tables_are_capped() {
 }
 
 #[test]
+fn traffic_models_are_checked_where_they_are_given() {
+    let flow = |extra: &str| format!("[[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\n{extra}");
+    for (extra, at, what) in [
+        (
+            "traffic = \"poisson:pps=oops\"\n",
+            5,
+            "traffic: poisson option 'pps'",
+        ),
+        ("traffic = \"no-such-preset\"\n", 5, "unknown traffic kind"),
+        (
+            "traffic = \"rr:request=64,response=1k\"\n",
+            5,
+            "not simulated",
+        ),
+        ("traffic = \"trace:calls.txt\"\n", 5, "reads no files"),
+        (
+            "traffic = \"voip-g711\"\nrate = \"1M\"\n",
+            6,
+            "rate: a traffic model sets its own",
+        ),
+        (
+            "traffic = \"voip-g711\"\nsize = 100\n",
+            6,
+            "size: a traffic model sets its own",
+        ),
+        (
+            "traffic = \"voip-g711\"\nprotocol = \"tcp\"\n",
+            5,
+            "runs over udp",
+        ),
+    ] {
+        let (line, msg) = error(&flow(extra));
+        assert_eq!(
+            (line, msg.contains(what)),
+            (BASE_LINES + at, true),
+            "{extra}: {msg}"
+        );
+    }
+    assert!(load(&format!("{BASE}{}", flow("traffic = \"voip-g711\"\n"))).is_ok());
+}
+
+#[test]
+fn a_model_that_overloads_its_first_link_is_refused() {
+    // 20 Gbit/s of 1200-byte datagrams against an OC-3c.
+    let (line, msg) =
+        error("[[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\ntraffic = \"poisson:pps=2000000,size=1200\"\n");
+    assert_eq!(line, BASE_LINES + 5);
+    assert!(
+        msg.contains("flow f offers") && msg.contains("impossible load"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn sweep_values_may_be_ranges_in_the_keys_unit() {
     let text = format!(
         "{BASE}{UDP}rate = \"1M\"\n[sweep]\nparam = \"flow.f.rate\"\nvalues = [\"1M..3M:1M\", \"10M\"]\n"

@@ -233,6 +233,10 @@ fn every_example_loads_and_runs() {
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
     {
         let text = std::fs::read_to_string(&path).unwrap();
+        // Network files (for experiments) are tested in tests/network.rs.
+        if flowlab_sim::SimNetwork::load(&text).is_ok() {
+            continue;
+        }
         let mut s =
             load(&text).unwrap_or_else(|e| panic!("{}", e.with_file(&path.display().to_string())));
         s.set_duration_ns(200_000_000);
@@ -246,4 +250,73 @@ fn every_example_loads_and_runs() {
         n += 1;
     }
     assert!(n >= 5);
+}
+
+/// Two hosts over a 100 Mbit/s IP link (1 ms), and `flows`.
+fn ip_pair(duration: &str, flows: &str) -> String {
+    format!(
+        "[sim]\nduration = \"{duration}\"\n[[node]]\nname = \"a\"\nkind = \"host\"\n\
+         [[node]]\nname = \"b\"\nkind = \"host\"\n[[link]]\nfrom = \"a\"\nto = \"b\"\n\
+         rate = \"100M\"\ndelay = \"1ms\"\n{flows}"
+    )
+}
+
+fn model_flow(traffic: &str) -> String {
+    format!("[[flow]]\nname = \"m\"\nfrom = \"a\"\nto = \"b\"\ntraffic = \"{traffic}\"\n")
+}
+
+#[test]
+fn a_poisson_model_runs_at_its_rate_and_replays_with_its_seed() {
+    let text = ip_pair("5s", &model_flow("poisson:pps=2000,size=1200"));
+    let s = load(&text).unwrap();
+    let r = run(&s, None);
+    let f = &r.runs[0].flows[0];
+    let sent = f.sender.packets_sent;
+    // 10,000 expected; a Poisson count's sd is 100.
+    assert!((9_600..10_400).contains(&sent), "{sent}");
+    assert_eq!(f.receiver.packets.unique, sent);
+    assert_eq!(f.loss_ratio, 0.0);
+    // Payload plus 28 header bytes on the wire, 1200 B of goodput each.
+    assert_eq!(f.receiver.bytes_received, sent * 1228);
+    let goodput = 2000.0 * 1200.0 * 8.0;
+    assert!(
+        (f.goodput_bps / goodput - 1.0).abs() < 0.04,
+        "{}",
+        f.goodput_bps
+    );
+    // 1228 B at 100 Mbit/s plus 1 ms: the least one-way delay.
+    let d = f.one_way_delay.unwrap();
+    assert_eq!(d.min_ns, 1_000_000.0 + 98_240.0);
+    assert_eq!(to_json(&r), to_json(&run(&s, None)));
+    assert_ne!(to_json(&r), to_json(&run(&s, Some(2))));
+}
+
+#[test]
+fn a_preset_runs_each_part_as_a_sub_flow() {
+    let text = ip_pair("20s", &model_flow("videoconf-1998"));
+    let r = run(&load(&text).unwrap(), None);
+    let f = &r.runs[0].flows[0];
+    assert_eq!(f.packet_bytes, 0, "sizes vary");
+    let parts = &f.sender.flows;
+    assert_eq!(parts.len(), 2);
+    // Audio: 64 kb/s of 1119-byte packets, 7.15 a second; the receiver sees them all.
+    assert!((140..=144).contains(&parts[0].packets_sent), "{parts:?}");
+    // A scenario counts IP bytes: the payload and 28 header bytes.
+    assert_eq!(parts[0].bytes_sent, parts[0].packets_sent * (1119 + 28));
+    assert_eq!(f.receiver.flows[0].packets.unique, parts[0].packets_sent);
+    // Video: mean 1 Mbit/s, 0.5 to 1.5 by scene.
+    let video_bps = parts[1].bytes_sent as f64 * 8.0 / 20.0;
+    assert!((500e3..1.5e6).contains(&video_bps), "{video_bps}");
+    assert_eq!(f.receiver.packets.unique, f.sender.packets_sent);
+    assert_eq!(to_json(&r), to_json(&run(&load(&text).unwrap(), None)));
+}
+
+#[test]
+fn a_model_above_the_path_mtu_loses_its_big_packets_at_the_sender() {
+    // Video frames cut at 9000 bytes do not fit a 1500-byte MTU.
+    let text = ip_pair("2s", &model_flow("video:fps=25,size=5000,mtu=9000"));
+    let f = &run(&load(&text).unwrap(), None).runs[0].flows[0];
+    assert_eq!(f.sender.packets_sent, 0);
+    assert_eq!(f.sender.lost_by_sender.send_errors, 50);
+    assert_eq!(f.loss_ratio, 1.0);
 }

@@ -43,17 +43,9 @@ impl TestSpec {
             return Ok(None);
         };
         let no_files = |path: &str| Err(format!("file {path} was not embedded in the test"));
-        let mut sources = spec
-            .build(
-                flowlab_traffic::derive_seed(self.seed, index as u64),
-                &no_files,
-            )
-            .map_err(|e| e.to_string())?;
-        if sources.is_empty() {
-            return Err("the traffic model produced no source".into());
-        }
-        let pick = index % sources.len();
-        Ok(Some(sources.swap_remove(pick)))
+        spec.source_for(self.seed, index as u64, &no_files)
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 
     /// The schedule and end of a flow starting at `start_ns`.

@@ -17,6 +17,8 @@ pub use defaults::{
     default_rate_bps, default_size, DEFAULT_DURATION_NS, DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE,
     DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
 };
+mod param;
+pub use param::{Param, ParamValue, ValueKind};
 
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;

@@ -20,12 +20,13 @@ impl InterArrival {
     pub fn push(&mut self, arrival_ns: u64) -> Option<i64> {
         let gap = self
             .last_arrival_ns
-            .map(|last| (i128::from(arrival_ns) - i128::from(last)) as i64);
+            .map(|last| i128::from(arrival_ns) - i128::from(last));
         if let Some(gap) = gap {
             self.gaps_ns.push(gap as f64);
         }
         self.last_arrival_ns = Some(arrival_ns);
-        gap
+        // Beyond ±292 years a gap is a broken clock, not a measurement: saturate.
+        gap.map(|g| g.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
     }
 
     /// `n` arrivals at the same instant (one coalesced train): one gap from the previous

@@ -85,6 +85,7 @@ impl SendCap {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Batching {
     pub train_window_ns: u64,
+    /// Largest train: its packets are listed at once, and a max-rate flow always fills it.
     pub max_batch: u64,
     pub max_lateness_ns: u64,
 }

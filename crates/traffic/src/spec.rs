@@ -672,6 +672,26 @@ impl TrafficSpec {
     }
 }
 
+impl TrafficSpec {
+    /// The source of flow `index` of a test (its `index`-th socket): the sources built from
+    /// [`crate::derive_seed`]`(seed, index)`, and of them sub-flow `index` modulo their
+    /// number (a preset's audio, video, ...). The real engine and the simulator both pick a
+    /// flow's packets with this.
+    pub fn source_for(
+        &self,
+        seed: u64,
+        index: u64,
+        files: &dyn Fn(&str) -> Result<Vec<u8>, String>,
+    ) -> Result<Box<dyn Source>, TrafficError> {
+        let mut sources = self.build(crate::derive_seed(seed, index), files)?;
+        if sources.is_empty() {
+            return Err(bad("the traffic model produced no source"));
+        }
+        let pick = (index % sources.len() as u64) as usize;
+        Ok(sources.swap_remove(pick))
+    }
+}
+
 /// `scene=MEAN,SD,RHO,MIN,MAX` (bytes, bytes, correlation, bytes, bytes).
 fn parse_scene(s: &str) -> Result<FrameSizes, TrafficError> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -968,5 +988,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn source_for_picks_the_sub_flow_of_its_index_from_its_own_seed() {
+        let preset = TrafficSpec::parse("preset:videoconf-1998").unwrap();
+        for index in 0..4u64 {
+            let mut picked = preset.source_for(9, index, &no_files).unwrap();
+            let mut all = preset
+                .build(crate::derive_seed(9, index), &no_files)
+                .unwrap();
+            let k = index as usize % all.len();
+            assert_eq!(take(&mut picked, 50), take(&mut all[k], 50));
+        }
+        // Audio (sub-flow 0) and video (1) differ.
+        let mut audio = preset.source_for(9, 0, &no_files).unwrap();
+        let mut video = preset.source_for(9, 1, &no_files).unwrap();
+        assert_ne!(take(&mut audio, 5), take(&mut video, 5));
     }
 }

@@ -1,0 +1,421 @@
+//! Experiments across many hosts: each step's flows run together through a [`StepRunner`]
+//! (the real network's agents, or a simulated network), every result is collected, the
+//! file's search runs if it has one, and the experiment is stored as one run.
+//!
+//! On a real network ([`Network`]) the controller first checks every agent and estimates its
+//! clock, then each agent runs its flows as a client towards the other end's agent, from an
+//! agreed start time converted to its own clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::bail;
+use flowlab_control::{TestResult, TestRun};
+use flowlab_experiment::{
+    ClockEstimator, ClockSample, Experiment, ResolvedFlow, SearchMachine, Step,
+};
+use flowlab_spec::Direction;
+use flowlab_store::RunId;
+use serde_json::{json, Value};
+
+use crate::observer::{Event, Observer};
+pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, OneWay, TrialOutcome};
+
+/// Clock exchanges per agent before the experiment.
+const CLOCK_PROBES: usize = 16;
+/// Flows of a step start this long after the controller schedules them.
+const START_DELAY: Duration = Duration::from_millis(800);
+
+/// Runs the flows of one step together, wherever they run.
+pub trait StepRunner {
+    /// The clocks of the agents the flows run on, as this runner knows them (empty where
+    /// there are none to know).
+    fn clocks(&self) -> &Clocks;
+    /// Runs `step`'s flows together: one result per flow, in the step's order. A failed flow
+    /// fails alone.
+    fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>>;
+}
+
+/// The real network: flowlab agents, each running its flows as a client (`--allow-relay`).
+pub struct Network {
+    key: Option<Vec<u8>>,
+    clocks: Clocks,
+}
+
+impl Network {
+    /// Checks that every agent of `steps` answers and speaks our version, and estimates its
+    /// clock, before anything runs.
+    pub fn connect(steps: &[Step], key: Option<Vec<u8>>) -> anyhow::Result<Network> {
+        let agents: BTreeSet<&String> = steps
+            .iter()
+            .flat_map(|s| s.flows.iter())
+            .flat_map(|f| [&f.client_agent, &f.server_agent])
+            .collect();
+        let mut clocks = Clocks::new();
+        for agent in agents {
+            let exchanges =
+                flowlab_control::controller::probe_clock(agent, key.as_deref(), CLOCK_PROBES)
+                    .map_err(|e| anyhow::anyhow!("agent {agent}: {e}"))?;
+            let mut estimator = ClockEstimator::new(10_000_000_000);
+            for (t1, t2, t3, t4) in exchanges {
+                let _ = estimator.add(ClockSample { t1, t2, t3, t4 });
+            }
+            let now = flowlab_sys::clock::realtime_ns();
+            let (offset_ns, bound_ns) = estimator.offset_at(now).unwrap_or((0, u64::MAX));
+            clocks.insert(
+                agent.clone(),
+                ClockOffset {
+                    offset_ns,
+                    bound_ns,
+                },
+            );
+        }
+        Ok(Network { key, clocks })
+    }
+}
+
+impl StepRunner for Network {
+    fn clocks(&self) -> &Clocks {
+        &self.clocks
+    }
+
+    /// Each flow on its client agent, from one start time (converted to each agent's clock);
+    /// a lost agent fails only its flows.
+    fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
+        let start = flowlab_sys::clock::realtime_ns() + START_DELAY.as_nanos() as u64;
+        let (key, clocks) = (self.key.as_deref(), &self.clocks);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = step
+                .flows
+                .iter()
+                .map(|f| {
+                    let offset = clocks.get(&f.client_agent).map_or(0, |c| c.offset_ns);
+                    let at = (start + f.start_offset_ns).saturating_add_signed(offset);
+                    let length = f.spec.duration_ns.unwrap_or(60_000_000_000);
+                    let timeout =
+                        Duration::from_nanos(length + f.start_offset_ns) + Duration::from_secs(30);
+                    scope.spawn(move || {
+                        flowlab_control::controller::relay(
+                            &f.client_agent,
+                            key,
+                            &f.server_agent,
+                            f.spec.clone(),
+                            Some(at),
+                            timeout,
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("the flow's thread failed".into()))
+                })
+                .collect()
+        })
+    }
+}
+
+/// Agent addresses of a running lab (`flowlab lab up`), by host name.
+pub fn lab_agents(lab: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let dir = flowlab_netns::lab::default_run_dir();
+    let state = flowlab_netns::lab::LabState::load(&dir, lab)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .ok_or_else(|| anyhow::anyhow!("no lab named '{lab}' is up (flowlab lab status)"))?;
+    Ok(state.agents.into_iter().map(|a| (a.host, a.addr)).collect())
+}
+
+/// Points the step's flows at `lab`'s agents where the hosts are named as in the lab.
+fn relocate(mut step: Step, lab: &BTreeMap<String, String>) -> Step {
+    for f in &mut step.flows {
+        if let Some(a) = lab.get(&f.from) {
+            f.client_agent = a.clone();
+        }
+        if let Some(a) = lab.get(&f.to) {
+            f.server_agent = a.clone();
+        }
+    }
+    step
+}
+
+/// The experiment's steps in order, its hosts at `lab`'s agents where named as in the lab.
+pub fn steps(experiment: &Experiment, lab: &BTreeMap<String, String>) -> Vec<Step> {
+    flowlab_experiment::plan(experiment)
+        .into_iter()
+        .map(|s| relocate(s, lab))
+        .collect()
+}
+
+/// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
+/// (each relative to the controller). Loopback flows have round trips instead.
+fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<OneWay> {
+    let (receiving, sender_agent, receiver_agent) = match result.spec.direction {
+        Direction::Oneway => (
+            result.agent.as_ref()?,
+            &flow.client_agent,
+            &flow.server_agent,
+        ),
+        Direction::Reverse => (
+            result.client.as_ref()?,
+            &flow.server_agent,
+            &flow.client_agent,
+        ),
+        Direction::Loopback => return None,
+    };
+    let rx = receiving.receiver.as_ref()?;
+    let transit_min = rx.transit_min_ns? as f64;
+    let relative = rx.relative_delay.as_ref()?;
+    let sender = clocks.get(sender_agent.as_str())?;
+    let receiver = clocks.get(receiver_agent.as_str())?;
+    let min_ns = transit_min - (receiver.offset_ns - sender.offset_ns) as f64;
+    let bound_ns = receiver.bound_ns.saturating_add(sender.bound_ns) as f64;
+    Some(OneWay {
+        min_ns,
+        p50_ns: min_ns + relative.p50_ns,
+        p99_ns: min_ns + relative.p99_ns,
+        max_ns: min_ns + relative.max_ns,
+        bound_ns,
+        valid: flowlab_experiment::one_way_valid(min_ns as i64, bound_ns as u64),
+    })
+}
+
+/// What an experiment measured.
+#[derive(Debug)]
+pub struct ExperimentOutcome {
+    pub name: String,
+    pub clocks: Clocks,
+    pub flows: Vec<FlowOutcome>,
+    /// The search's result, if the file has a search.
+    pub search: Option<Value>,
+}
+
+/// Runs one step through `runner` and labels its flows' outcomes.
+fn run_step(step: &Step, runner: &mut dyn StepRunner) -> Vec<FlowOutcome> {
+    // The step's total offered load labels its results (a search's trials relabel it).
+    let offered: Option<u64> = step.flows.iter().map(|f| f.spec.rate_bps).sum();
+    let mut labels = step.labels.clone();
+    if let Some(total) = offered {
+        labels.push(("offered_bps".into(), total.to_string()));
+    }
+    let results = runner.run_step(step);
+    let clocks = runner.clocks();
+    results
+        .into_iter()
+        .zip(&step.flows)
+        .map(|(result, f)| FlowOutcome {
+            step: step.index,
+            flow: f.name.clone(),
+            labels: labels.clone(),
+            repetition: step.repetition,
+            one_way: result.as_ref().ok().and_then(|r| one_way(r, f, clocks)),
+            result,
+        })
+        .collect()
+}
+
+/// Runs `steps` (from [`steps`]) of `experiment`, then its search, through `runner`. Stops
+/// between steps at Ctrl-C; a failed or interrupted search is an error.
+pub fn run_experiment(
+    experiment: &Experiment,
+    steps: &[Step],
+    lab: &BTreeMap<String, String>,
+    runner: &mut dyn StepRunner,
+    observer: &mut dyn Observer,
+) -> anyhow::Result<ExperimentOutcome> {
+    observer.on(Event::ExperimentStarted {
+        name: &experiment.name,
+        steps: steps.len(),
+        clocks: runner.clocks(),
+    });
+    let mut flows = Vec::new();
+    for step in steps {
+        if flowlab_sys::signal::is_interrupted() {
+            break;
+        }
+        let outcomes = run_step(step, runner);
+        observer.on(Event::StepFinished {
+            step,
+            flows: &outcomes,
+        });
+        flows.extend(outcomes);
+    }
+    let search = match &experiment.search {
+        Some(spec) if !flowlab_sys::signal::is_interrupted() => {
+            let mut machine = spec
+                .machine(experiment)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let search = Search {
+                experiment,
+                lab,
+                runner,
+                observer,
+            };
+            Some(search.run(&mut machine, &mut flows)?)
+        }
+        _ => None,
+    };
+    Ok(ExperimentOutcome {
+        name: experiment.name.clone(),
+        clocks: runner.clocks().clone(),
+        flows,
+        search,
+    })
+}
+
+/// A search in progress: where its trials run and who hears of them.
+struct Search<'a> {
+    experiment: &'a Experiment,
+    lab: &'a BTreeMap<String, String>,
+    runner: &'a mut dyn StepRunner,
+    observer: &'a mut dyn Observer,
+}
+
+impl Search<'_> {
+    /// Runs the file's search: each trial is a step of the search's flows; the trial's loss
+    /// is the flows' total lost over total sent, its throughput their total receiver goodput.
+    fn run(
+        self,
+        machine: &mut SearchMachine,
+        flows: &mut Vec<FlowOutcome>,
+    ) -> anyhow::Result<Value> {
+        let mut index = 0;
+        while let Some(trial) = machine.next_trial() {
+            if flowlab_sys::signal::is_interrupted() {
+                bail!("interrupted during the search");
+            }
+            let Some(step) = flowlab_experiment::trial_step(self.experiment, &trial, index) else {
+                bail!("the search names no flow of the experiment");
+            };
+            let step = relocate(step, self.lab);
+            let outcomes = run_step(&step, self.runner);
+            let outcome = trial_outcome(index, trial.rate_bps, &outcomes)?;
+            self.observer.on(Event::TrialFinished(&outcome));
+            machine
+                .record(&trial, outcome.loss, outcome.goodput_bps)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            flows.extend(outcomes);
+            index += 1;
+        }
+        let result = match machine {
+            SearchMachine::Throughput(s) => serde_json::to_value(s.result()),
+            SearchMachine::BackToBack(s) => serde_json::to_value(s.result()),
+            SearchMachine::LossVsLoad(s) => serde_json::to_value(s.points()),
+            SearchMachine::OfferedLoad(s) => serde_json::to_value(s.metrics()),
+            SearchMachine::BurstSize(s) => serde_json::to_value(s.estimate()),
+        }?;
+        self.observer.on(Event::SearchFinished(&result));
+        Ok(result)
+    }
+}
+
+/// A trial's totals over its flows; a failed flow fails the trial.
+fn trial_outcome(
+    index: usize,
+    offered_bps: u64,
+    flows: &[FlowOutcome],
+) -> anyhow::Result<TrialOutcome> {
+    let (mut sent, mut lost, mut goodput) = (0u64, 0u64, 0.0);
+    for r in flows {
+        match &r.result {
+            Ok(t) => {
+                sent += t.summary.packets_sent;
+                lost += t.summary.packets_lost;
+                goodput += t.summary.receiver_goodput_bps;
+            }
+            Err(e) => bail!("trial {index} failed: flow {}: {e}", r.flow),
+        }
+    }
+    Ok(TrialOutcome {
+        index,
+        offered_bps,
+        goodput_bps: goodput,
+        loss: if sent == 0 {
+            1.0
+        } else {
+            lost as f64 / sent as f64
+        },
+    })
+}
+
+impl ExperimentOutcome {
+    /// Flows that gave no result.
+    pub fn failed(&self) -> usize {
+        self.flows.iter().filter(|o| o.result.is_err()).count()
+    }
+
+    /// Stores every finished flow as one run (`file` names the experiment file) and writes
+    /// its HTML report to `report` if given; `None` when no flow finished.
+    pub fn store(
+        &self,
+        db: Option<&Path>,
+        file: &str,
+        report: Option<&Path>,
+    ) -> anyhow::Result<Option<RunId>> {
+        let runs: Vec<(Value, u32, TestRun)> = self
+            .flows
+            .iter()
+            .filter_map(|o| {
+                let result = o.result.as_ref().ok()?.clone();
+                let run = TestRun {
+                    result,
+                    packets: Vec::new(),
+                };
+                Some((point_of(o), o.repetition, run))
+            })
+            .collect();
+        if runs.is_empty() {
+            return Ok(None);
+        }
+        let points: Vec<(Value, u32, &TestRun)> =
+            runs.iter().map(|(p, r, t)| (p.clone(), *r, t)).collect();
+        // The search's result (lossless, peak and full-load throughput, ...) heads the report.
+        let params = json!({ "experiment": self.name, "file": file, "search": self.search });
+        let id = crate::record::store_test_run(db, "experiment", &params, &points)?;
+        if let Some(report) = report {
+            crate::record::write_report(db, id, report)?;
+        }
+        Ok(Some(id))
+    }
+
+    /// The result document of `flowlab run --json`; `run`: where it was stored.
+    pub fn to_json(&self, run: Option<RunId>) -> Value {
+        let flows: Vec<Value> = self
+            .flows
+            .iter()
+            .map(|o| {
+                json!({
+                    "step": o.step, "flow": o.flow, "repetition": o.repetition,
+                    "labels": o.labels.iter().cloned().collect::<BTreeMap<_, _>>(),
+                    "result": o.result.as_ref().ok(), "error": o.result.as_ref().err(),
+                    "one_way_delay": o.one_way,
+                })
+            })
+            .collect();
+        json!({
+            "schema_version": flowlab_control::SCHEMA_VERSION,
+            "experiment": self.name,
+            "run": run,
+            "clocks": self.clocks,
+            "flows": flows,
+            "search": self.search,
+        })
+    }
+}
+
+/// A flow's stored parameters: its labels, numbers kept numbers so a report plots against
+/// them (the offered load of each step or trial is the axis, flows the lines).
+fn point_of(o: &FlowOutcome) -> Value {
+    let value = |v: &String| v.parse::<f64>().map_or_else(|_| json!(v), Value::from);
+    let mut point: BTreeMap<String, Value> = o
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), value(v)))
+        .collect();
+    point.insert("flow".into(), o.flow.clone().into());
+    json!(point)
+}
+
+#[cfg(test)]
+mod tests;

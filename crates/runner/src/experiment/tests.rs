@@ -1,0 +1,245 @@
+use super::*;
+use flowlab_control::Summary2;
+
+/// A network of one bottleneck of `capacity` bit/s shared by a step's flows: each flow gets
+/// its share of what fits and loses the rest. Flows named "broken" fail.
+struct Bottleneck {
+    capacity: f64,
+    clocks: Clocks,
+    steps: Vec<usize>,
+}
+
+impl Bottleneck {
+    fn new(capacity: f64) -> Bottleneck {
+        let clocks = [("10.0.0.1:9470", 0), ("10.0.0.2:9470", 2_000_000)]
+            .into_iter()
+            .map(|(a, offset_ns)| {
+                let c = ClockOffset {
+                    offset_ns,
+                    bound_ns: 1000,
+                };
+                (a.to_string(), c)
+            })
+            .collect();
+        Bottleneck {
+            capacity,
+            clocks,
+            steps: Vec::new(),
+        }
+    }
+}
+
+fn result(spec: &flowlab_spec::TestSpec, goodput: f64, loss: f64) -> TestResult {
+    let sent = 1000;
+    let lost = (loss * sent as f64).round() as u64;
+    TestResult {
+        schema_version: flowlab_control::SCHEMA_VERSION,
+        flowlab_version: "test".into(),
+        started_at_ns: 0,
+        target: "b".into(),
+        agent_address: "10.0.0.2:9470".into(),
+        spec: spec.clone(),
+        summary: Summary2 {
+            packets_sent: sent,
+            packets_lost: lost,
+            loss_pct: loss * 100.0,
+            receiver_goodput_bps: goodput,
+            ..Summary2::default()
+        },
+        client: None,
+        agent: None,
+        intervals: Vec::new(),
+        interrupted: false,
+        error: None,
+    }
+}
+
+impl StepRunner for Bottleneck {
+    fn clocks(&self) -> &Clocks {
+        &self.clocks
+    }
+
+    fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
+        self.steps.push(step.index);
+        let offered: f64 = step
+            .flows
+            .iter()
+            .map(|f| f.spec.rate_bps.unwrap_or(0) as f64)
+            .sum();
+        let through = offered.min(self.capacity) / offered.max(1.0);
+        step.flows
+            .iter()
+            .map(|f| match f.name.as_str() {
+                "broken" => Err("agent lost".to_string()),
+                _ => {
+                    let rate = f.spec.rate_bps.unwrap_or(0) as f64;
+                    Ok(result(&f.spec, rate * through, 1.0 - through))
+                }
+            })
+            .collect()
+    }
+}
+
+const HOSTS: &str = r#"
+[experiment]
+name = "fake"
+
+[[host]]
+name = "a"
+address = "10.0.0.1"
+
+[[host]]
+name = "b"
+address = "10.0.0.2"
+"#;
+
+fn load(rest: &str) -> Experiment {
+    flowlab_experiment::load(&format!("{HOSTS}{rest}")).unwrap()
+}
+
+#[test]
+fn steps_run_in_order_through_the_step_runner() {
+    let e = load(
+        r#"
+[[flow]]
+name = "x"
+from = "a"
+to = "b"
+rate = "3M"
+duration = "1s"
+
+[[flow]]
+name = "broken"
+from = "a"
+to = "b"
+rate = "2M"
+duration = "1s"
+
+[plan]
+serial = ["x", "broken"]
+
+[[sweep]]
+param = "flow.x.rate"
+values = ["3M", "9M"]
+"#,
+    );
+    let steps = steps(&e, &BTreeMap::new());
+    let mut net = Bottleneck::new(8e6);
+    let mut seen = Vec::new();
+    let mut observer = |ev: Event<'_>| match ev {
+        Event::ExperimentStarted { steps, clocks, .. } => {
+            seen.push(format!("start {steps} {}", clocks.len()))
+        }
+        Event::StepFinished { step, flows } => {
+            seen.push(format!("step {} {}", step.index, flows.len()))
+        }
+        _ => {}
+    };
+    let out = run_experiment(&e, &steps, &BTreeMap::new(), &mut net, &mut observer).unwrap();
+    assert_eq!(net.steps, [0, 1, 2, 3]);
+    assert_eq!(
+        seen,
+        ["start 4 2", "step 0 1", "step 1 1", "step 2 1", "step 3 1"]
+    );
+    assert_eq!(
+        out.failed(),
+        2,
+        "the broken flow fails alone, at each sweep point"
+    );
+    let fast = &out.flows[2];
+    assert_eq!(fast.flow, "x");
+    assert!(fast
+        .labels
+        .contains(&("offered_bps".into(), "9000000".into())));
+    assert_eq!(
+        fast.result.as_ref().unwrap().summary.receiver_goodput_bps,
+        8e6
+    );
+    let doc = out.to_json(Some(7));
+    assert_eq!(doc["run"], 7);
+    assert_eq!(doc["flows"][1]["error"], "agent lost");
+    assert_eq!(doc["clocks"]["10.0.0.2:9470"]["offset_ns"], 2_000_000);
+    assert_eq!(point_of(fast)["offered_bps"], json!(9e6));
+    assert_eq!(point_of(fast)["flow"], "x");
+}
+
+#[test]
+fn a_search_runs_its_trials_through_the_step_runner() {
+    let e = load(
+        r#"
+[[flow]]
+name = "probe"
+from = "a"
+to = "b"
+rate = "1M"
+duration = "1s"
+
+[plan]
+serial = ["probe"]
+
+[search]
+kind = "rfc2544-throughput"
+flows = ["probe"]
+min = "1M"
+max = "20M"
+resolution = "250k"
+trial = "1s"
+"#,
+    );
+    let steps = steps(&e, &BTreeMap::new());
+    let mut net = Bottleneck::new(8e6);
+    let mut trials = Vec::new();
+    let mut found = None;
+    let mut observer = |ev: Event<'_>| match ev {
+        Event::TrialFinished(t) => trials.push(t.clone()),
+        Event::SearchFinished(r) => found = Some(r.clone()),
+        _ => {}
+    };
+    let out = run_experiment(&e, &steps, &BTreeMap::new(), &mut net, &mut observer).unwrap();
+    assert!(trials.len() > 3, "{trials:?}");
+    assert_eq!(trials[0].index, 0);
+    let lossless = trials
+        .iter()
+        .filter(|t| t.loss == 0.0)
+        .map(|t| t.offered_bps);
+    let best = lossless.max().unwrap();
+    assert!((7_750_000..=8_000_000).contains(&best), "{best}");
+    assert_eq!(found, out.search);
+    assert_eq!(out.flows.len(), 1 + trials.len());
+    let text = found.unwrap().to_string();
+    assert!(text.contains(&best.to_string()), "{text}");
+}
+
+#[test]
+fn a_failed_trial_fails_the_search() {
+    let flows = [FlowOutcome {
+        step: 0,
+        flow: "broken".into(),
+        labels: vec![],
+        repetition: 0,
+        result: Err("agent lost".into()),
+        one_way: None,
+    }];
+    let e = trial_outcome(3, 1, &flows).unwrap_err();
+    assert_eq!(e.to_string(), "trial 3 failed: flow broken: agent lost");
+}
+
+#[test]
+fn lab_hosts_relocate_flows() {
+    let e = load(
+        r#"
+[[flow]]
+name = "x"
+from = "a"
+to = "b"
+duration = "1s"
+
+[plan]
+serial = ["x"]
+"#,
+    );
+    let lab = BTreeMap::from([("b".to_string(), "[fd00::2]:9470".to_string())]);
+    let s = steps(&e, &lab);
+    assert_eq!(s[0].flows[0].client_agent, "10.0.0.1:9470");
+    assert_eq!(s[0].flows[0].server_agent, "[fd00::2]:9470");
+}

@@ -1,0 +1,903 @@
+//! Every human text flowlab prints, in one place so `test`, `show`, `history`, `sweep` and
+//! `run` say things the same way: a test's headline, live lines and result; stored runs;
+//! an experiment's steps and trials. Plus the JSON stream lines of `--json-stream`.
+
+use std::fmt::Write as _;
+
+use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_experiment::Step;
+use flowlab_netns::lab::{DownReport, LabState, LabSummary};
+use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
+use flowlab_spec::{Direction, Protocol, TestSpec};
+use flowlab_stats::LatencySummary;
+use flowlab_store::{Run, RunInfo};
+use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
+use crate::sweep::SweepOutcome;
+
+pub fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Udp => "UDP",
+        Protocol::Tcp => "TCP",
+        Protocol::Raw => "native frames",
+    }
+}
+
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Oneway => "one-way, client to agent",
+        Direction::Reverse => "reverse, agent to client",
+        Direction::Loopback => "loopback, agent echoes",
+    }
+}
+
+/// `rr`/`crr` and its sizes, for a request/response test.
+fn transactions_text(rr: &flowlab_traffic::TransactionConfig) -> String {
+    let dist = |d: &flowlab_traffic::Dist| match d {
+        flowlab_traffic::Dist::Const { value } => format_bytes(*value),
+        other => other.mean().map_or("a distribution".into(), |m| {
+            format!("mean {}", format_bytes(m))
+        }),
+    };
+    format!(
+        "{}: requests {}, responses {}",
+        if rr.connect_each {
+            "CRR (a connection per transaction)"
+        } else {
+            "RR"
+        },
+        dist(&rr.request),
+        dist(&rr.response)
+    )
+}
+
+fn offered(spec: &TestSpec) -> String {
+    if let Some(rr) = spec.traffic.as_ref().and_then(|t| t.transactions()) {
+        let end = match (spec.duration_ns, spec.count) {
+            (Some(d), _) => format_duration_ns(d as f64),
+            (None, Some(n)) => format!("{n} transactions per flow"),
+            (None, None) => "no end".into(),
+        };
+        return format!(
+            "{} for {end}, {} flow(s)",
+            transactions_text(rr),
+            spec.flows
+        );
+    }
+    let rate = match (spec.rate_bps, spec.flows) {
+        (None, _) => "as fast as possible".to_string(),
+        (Some(r), 1) => format_rate(r as f64),
+        // The rate is per flow: say so, and what the flows offer together.
+        (Some(r), n) => format!(
+            "{} × {n} flows ({})",
+            format_rate(r as f64),
+            format_rate(r as f64 * f64::from(n))
+        ),
+    };
+    let end = match (spec.duration_ns, spec.count) {
+        (Some(d), Some(n)) => format!("{} or {n} packets", format_duration_ns(d as f64)),
+        (Some(d), None) => format_duration_ns(d as f64),
+        (None, Some(n)) => format!("{n} packets"),
+        (None, None) => "no end".into(),
+    };
+    format!("{rate} in {} B packets for {end}", spec.size)
+}
+
+pub fn headline(options: &TestOptions) -> String {
+    let s = &options.spec;
+    let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
+        Some(_) => "request/response",
+        None => direction_name(s.direction),
+    };
+    format!(
+        "flowlab {}: {} {} to {}, {}",
+        env!("CARGO_PKG_VERSION"),
+        protocol_name(s.protocol),
+        direction,
+        options.target,
+        offered(s)
+    )
+}
+
+/// `transactions`: a request/response test, whose interval "packets" are transactions and
+/// "delay" their latency.
+pub fn interval_header(transactions: bool) -> String {
+    let (rate, delay50, delay99) = if transactions {
+        ("trans/s", "latency p50", "latency p99")
+    } else {
+        ("packets/s", "delay p50", "delay p99")
+    };
+    format!(
+        "{:>15}  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        "interval", "throughput", rate, "lost", delay50, delay99, "jitter"
+    )
+}
+
+fn delay_cell(d: Option<&LatencySummary>, pick: fn(&LatencySummary) -> f64) -> String {
+    d.map_or("-".into(), |d| format_duration_ns(pick(d)))
+}
+
+pub fn interval_line(r: &IntervalReport) -> String {
+    let tcp = r.tcp_info.map_or(String::new(), |t| {
+        format!(
+            "  rtt {}  cwnd {}  retransmits {}",
+            format_duration_ns(f64::from(t.rtt_us) * 1e3),
+            t.snd_cwnd,
+            t.total_retrans
+        )
+    });
+    format!(
+        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}{tcp}",
+        r.start_ns as f64 / 1e9,
+        r.end_ns as f64 / 1e9,
+        format_rate(r.throughput_bps),
+        format_count(r.packets_per_sec),
+        r.lost,
+        delay_cell(r.delay.as_ref(), |d| d.p50_ns),
+        delay_cell(r.delay.as_ref(), |d| d.p99_ns),
+        format_duration_ns(r.jitter_ns),
+    )
+}
+
+/// One line of `--json-stream`: `{"type": ..., "schema_version": ..., "data": ...}`.
+pub fn stream_line(kind: &str, data: &impl Serialize) -> String {
+    serde_json::json!({ "type": kind, "schema_version": SCHEMA_VERSION, "data": data }).to_string()
+}
+
+fn latency_line(label: &str, d: &LatencySummary) -> String {
+    let f = |ns: f64| format_duration_ns(ns);
+    format!(
+        "  {label:<18} min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  stddev {}\n",
+        f(d.min_ns),
+        f(d.mean_ns),
+        f(d.p50_ns),
+        f(d.p90_ns),
+        f(d.p99_ns),
+        f(d.p999_ns),
+        f(d.max_ns),
+        f(d.stddev_ns)
+    )
+}
+
+fn cpu_text(c: Option<&CpuLoad>) -> String {
+    c.map_or("unknown".into(), |c| {
+        format!(
+            "process {:.1}% user + {:.1}% system of one core, peak memory {:.1} MiB, host {:.1}% of {} cores",
+            c.process_user_pct,
+            c.process_system_pct,
+            c.process_max_rss_bytes as f64 / f64::from(1u32 << 20),
+            c.host_pct,
+            c.cores
+        )
+    })
+}
+
+/// Drops at the receiving socket as the kernel counts them: buffers, which hold many
+/// datagrams each when GRO coalesces.
+fn socket_drops_text(r: &TestResult) -> String {
+    let gro = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.receiver.as_ref())
+        .any(|rx| rx.gro);
+    match (r.summary.lost_at_receiver_socket, gro) {
+        (None, _) => "0 (kernel reported none)".into(),
+        (Some(d), false) => d.to_string(),
+        (Some(d), true) => format!("{d} buffers (GRO on: each holds up to 64 datagrams)"),
+    }
+}
+
+fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
+    c.map_or(String::new(), |c| {
+        format!(
+            "; its test threads {:.1}% user + {:.1}% system",
+            c.user_pct, c.system_pct
+        )
+    })
+}
+
+fn side_name(r: Option<&SideReport>) -> String {
+    r.map_or("unknown host".into(), |r| r.host.clone())
+}
+
+/// The figures of a request/response test.
+fn render_transactions(r: &TestResult, t: &TransactionReport, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "  transactions       {} in {:.3} s: {} transactions/s over {} flow(s)",
+        t.transactions,
+        t.duration_ns as f64 / 1e9,
+        format_count(t.transactions_per_sec),
+        r.spec.flows
+    );
+    if let Some(d) = &t.latency {
+        out.push_str(&latency_line("latency", d));
+    }
+    if let Some(d) = &t.connect {
+        out.push_str(&latency_line("connect", d));
+        let _ = writeln!(
+            out,
+            "  {:<18} {} connections; the latency above includes each connect",
+            "", t.connects
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  bytes              requests {}, responses {}",
+        format_bytes(t.request_bytes as f64),
+        format_bytes(t.response_bytes as f64)
+    );
+    let _ = writeln!(
+        out,
+        "  failed             {} timed out or cut off at the end, {} errors",
+        t.timeouts, t.errors
+    );
+    if let Some(a) = r.agent.as_ref().and_then(|a| a.responder.as_ref()) {
+        // UDP transactions have no connections to count.
+        let on = match a.connections {
+            0 => String::new(),
+            1 => " on 1 connection".to_string(),
+            n => format!(" on {n} connections"),
+        };
+        let _ = writeln!(
+            out,
+            "  agent              answered {} of {} requests{on}; {} malformed",
+            a.responses, a.requests, a.malformed
+        );
+    }
+}
+
+/// A contract and how the shaped flows stood against it.
+fn contract_text(c: &flowlab_results::ContractConformance) -> String {
+    let k = &c.contract;
+    let as_sent = match c.max_excess_bytes {
+        0 => "conforming".to_string(),
+        b => format!("exceeds it by at most {}", format_bytes(b as f64)),
+    };
+    format!(
+        "PR {}, SR {}, BS {} ({} flow(s)): {} packets, {} held back by the shaper (at most {}), {} the unshaped source would have broken; as sent: {as_sent}",
+        format_rate(k.peak_rate_bps as f64),
+        format_rate(k.sustained_rate_bps as f64),
+        format_bytes(f64::from(k.bucket_bytes)),
+        c.flows,
+        c.shaper.packets,
+        c.shaper.delayed,
+        format_duration_ns(c.shaper.max_delay_ns as f64),
+        c.shaper.would_violate
+    )
+}
+
+/// The packet figures of a flow test: sender, receiver, loss, delays.
+fn render_packets(r: &TestResult, out: &mut String) {
+    let s = &r.summary;
+    let (sender_end, receiver_end) = match r.spec.direction {
+        Direction::Oneway => ("client", "agent"),
+        Direction::Reverse => ("agent", "client"),
+        Direction::Loopback => ("client", "client"),
+    };
+    let _ = writeln!(
+        out,
+        "  {:<19}{} packets, {} in {:.3} s: {}, {} packets/s",
+        format!("sender ({sender_end})"),
+        s.packets_sent,
+        format_bytes(s.bytes_sent as f64),
+        s.duration_s,
+        format_rate(s.sender_throughput_bps),
+        format_count(s.sender_packets_per_sec)
+    );
+    let lost = r
+        .agent
+        .iter()
+        .chain(r.client.iter())
+        .find_map(|x| x.sender.as_ref())
+        .map(|x| x.lost_by_sender);
+    if let Some(l) = lost {
+        let _ = writeln!(
+            out,
+            "  lost by sender     {} (send buffer full {}, missed schedule slots {}, send errors {})",
+            l.total(),
+            l.send_buffer_full,
+            l.missed_slots,
+            l.send_errors
+        );
+    }
+    if let Some(e) = &s.schedule_error {
+        out.push_str(&latency_line("schedule error", e));
+    }
+    let sender = [&r.client, &r.agent]
+        .into_iter()
+        .find_map(|side| side.as_ref()?.sender.as_ref());
+    if let Some(c) = sender.and_then(|tx| tx.contract.as_ref()) {
+        let _ = writeln!(out, "  contract           {}", contract_text(c));
+    }
+    if let Some(tx) = sender {
+        if let Some(e) = &tx.departure_error {
+            out.push_str(&latency_line("departure error", e));
+            let _ = writeln!(
+                out,
+                "  {:<18} kernel transmit timestamps minus schedule ({} of {} stamped by the NIC)",
+                "", tx.hardware_departures, e.count
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  {:<19}{} packets, {}: goodput {}, on the wire {}, {} packets/s",
+        format!("receiver ({receiver_end})"),
+        s.packets_received,
+        format_bytes(s.bytes_received as f64),
+        format_rate(s.receiver_goodput_bps),
+        format_rate(s.receiver_wire_throughput_bps),
+        format_count(s.receiver_packets_per_sec)
+    );
+    if !s.wire_headers.is_empty() {
+        let _ = writeln!(out, "  wire counts        {}", s.wire_headers);
+    }
+    let _ = writeln!(
+        out,
+        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        s.packets_lost,
+        s.packets_sent,
+        s.loss_pct,
+        s.reordered,
+        s.duplicates,
+        socket_drops_text(r)
+    );
+    if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
+        let _ = writeln!(
+            out,
+            "  not yet delivered  {n} messages were still in TCP buffers when the test stopped"
+        );
+    }
+    if let Some(d) = &s.round_trip {
+        out.push_str(&latency_line("round trip", d));
+    }
+    if let Some(d) = &s.relative_one_way_delay {
+        let label = if r.spec.direction == Direction::Loopback {
+            "one-way (out)"
+        } else {
+            "one-way delay"
+        };
+        out.push_str(&latency_line(label, d));
+        let _ = writeln!(
+            out,
+            "  {:<18} relative to the smallest delay seen (no clock sync needed); peak-to-peak variation {}",
+            "",
+            format_duration_ns(d.peak_to_peak_ns)
+        );
+    }
+    if let Some(j) = s.jitter_ns {
+        let _ = writeln!(out, "  jitter (RFC 3550)  {}", format_duration_ns(j));
+    }
+    if let Some(ia) = &s.inter_arrival {
+        let _ = writeln!(
+            out,
+            "  inter-arrival      mean {}  variance {:.3} ms^2  min {}  max {}",
+            format_duration_ns(ia.mean),
+            ia.variance / 1e12,
+            format_duration_ns(ia.min),
+            format_duration_ns(ia.max)
+        );
+    }
+    if let Some(clock) = &s.arrival_clock {
+        let what = match clock.as_str() {
+            "kernel" => "kernel receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME)",
+            "user" => "read in the application (CLOCK_REALTIME)",
+            other => other,
+        };
+        let _ = writeln!(out, "  arrival times      {what}");
+    }
+}
+
+/// The final report, as a person reads it.
+pub fn render(r: &TestResult) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nResult ({} {}, {}):",
+        protocol_name(r.spec.protocol),
+        match &s.transactions {
+            Some(_) => "request/response",
+            None => direction_name(r.spec.direction),
+        },
+        r.agent_address
+    );
+    match &s.transactions {
+        Some(t) => render_transactions(r, t, &mut out),
+        None => render_packets(r, &mut out),
+    }
+    let _ = writeln!(
+        out,
+        "  {:<19}{}",
+        format!("CPU client ({})", side_name(r.client.as_ref())),
+        cpu_text(s.client_cpu.as_ref()) + &role_cpu_text(s.client_role_cpu.as_ref())
+    );
+    let _ = writeln!(
+        out,
+        "  {:<19}{}",
+        format!("CPU agent ({})", side_name(r.agent.as_ref())),
+        cpu_text(s.agent_cpu.as_ref()) + &role_cpu_text(s.agent_role_cpu.as_ref())
+    );
+    let sending = match r.spec.direction {
+        Direction::Reverse => r.agent.as_ref(),
+        Direction::Oneway | Direction::Loopback => r.client.as_ref(),
+    };
+    if let Some(t) = sending.and_then(|x| x.tcp_info) {
+        let _ = writeln!(
+            out,
+            "  TCP at the sender  rtt {}, cwnd {} segments, retransmits {}, mss {} B",
+            format_duration_ns(f64::from(t.rtt_us) * 1e3),
+            t.snd_cwnd,
+            t.total_retrans,
+            t.snd_mss
+        );
+    }
+    for (end, side) in [("client", &r.client), ("agent", &r.agent)] {
+        for note in side.iter().flat_map(|x| x.notes.iter()) {
+            let _ = writeln!(out, "  note ({end}){:pad$}{note}", "", pad = 12 - end.len());
+        }
+    }
+    out
+}
+
+/// `2026-11-22 07:54:05` (UTC) from Unix ns.
+pub fn format_time(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// What a run was, in a few words: its target and what it varied.
+fn describe(info: &RunInfo) -> String {
+    let p = &info.params;
+    let mut parts = Vec::new();
+    if let Some(t) = p.get("target").and_then(Value::as_str) {
+        parts.push(t.to_string());
+    }
+    if let Some(v) = p.get("vary").and_then(Value::as_array) {
+        let v: Vec<String> = v.iter().map(flowlab_store::plain).collect();
+        parts.push(format!("vary {}", v.join(" ")));
+    }
+    if let Some(d) = p.get("description").and_then(Value::as_str) {
+        parts.push(d.to_string());
+    }
+    parts.join("; ")
+}
+
+/// The runs of `flowlab history`, newest first, one line each under a header.
+pub fn history_table(runs: &[RunInfo]) -> String {
+    let mut out = format!(
+        "{:>5}  {:<19}  {:<10} {:<11} {:>6}  what\n",
+        "run", "started (UTC)", "kind", "status", "points"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<19}  {:<10} {:<11} {:>6}  {}",
+            r.id,
+            format_time(r.created_at_ns),
+            r.kind,
+            r.status.as_str(),
+            r.points,
+            describe(r)
+        );
+    }
+    out
+}
+
+/// One stored run as `flowlab show` prints it: what, when, where, and a table of `metrics`
+/// (all of them when empty).
+pub fn show_run(run: &Run, metrics: &[String]) -> String {
+    let i = &run.info;
+    let mut out = format!("run {} ({}), {}\n", i.id, i.kind, i.status);
+    let _ = writeln!(out, "started   {} UTC", format_time(i.created_at_ns));
+    if let Some(f) = i.finished_at_ns {
+        let _ = writeln!(out, "finished  {} UTC", format_time(f));
+    }
+    let _ = writeln!(
+        out,
+        "host      {} (kernel {}, {}, clock {}), flowlab {}",
+        i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
+    );
+    let _ = writeln!(out, "params    {}", i.params);
+    let _ = writeln!(out, "points    {}\n", run.points.len());
+    if !run.points.is_empty() {
+        out.push_str(&flowlab_report::text_table(run, metrics));
+    }
+    out
+}
+
+/// A sweep's end: its table of `metrics` (when it has points), and where it is stored.
+pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
+    let run = &outcome.run;
+    let shown = flowlab_report::metrics::resolve_lenient(metrics, &run.metric_names());
+    let mut out = String::new();
+    if !run.points.is_empty() {
+        out.push_str(&flowlab_report::text_table(run, &shown));
+    }
+    let (id, db) = (outcome.run_id, &outcome.db_path);
+    let _ = writeln!(
+        out,
+        "\nrun {id}: {} stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})",
+        stored_count(run)
+    );
+    out
+}
+
+/// "6 points × 2 repetitions", or "6 points, 17 tests" when points were repeated unevenly.
+fn stored_count(run: &flowlab_store::Run) -> String {
+    let stored: Vec<&flowlab_store::Point> = run.points.iter().filter(|p| p.id > 0).collect();
+    let mut per_point: Vec<(String, usize)> = Vec::new();
+    for p in &stored {
+        let key = p.params.to_string();
+        match per_point.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => per_point.push((key, 1)),
+        }
+    }
+    let points = plural(per_point.len(), "point");
+    let reps = per_point.first().map_or(1, |(_, n)| *n);
+    if per_point.iter().any(|(_, n)| *n != reps) {
+        format!("{points}, {}", plural(stored.len(), "test"))
+    } else if reps > 1 {
+        format!("{points} × {}", plural(reps, "repetition"))
+    } else {
+        points
+    }
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+/// An experiment's first lines: its size and each host's clock against this one.
+pub fn experiment_header(name: &str, steps: usize, clocks: &Clocks) -> String {
+    let mut out = format!(
+        "experiment {name} ({steps} steps, {} agents)\n",
+        clocks.len()
+    );
+    for (agent, c) in clocks {
+        let _ = writeln!(
+            out,
+            "  clock of {agent}: offset {} ± {} from this host",
+            format_duration_ns(c.offset_ns as f64),
+            format_duration_ns(c.bound_ns as f64)
+        );
+    }
+    out
+}
+
+/// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
+pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
+    let labels: Vec<String> = step
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut out = format!(
+        "step {} (repetition {}{}{})\n",
+        step.index,
+        step.repetition,
+        if labels.is_empty() { "" } else { ", " },
+        labels.join(" ")
+    );
+    let mut total = 0.0;
+    let width = flows
+        .iter()
+        .map(|r| r.flow.len())
+        .chain([9]) // "all flows"
+        .max()
+        .unwrap_or(9);
+    for r in flows {
+        match &r.result {
+            Ok(t) => {
+                let s = &t.summary;
+                total += s.receiver_goodput_bps;
+                let delay = s
+                    .round_trip
+                    .as_ref()
+                    .map(|d| format!("rtt p50 {}", format_duration_ns(d.p50_ns)))
+                    .or_else(|| {
+                        s.relative_one_way_delay
+                            .as_ref()
+                            .map(|d| format!("delay p99 {}", format_duration_ns(d.p99_ns)))
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {:<width$} {:>13}  loss {:>7.3}%  {delay}",
+                    r.flow,
+                    format_rate(s.receiver_goodput_bps),
+                    s.loss_pct
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);
+            }
+        }
+    }
+    let _ = writeln!(out, "  {:<width$} {:>13}", "all flows", format_rate(total));
+    out
+}
+
+/// A search's trial: what was offered and what came through.
+pub fn trial_line(t: &TrialOutcome) -> String {
+    format!(
+        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        t.index,
+        format_rate(t.offered_bps as f64),
+        format_rate(t.goodput_bps),
+        t.loss * 100.0
+    )
+}
+
+/// The demo's first line: where its agent listens and what it runs.
+pub fn demo_intro(agent: std::net::SocketAddr) -> String {
+    format!("flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, UDP and TCP, loopback) and Test 3 (round trip at {} packets/s)\n", crate::demo::TEST3_PACKETS_PER_SEC)
+}
+
+/// The head of the demo's table.
+pub fn demo_header() -> String {
+    format!(
+        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>8}  {:>10} {:>10}   (mean of {} runs)",
+        "test",
+        "prot",
+        "size",
+        "rtt mean",
+        "rtt p99",
+        "rtt max",
+        "loss",
+        "cpu client",
+        "cpu agent",
+        crate::demo::REPETITIONS
+    )
+}
+
+/// One line of the table: means over a point's repetitions.
+pub fn demo_row(name: &str, runs: &[TestResult]) -> String {
+    let Some(first) = runs.first() else {
+        return format!("{name:<6} (no run finished)");
+    };
+    let mean = |pick: &dyn Fn(&TestResult) -> Option<f64>| {
+        let values: Vec<f64> = runs.iter().filter_map(pick).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let rtt = |f: fn(&flowlab_stats::LatencySummary) -> f64| {
+        mean(&|r: &TestResult| r.summary.round_trip.as_ref().map(f))
+            .map_or("-".into(), format_duration_ns)
+    };
+    let cpu = |f: fn(&TestResult) -> Option<&flowlab_results::RoleCpu>| {
+        mean(&|r: &TestResult| f(r).map(|c| c.user_pct + c.system_pct - c.pacing_spin_pct))
+            .map_or("-".into(), |v| format!("{v:.1}%"))
+    };
+    let protocol = protocol_name(first.spec.protocol);
+    format!(
+        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>7.2}%  {:>10} {:>10}",
+        name,
+        protocol,
+        first.spec.size,
+        rtt(|d| d.mean_ns),
+        rtt(|d| d.p99_ns),
+        rtt(|d| d.max_ns),
+        mean(&|r: &TestResult| Some(r.summary.loss_pct)).unwrap_or(0.0),
+        cpu(|r| r.summary.client_role_cpu.as_ref()),
+        cpu(|r| r.summary.agent_role_cpu.as_ref()),
+    )
+}
+
+/// `flowlab lab up`'s report: the lab's hosts, and how to use and remove it.
+pub fn lab_up(state: &LabState) -> String {
+    format!(
+        "lab {} is up:\n{}run commands with `flowlab lab exec HOST -- CMD`; remove it with `flowlab lab down {}`\n",
+        state.name,
+        state.table(),
+        state.name
+    )
+}
+
+/// `flowlab lab down`'s report: the labs removed and the processes stopped.
+pub fn lab_down(report: &DownReport) -> String {
+    let mut out = String::new();
+    if report.labs.is_empty() {
+        out.push_str("no labs\n");
+    }
+    for l in &report.labs {
+        let _ = writeln!(out, "lab {l} is down");
+    }
+    if report.processes > 0 {
+        let _ = writeln!(out, "stopped {} processes", report.processes);
+    }
+    out
+}
+
+/// `flowlab lab status`: each lab, its file, any problem, and its hosts (or namespaces).
+pub fn lab_status(labs: &[LabSummary]) -> String {
+    let mut out = String::new();
+    if labs.is_empty() {
+        out.push_str("no labs\n");
+    }
+    for (i, l) in labs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let file = l
+            .state
+            .as_ref()
+            .and_then(|s| s.file.as_deref())
+            .map(|f| format!(" ({f})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "lab {}{file}", l.name);
+        if let Some(p) = &l.problem {
+            let _ = writeln!(out, "  problem: {p}");
+        }
+        match &l.state {
+            Some(s) => out.push_str(&s.table()),
+            None => {
+                for ns in &l.namespaces {
+                    let _ = writeln!(out, "  {ns}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What an agent says as it starts: where it listens, and the limits a stranger's test
+/// meets.
+pub fn agent_banner(local: std::net::SocketAddr, config: &AgentConfig) -> String {
+    let limits = &config.limits;
+    let rate = limits
+        .max_rate_bps
+        .map_or("unlimited rate".into(), |r| format_rate(r as f64));
+    let c = &config.connections;
+    use flowlab_control::agent::{HANDSHAKE_TIMEOUT, START_TIMEOUT};
+    format!(
+        "flowlab agent {} listening on {local}{}\n\
+         limits: {rate} and {} per test, {} flows each, {} tests at once\n  \
+         (--max-rate, --max-duration: 'unlimited' lifts; --max-flows, --max-tests)\n\
+         connections in setup: {} at once, {} per source; {} s from connecting to the request, \
+         {} s from acceptance to start\n  (--max-connections, --max-connections-per-source)\n",
+        env!("CARGO_PKG_VERSION"),
+        if config.key.is_some() {
+            " (key required)"
+        } else {
+            ""
+        },
+        format_duration_ns(limits.max_duration.as_nanos() as f64),
+        limits.max_flows,
+        limits.max_tests,
+        c.max_connections,
+        c.max_per_source,
+        HANDSHAKE_TIMEOUT.as_secs(),
+        START_TIMEOUT.as_secs(),
+    )
+}
+
+/// What an agent says as it stops: what it served.
+pub fn agent_stopping(stats: &AgentStats) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    format!(
+        "flowlab agent stopping: {} connections ({} more turned away), {} tests run, {} refused, {} malformed control connections",
+        stats.sessions.load(Relaxed),
+        stats.turned_away.load(Relaxed),
+        stats.tests_run.load(Relaxed),
+        stats.refused.load(Relaxed),
+        stats.malformed_control.load(Relaxed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowlab_store::{Environment, RunStatus};
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00");
+        assert_eq!(
+            format_time(1_795_331_874_473_394_538),
+            "2026-11-22 07:17:54"
+        );
+        assert_eq!(
+            format_time(951_782_400 * 1_000_000_000),
+            "2000-02-29 00:00:00"
+        );
+    }
+
+    /// Issue 12: `--flows 100 --rate 800k` was announced as "800 kbit/s".
+    #[test]
+    fn offered_rate_is_per_flow_and_summed() {
+        let mut spec = TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway);
+        spec.rate_bps = Some(800_000);
+        spec.flows = 100;
+        let text = offered(&spec);
+        assert!(
+            text.starts_with("800 kbit/s × 100 flows (80.0 Mbit/s) in 1200 B packets"),
+            "{text}"
+        );
+        spec.flows = 1;
+        assert!(
+            offered(&spec).starts_with("800 kbit/s in"),
+            "{}",
+            offered(&spec)
+        );
+    }
+
+    /// Issue 12: 6 points × 2 repetitions were announced as "12 points stored".
+    #[test]
+    fn counts_points_and_repetitions_apart() {
+        let run = |reps: &[u32]| flowlab_store::Run {
+            info: RunInfo {
+                id: 1,
+                kind: "sweep".into(),
+                created_at_ns: 0,
+                finished_at_ns: None,
+                status: RunStatus::Complete,
+                params: serde_json::json!({}),
+                env: Environment::default(),
+                points: 0,
+            },
+            points: reps
+                .iter()
+                .enumerate()
+                .flat_map(|(point, &n)| {
+                    (0..n).map(move |rep| flowlab_store::Point {
+                        id: 1 + i64::from(rep) + 10 * point as i64,
+                        params: serde_json::json!({ "size": point }),
+                        repetition: rep,
+                        result: serde_json::Value::Null,
+                        metrics: Vec::new(),
+                        packets: 0,
+                    })
+                })
+                .collect(),
+        };
+        assert_eq!(stored_count(&run(&[2; 6])), "6 points × 2 repetitions");
+        assert_eq!(stored_count(&run(&[1, 1])), "2 points");
+        assert_eq!(stored_count(&run(&[1])), "1 point");
+        assert_eq!(stored_count(&run(&[3, 2])), "2 points, 5 tests");
+    }
+
+    #[test]
+    fn describes_sweeps() {
+        let info = RunInfo {
+            id: 1,
+            kind: "sweep".into(),
+            created_at_ns: 0,
+            finished_at_ns: None,
+            status: RunStatus::Complete,
+            params: serde_json::json!({"target": "h", "vary": ["size=1..2:1"]}),
+            env: Environment::default(),
+            points: 0,
+        };
+        assert_eq!(describe(&info), "h; vary size=1..2:1");
+        let table = history_table(&[info]);
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("h; vary size=1..2:1"));
+    }
+}

@@ -1,0 +1,19 @@
+//! flowlab's application, under any front end: run a test ([`test`]), a sweep ([`sweep`]:
+//! repeated until the confidence interval is tight, shuffled, resumable) or an experiment
+//! ([`experiment`]: clock estimation, synchronised starts, searches, on any [`StepRunner`]),
+//! and record runs in the results database ([`record`]). Each runner reports its progress as
+//! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
+
+pub mod defaults;
+pub mod demo;
+pub mod experiment;
+pub mod format;
+pub mod host;
+pub mod observer;
+pub mod outcome;
+pub mod record;
+pub mod sweep;
+pub mod test;
+
+pub use experiment::{Network, StepRunner};
+pub use observer::{Event, Observer};

@@ -6,15 +6,17 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::protocol::Message;
+use flowlab_engine::RunContext;
 use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_wire::control::MAX_OPEN_REQUEST_LEN;
 use flowlab_wire::{ClientHello, ControlError};
 
-use crate::agent::{cpu_load, flow_params, RoleOutcome, ThreadTime};
 use crate::auth::{End, Nonces};
 use crate::conn::{Conn, ConnError, Deadline};
+use crate::native::{self, check_mtu, raw_error};
+use crate::outcome::{cpu_load, RoleOutcome, ThreadTime};
 use crate::result::{roles, Summary2, TestResult, SCHEMA_VERSION};
 use crate::{auth, DEFAULT_PORT};
 
@@ -224,9 +226,9 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
     let mut spec = options.spec.clone();
     let mut raw_interface = None;
     if spec.protocol == Protocol::Raw {
-        let interface = crate::agent::raw_interface(options.interface.as_deref(), local_ip)
+        let interface = native::raw_interface(options.interface.as_deref(), local_ip)
             .map_err(ClientError::Setup)?;
-        crate::agent::check_mtu(&interface, spec.size).map_err(ClientError::Setup)?;
+        check_mtu(&interface, spec.size).map_err(ClientError::Setup)?;
         spec.raw = Some(flowlab_spec::RawEndpoint {
             client_mac: flowlab_spec::format_mac(&interface.mac),
             agent_interface: options.agent_interface.clone(),
@@ -308,7 +310,7 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
                 })?;
             flowlab_sys::raw::RawSocket::open(interface, mac)
                 .map(|s| Data::Raw(vec![s]))
-                .map_err(|e| ClientError::Setup(crate::agent::raw_error(&interface.name, &e)))
+                .map_err(|e| ClientError::Setup(raw_error(&interface.name, &e)))
         }
         Protocol::Udp => {
             if ports.len() != accepted.udp.len() {
@@ -367,24 +369,21 @@ pub fn run_test(
     keepalive.send_acks();
     let notes = match &data {
         Data::Raw(_) | Data::TcpConnectEach(..) => Vec::new(),
-        Data::Udp(socks) => flowlab_engine::configure_udp(
-            socks,
-            &flow_params(&spec, session),
-            spec.direction != Direction::Reverse,
-        ),
-        Data::Tcp(streams) => flowlab_engine::configure_tcp(
-            streams,
-            &flow_params(&spec, session),
-            spec.direction != Direction::Reverse,
-        ),
+        Data::Udp(socks) => {
+            flowlab_engine::configure_udp(socks, &spec, spec.direction != Direction::Reverse)
+        }
+        Data::Tcp(streams) => {
+            flowlab_engine::configure_tcp(streams, &spec, spec.direction != Direction::Reverse)
+        }
     };
     let started_at_ns = flowlab_sys::clock::realtime_ns();
     let cpu_start = CpuSnapshot::take().ok();
     conn.send(&Message::Start).map_err(setup_error)?;
 
-    let flow = flowlab_engine::FlowParams {
+    let ctx = RunContext {
+        session,
         send_cap_bps: rate_cap_bps,
-        ..flow_params(&spec, session)
+        return_cookie: None,
     };
     let signals = RoleSignals::default();
     let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();
@@ -392,7 +391,7 @@ pub fn run_test(
     let mut client_outcome = RoleOutcome::default();
 
     std::thread::scope(|scope| {
-        let (sender, receiver) = spawn_roles(scope, &data, &spec, &flow, &signals, interval_tx);
+        let (sender, receiver) = spawn_roles(scope, &data, &spec, &ctx, &signals, interval_tx);
         let mut drain_from: Option<Instant> = None;
         let mut last_heard = Instant::now();
         loop {
@@ -633,8 +632,8 @@ type RoleHandle<'scope> = Option<std::thread::ScopedJoinHandle<'scope, RoleOutco
 fn spawn_roles<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     data: &'env Data,
-    spec: &TestSpec,
-    flow: &'env flowlab_engine::FlowParams,
+    spec: &'env TestSpec,
+    ctx: &'env RunContext,
     signals: &'env RoleSignals,
     intervals: mpsc::Sender<IntervalReport>,
 ) -> (RoleHandle<'scope>, RoleHandle<'scope>) {
@@ -643,9 +642,16 @@ fn spawn_roles<'scope, 'env>(
         stop_receiving,
         ..
     } = signals;
-    if flow.transactions().is_some() {
+    if spec.transactions().is_some() {
         return (
-            Some(spawn_requester(scope, data, flow, stop_sending, intervals)),
+            Some(spawn_requester(
+                scope,
+                data,
+                spec,
+                ctx,
+                stop_sending,
+                intervals,
+            )),
             None,
         );
     }
@@ -654,13 +660,13 @@ fn spawn_roles<'scope, 'env>(
         (Data::Udp(socks), Direction::Loopback) => {
             return (
                 None,
-                Some(spawn_ping(scope, socks, flow, signals, intervals)),
+                Some(spawn_ping(scope, socks, spec, ctx, signals, intervals)),
             )
         }
         (Data::Raw(socks), Direction::Loopback) => {
             return (
                 None,
-                Some(spawn_ping(scope, socks, flow, signals, intervals)),
+                Some(spawn_ping(scope, socks, spec, ctx, signals, intervals)),
             )
         }
         _ => {}
@@ -672,11 +678,11 @@ fn spawn_roles<'scope, 'env>(
         scope.spawn(move || {
             let mut out = RoleOutcome::default();
             let (outcome, time) = ThreadTime::measure(|| match data {
-                Data::Udp(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
-                Data::Raw(socks) => flowlab_engine::udp_send(socks, flow, stop_sending),
-                Data::Tcp(streams) => flowlab_engine::tcp_send(streams, flow, stop_sending),
+                Data::Udp(socks) => flowlab_engine::udp_send(socks, spec, ctx, stop_sending),
+                Data::Raw(socks) => flowlab_engine::udp_send(socks, spec, ctx, stop_sending),
+                Data::Tcp(streams) => flowlab_engine::tcp_send(streams, spec, ctx, stop_sending),
                 // No standing connection: only request/response tests connect per transaction.
-                Data::TcpConnectEach(..) => flowlab_engine::tcp_send(&[], flow, stop_sending),
+                Data::TcpConnectEach(..) => flowlab_engine::tcp_send(&[], spec, ctx, stop_sending),
             });
             if let Data::Tcp(streams) = data {
                 out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
@@ -694,28 +700,32 @@ fn spawn_roles<'scope, 'env>(
             let outcome = match data {
                 Data::Udp(socks) => flowlab_engine::udp_receive(
                     socks,
-                    flow,
+                    spec,
+                    ctx,
                     round_trip,
                     stop_receiving,
                     &mut on_interval,
                 ),
                 Data::Raw(socks) => flowlab_engine::udp_receive(
                     socks,
-                    flow,
+                    spec,
+                    ctx,
                     round_trip,
                     stop_receiving,
                     &mut on_interval,
                 ),
                 Data::Tcp(streams) => flowlab_engine::tcp_receive(
                     streams,
-                    flow,
+                    spec,
+                    ctx,
                     round_trip,
                     stop_receiving,
                     &mut on_interval,
                 ),
                 Data::TcpConnectEach(..) => flowlab_engine::tcp_receive(
                     &[],
-                    flow,
+                    spec,
+                    ctx,
                     round_trip,
                     stop_receiving,
                     &mut on_interval,
@@ -736,7 +746,8 @@ fn spawn_roles<'scope, 'env>(
 fn spawn_requester<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     data: &'env Data,
-    flow: &'env flowlab_engine::FlowParams,
+    spec: &'env TestSpec,
+    ctx: &'env RunContext,
     stop: &'env AtomicBool,
     intervals: mpsc::Sender<IntervalReport>,
 ) -> std::thread::ScopedJoinHandle<'scope, RoleOutcome> {
@@ -746,14 +757,21 @@ fn spawn_requester<'scope, 'env>(
         };
         let (outcome, time) = ThreadTime::measure(|| match data {
             Data::Tcp(streams) => {
-                flowlab_engine::tcp_request(streams, flow, stop, &mut on_interval)
+                flowlab_engine::tcp_request(streams, spec, ctx, stop, &mut on_interval)
             }
-            Data::TcpConnectEach(agent, flows) => {
-                flowlab_engine::tcp_connect_request(*agent, *flows, flow, stop, &mut on_interval)
+            Data::TcpConnectEach(agent, flows) => flowlab_engine::tcp_connect_request(
+                *agent,
+                *flows,
+                spec,
+                ctx,
+                stop,
+                &mut on_interval,
+            ),
+            Data::Udp(socks) => {
+                flowlab_engine::udp_request(socks, spec, ctx, stop, &mut on_interval)
             }
-            Data::Udp(socks) => flowlab_engine::udp_request(socks, flow, stop, &mut on_interval),
-            // Refused by check_spec: no native-frame transactions.
-            Data::Raw(_) => flowlab_engine::udp_request(&[], flow, stop, &mut on_interval),
+            // Refused by TestSpec::validate: no native-frame transactions.
+            Data::Raw(_) => flowlab_engine::udp_request(&[], spec, ctx, stop, &mut on_interval),
         });
         RoleOutcome {
             time: time.with_workers(outcome.worker_cpu_ns),
@@ -772,7 +790,8 @@ fn spawn_requester<'scope, 'env>(
 fn spawn_ping<'scope, 'env, S: flowlab_engine::DatagramSocket>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     socks: &'env [S],
-    flow: &'env flowlab_engine::FlowParams,
+    spec: &'env TestSpec,
+    ctx: &'env RunContext,
     signals: &'env RoleSignals,
     intervals: mpsc::Sender<IntervalReport>,
 ) -> std::thread::ScopedJoinHandle<'scope, RoleOutcome> {
@@ -783,7 +802,8 @@ fn spawn_ping<'scope, 'env, S: flowlab_engine::DatagramSocket>(
         let ((sent, received), time) = ThreadTime::measure(|| {
             flowlab_engine::udp_ping(
                 socks,
-                flow,
+                spec,
+                ctx,
                 &signals.stop_sending,
                 &signals.stop_receiving,
                 &signals.sending_done,

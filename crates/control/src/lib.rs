@@ -10,6 +10,8 @@ pub mod auth;
 pub mod client;
 mod conn;
 pub mod controller;
+mod native;
+mod outcome;
 pub mod protocol;
 pub mod result;
 

@@ -1,8 +1,9 @@
 //! The real-time data plane: threads that send, receive and echo test packets on real sockets.
 //!
-//! Each role is a loop that drives the sans-IO pieces (the traffic [`Pacer`], the probe header,
-//! the meters) with the real clocks and sockets of `flowlab-sys`. A role runs until its flow
-//! ends or its stop flag is raised, then returns what it measured; it never panics on input.
+//! Each role is a loop that drives the sans-IO pieces (the sender core of `flowlab-traffic`,
+//! the probe header, the meters) with the real clocks and sockets of `flowlab-sys`. A role
+//! runs until its flow ends or its stop flag is raised, then returns what it measured; it
+//! never panics on input.
 
 mod budget;
 pub mod packet_auth;
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport};
 use flowlab_sys::clock;
-use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig, Source};
+use flowlab_traffic::sender::Batching;
 
 pub use budget::SendBudget;
 pub use readiness::{DataSocket, DatagramSocket};
@@ -54,24 +55,11 @@ pub const ACK_PERIOD: Duration = Duration::from_millis(200);
 /// SO_BUSY_POLL budget, microseconds, for `--busy-poll`.
 pub const BUSY_POLL_US: u32 = 50;
 
-/// The flow one role carries.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FlowParams {
+/// What only the running end knows of a test, beside its [`flowlab_spec::TestSpec`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunContext {
+    /// The session every probe header carries.
     pub session: u32,
-    /// `None`: as fast as possible.
-    pub rate_bps: Option<u64>,
-    /// Bytes per packet (datagram payload or TCP message), probe header included.
-    pub size: u32,
-    pub duration: Option<Duration>,
-    pub count: Option<u64>,
-    pub interval: Option<Duration>,
-    pub packet_log: bool,
-    /// Busy-poll receiving sockets: lower latency for one spinning core.
-    pub busy_poll: bool,
-    pub socket: flowlab_spec::SocketOptions,
-    /// A traffic model instead of the constant rate, and its seed.
-    pub traffic: Option<flowlab_traffic::TrafficSpec>,
-    pub seed: u64,
     /// The most bit/s this end may send over all flows (an agent's `--max-rate`), enforced
     /// while sending whatever the schedule or model asks for; `None`: no limit.
     pub send_cap_bps: Option<u64>,
@@ -80,73 +68,13 @@ pub struct FlowParams {
     pub return_cookie: Option<u64>,
 }
 
-impl FlowParams {
-    /// Time between packets, when paced.
-    pub fn interval_ns(&self) -> Option<u64> {
-        let rate = self.rate_bps.filter(|&r| r > 0)?;
-        Some((u128::from(self.size) * 8 * 1_000_000_000 / u128::from(rate)) as u64)
-    }
-
-    /// Packets per second, when paced.
-    pub fn packets_per_sec(&self) -> Option<f64> {
-        self.rate_bps
-            .map(|r| r as f64 / (f64::from(self.size.max(1)) * 8.0))
-    }
-
-    /// Whether a traffic model, not the constant rate, decides packet times and sizes.
-    pub fn modelled(&self) -> bool {
-        self.traffic.is_some()
-    }
-
-    /// The request/response workload, for `rr` and `crr` tests.
-    pub fn transactions(&self) -> Option<&flowlab_traffic::TransactionConfig> {
-        self.traffic.as_ref().and_then(|t| t.transactions())
-    }
-
-    /// Whether packets leave on a schedule (a rate or a model), not as fast as possible.
-    pub fn paced(&self) -> bool {
-        self.rate_bps.is_some() || self.modelled()
-    }
-
-    /// The pacer of flow `index` starting at `start_mono_ns` on the monotonic clock: the
-    /// constant-rate schedule, or the flow's traffic model (sub-flow `index` of a preset, or
-    /// the model seeded for this flow).
-    fn pacer_for(&self, index: usize, start_mono_ns: u64, max_batch: u64) -> Result<Pacer, String> {
-        let config = self.pacer_config(start_mono_ns, max_batch);
-        match self.source_for(index)? {
-            Some(source) => Ok(Pacer::from_source(source, start_mono_ns, config)),
-            None => Ok(Pacer::new(config)),
-        }
-    }
-
-    /// The traffic model's source of flow `index` (sub-flow `index` of a preset, or the model
-    /// seeded for this flow); `None` for the constant-rate schedule.
-    pub fn source_for(&self, index: usize) -> Result<Option<Box<dyn Source>>, String> {
-        let Some(spec) = &self.traffic else {
-            return Ok(None);
-        };
-        let no_files = |path: &str| Err(format!("file {path} was not embedded in the test"));
-        spec.source_for(self.seed, index as u64, &no_files)
-            .map(Some)
-            .map_err(|e| e.to_string())
-    }
-
-    fn pacer_config(&self, start_mono_ns: u64, max_batch: u64) -> PacerConfig {
-        let schedule = self
-            .rate_bps
-            .and_then(|rate| PacedSchedule::new(start_mono_ns, rate, self.size).ok());
-        PacerConfig {
-            schedule,
-            end: EndCondition {
-                until_ns: self
-                    .duration
-                    .map(|d| start_mono_ns.saturating_add(d.as_nanos() as u64)),
-                count: self.count,
-            },
-            train_window_ns: TRAIN_WINDOW_NS,
-            max_batch,
-            max_lateness_ns: MAX_LATENESS_NS,
-        }
+/// How the real-time senders batch: trains of packets due within [`TRAIN_WINDOW_NS`], at
+/// most `max_batch` each, skipping slots [`MAX_LATENESS_NS`] late.
+fn batching(max_batch: u64) -> Batching {
+    Batching {
+        train_window_ns: TRAIN_WINDOW_NS,
+        max_batch,
+        max_lateness_ns: MAX_LATENESS_NS,
     }
 }
 
@@ -281,9 +209,9 @@ struct IntervalClock {
 }
 
 impl IntervalClock {
-    fn new(period: Option<Duration>, start_mono_ns: u64) -> Self {
+    fn new(period_ns: Option<u64>, start_mono_ns: u64) -> Self {
         IntervalClock {
-            period_ns: period.map(|p| (p.as_nanos() as u64).max(1)),
+            period_ns: period_ns.map(|p| p.max(1)),
             start_mono_ns,
             index: 0,
         }

@@ -7,6 +7,7 @@ use std::os::fd::AsFd;
 
 use flowlab_sys::poll::Poller;
 use flowlab_sys::raw::RawSocket;
+use flowlab_sys::timestamping::TxStamp;
 use flowlab_sys::udp;
 
 use crate::POLL_PERIOD;
@@ -19,10 +20,15 @@ pub trait DataSocket: AsFd {
 
 /// Sockets that carry test datagrams: UDP, or native link-layer frames (`--proto raw`).
 /// Each is connected to its one peer.
-pub trait DatagramSocket: DataSocket + Sync {
+pub trait DatagramSocket: DataSocket + DatagramSend {}
+
+impl<S: DataSocket + DatagramSend> DatagramSocket for S {}
+
+/// The sending half of a datagram socket: all a sender uses, so a test double can stand in.
+pub trait DatagramSend: Sync {
     /// Sends the datagrams; how many went. `nowait`: never block for buffer space.
     fn send_frames(&self, frames: &[&[u8]], nowait: bool) -> io::Result<usize>;
-    /// Whether [`DatagramSocket::send_segments`] can send a train in one call (UDP GSO).
+    /// Whether [`DatagramSend::send_segments`] can send a train in one call (UDP GSO).
     fn gso_supported(&self) -> bool;
     /// Sends `buf` as datagrams of `segment` bytes in one call; bytes sent.
     fn send_segments(&self, buf: &[u8], segment: u16, nowait: bool) -> io::Result<usize>;
@@ -36,9 +42,11 @@ pub trait DatagramSocket: DataSocket + Sync {
     fn recv_nowait(&self, _buf: &mut [u8]) -> io::Result<usize> {
         Err(io::ErrorKind::WouldBlock.into())
     }
+    /// Appends the kernel's transmit timestamps queued on the socket (`--tx-timestamps`).
+    fn tx_stamps(&self, out: &mut Vec<TxStamp>) -> io::Result<()>;
 }
 
-impl DatagramSocket for UdpSocket {
+impl DatagramSend for UdpSocket {
     fn send_frames(&self, frames: &[&[u8]], nowait: bool) -> io::Result<usize> {
         if nowait {
             udp::send_batch_nowait(self, frames)
@@ -65,6 +73,9 @@ impl DatagramSocket for UdpSocket {
     fn recv_nowait(&self, buf: &mut [u8]) -> io::Result<usize> {
         udp::recv_nowait(self, buf)
     }
+    fn tx_stamps(&self, out: &mut Vec<TxStamp>) -> io::Result<()> {
+        flowlab_sys::timestamping::read_tx_timestamps(self, out).map(drop)
+    }
 }
 
 impl DataSocket for RawSocket {
@@ -76,7 +87,7 @@ impl DataSocket for RawSocket {
     }
 }
 
-impl DatagramSocket for RawSocket {
+impl DatagramSend for RawSocket {
     fn send_frames(&self, frames: &[&[u8]], nowait: bool) -> io::Result<usize> {
         self.send_batch(frames, nowait)
     }
@@ -97,6 +108,9 @@ impl DatagramSocket for RawSocket {
             io::ErrorKind::Unsupported,
             "no transmit times for raw frames",
         ))
+    }
+    fn tx_stamps(&self, out: &mut Vec<TxStamp>) -> io::Result<()> {
+        flowlab_sys::timestamping::read_tx_timestamps(self, out).map(drop)
     }
 }
 

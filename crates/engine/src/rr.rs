@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use flowlab_results::meter::TransactionMeter;
 use flowlab_results::{IntervalReport, ResponderReport, TransactionReport};
+use flowlab_spec::TestSpec;
 use flowlab_sys::clock;
 use flowlab_traffic::{derive_seed, Transaction, Transactions};
 use flowlab_wire::message::{FRAMED_HEAD_LEN, REQUEST_HEAD_LEN};
@@ -23,7 +24,7 @@ use flowlab_wire::{MessageHead, ProbeRepr, StreamSplitter, PROBE_HEADER_LEN};
 use crate::tcp::{is_timeout, write_whole};
 use crate::{
     configure_tcp, fill_payload, merge_flows, on_flow_threads, stopped, wait_until,
-    with_thread_cpu, FlowParams, IntervalClock, IntervalSink, SendBudget, MAX_TCP_MESSAGE,
+    with_thread_cpu, IntervalClock, IntervalSink, RunContext, SendBudget, MAX_TCP_MESSAGE,
     POLL_PERIOD,
 };
 
@@ -65,7 +66,8 @@ fn message_of(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
 
 /// One client stream: its transactions, their end, its meter and request buffer.
 struct Requester<'a> {
-    flow: &'a FlowParams,
+    spec: &'a TestSpec,
+    session: u32,
     model: Transactions,
     meter: TransactionMeter,
     /// This flow's transactions of the current live interval, when intervals are reported.
@@ -78,26 +80,28 @@ struct Requester<'a> {
 
 impl<'a> Requester<'a> {
     fn new(
-        flow: &'a FlowParams,
+        spec: &'a TestSpec,
+        session: u32,
         index: usize,
         max_size: u32,
         interval: Option<&'a Mutex<TransactionMeter>>,
     ) -> Result<Self, String> {
-        let config = flow
+        let config = spec
             .transactions()
             .ok_or("the test carries no request/response workload")?;
-        let model = Transactions::new(config, derive_seed(flow.seed, index as u64))
+        let model = Transactions::new(config, derive_seed(spec.seed, index as u64))
             .map_err(|e| format!("request/response model: {e}"))?;
         Ok(Requester {
-            flow,
+            spec,
+            session,
             model,
             meter: TransactionMeter::new(config.connect_each),
             interval,
             request: Vec::new(),
             seq: 0,
-            end_mono_ns: flow
-                .duration
-                .map(|d| clock::monotonic_ns().saturating_add(d.as_nanos() as u64)),
+            end_mono_ns: spec
+                .duration_ns
+                .map(|d| clock::monotonic_ns().saturating_add(d)),
             max_size,
         })
     }
@@ -116,7 +120,7 @@ impl<'a> Requester<'a> {
 
     fn over(&self, stop: &AtomicBool) -> bool {
         stopped(stop)
-            || self.flow.count.is_some_and(|n| self.seq >= n)
+            || self.spec.count.is_some_and(|n| self.seq >= n)
             || self
                 .end_mono_ns
                 .is_some_and(|end| clock::monotonic_ns() >= end)
@@ -134,7 +138,7 @@ impl<'a> Requester<'a> {
         let response_len = t.response_size.max(FRAMED_HEAD_LEN as u32);
         let probe = ProbeRepr {
             flags: 0,
-            session: self.flow.session,
+            session: self.session,
             seq: self.seq,
             sent_ns: clock::realtime_ns(),
             echoed_ns: 0,
@@ -208,13 +212,18 @@ fn prepare_stream(stream: &TcpStream) {
 /// TCP RR: each flow's transactions over its own connection, a thread per flow.
 pub fn tcp_request(
     streams: &[TcpStream],
-    flow: &FlowParams,
+    spec: &TestSpec,
+    ctx: &RunContext,
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> TransactionOutcome {
-    run_requesters(streams.len(), flow, MAX_TCP_MESSAGE, on_interval, |i, r| {
-        request_on(&streams[i], r, stop)
-    })
+    run_requesters(
+        streams.len(),
+        (spec, ctx.session),
+        MAX_TCP_MESSAGE,
+        on_interval,
+        |i, r| request_on(&streams[i], r, stop),
+    )
 }
 
 fn request_on(stream: &TcpStream, r: &mut Requester<'_>, stop: &AtomicBool) -> Option<String> {
@@ -241,13 +250,18 @@ fn request_on(stream: &TcpStream, r: &mut Requester<'_>, stop: &AtomicBool) -> O
 pub fn tcp_connect_request(
     agent: SocketAddr,
     flows: usize,
-    flow: &FlowParams,
+    spec: &TestSpec,
+    ctx: &RunContext,
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> TransactionOutcome {
-    run_requesters(flows, flow, MAX_TCP_MESSAGE, on_interval, |_, r| {
-        connect_request(agent, r, stop)
-    })
+    run_requesters(
+        flows,
+        (spec, ctx.session),
+        MAX_TCP_MESSAGE,
+        on_interval,
+        |_, r| connect_request(agent, r, stop),
+    )
 }
 
 fn connect_request(agent: SocketAddr, r: &mut Requester<'_>, stop: &AtomicBool) -> Option<String> {
@@ -263,7 +277,7 @@ fn connect_request(agent: SocketAddr, r: &mut Requester<'_>, stop: &AtomicBool) 
         };
         r.meter.on_connect(clock::monotonic_ns() - started);
         // Notes were given when the first connection's options were checked at setup.
-        let _ = configure_tcp(std::slice::from_ref(&stream), r.flow, true);
+        let _ = configure_tcp(std::slice::from_ref(&stream), r.spec, true);
         prepare_stream(&stream);
         match exchange(&stream, &r.request[..request_len], r.seq, &mut buf, stop) {
             Ok(true) => {
@@ -286,13 +300,18 @@ fn connect_request(agent: SocketAddr, r: &mut Requester<'_>, stop: &AtomicBool) 
 /// UDP RR: one request datagram, one response datagram, a socket and a thread per flow.
 pub fn udp_request(
     socks: &[UdpSocket],
-    flow: &FlowParams,
+    spec: &TestSpec,
+    ctx: &RunContext,
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> TransactionOutcome {
-    run_requesters(socks.len(), flow, MAX_UDP_MESSAGE, on_interval, |i, r| {
-        udp_request_on(&socks[i], r, stop)
-    })
+    run_requesters(
+        socks.len(),
+        (spec, ctx.session),
+        MAX_UDP_MESSAGE,
+        on_interval,
+        |i, r| udp_request_on(&socks[i], r, stop),
+    )
 }
 
 fn udp_request_on(sock: &UdpSocket, r: &mut Requester<'_>, stop: &AtomicBool) -> Option<String> {
@@ -335,9 +354,7 @@ fn udp_request_on(sock: &UdpSocket, r: &mut Requester<'_>, stop: &AtomicBool) ->
             // Late responses to earlier requests and stray datagrams are passed over.
             match MessageHead::parse(&buf[..n]) {
                 Ok(h)
-                    if h.is_response()
-                        && h.probe.seq == r.seq
-                        && h.probe.session == r.flow.session =>
+                    if h.is_response() && h.probe.seq == r.seq && h.probe.session == r.session =>
                 {
                     r.completed(started, n as u32);
                     break;
@@ -354,18 +371,18 @@ fn udp_request_on(sock: &UdpSocket, r: &mut Requester<'_>, stop: &AtomicBool) ->
 /// `on_flow_threads`); `work` returns why its flow stopped early, if it did.
 fn run_requesters(
     flows: usize,
-    flow: &FlowParams,
+    (spec, session): (&TestSpec, u32),
     max_size: u32,
     on_interval: IntervalSink<'_>,
     work: impl Fn(usize, &mut Requester<'_>) -> Option<String> + Sync,
 ) -> TransactionOutcome {
-    let tallies: Vec<Mutex<TransactionMeter>> = match flow.interval {
+    let tallies: Vec<Mutex<TransactionMeter>> = match spec.interval_ns {
         Some(_) => (0..flows).map(|_| Mutex::default()).collect(),
         None => Vec::new(),
     };
     let run = || {
         on_flow_threads(flows, |i| {
-            match Requester::new(flow, i, max_size, tallies.get(i)) {
+            match Requester::new(spec, session, i, max_size, tallies.get(i)) {
                 Ok(mut r) => {
                     let error = work(i, &mut r);
                     (r.meter, error)
@@ -378,7 +395,7 @@ fn run_requesters(
         run()
     } else {
         // The flows run on other threads; this one reports the live intervals.
-        let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
+        let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
         std::thread::scope(|scope| {
             // Flow 0 runs on the runner thread: its CPU counts with the other flows'.
             let runner = scope.spawn(|| {
@@ -454,10 +471,10 @@ fn add_responses(total: &mut ResponderReport, r: ResponderReport) {
 /// Runs `work(i, budget)` for every flow; the budget holds all responses to the agent's limit.
 fn run_responders(
     flows: usize,
-    flow: &FlowParams,
+    ctx: &RunContext,
     work: impl Fn(usize, &SendBudget) -> (ResponderReport, Option<String>) + Sync,
 ) -> ResponderOutcome {
-    let budget = SendBudget::of(flow);
+    let budget = SendBudget::of(ctx);
     let (results, worker_cpu_ns) = on_flow_threads(flows, |i| work(i, &budget));
     let (report, error) = merge_flows(results, add_responses);
     ResponderOutcome {
@@ -469,9 +486,9 @@ fn run_responders(
 
 /// The response to a well-formed request of this session asking for at most `max` bytes;
 /// `None` for anything else (counted malformed, not answered).
-fn response_length(head: &MessageHead, flow: &FlowParams, max: u32) -> Option<u32> {
+fn response_length(head: &MessageHead, session: u32, max: u32) -> Option<u32> {
     let size = head.response_size?;
-    (head.probe.session == flow.session && (1..=max).contains(&size))
+    (head.probe.session == session && (1..=max).contains(&size))
         .then(|| size.max(FRAMED_HEAD_LEN as u32))
 }
 
@@ -479,7 +496,7 @@ fn response_length(head: &MessageHead, flow: &FlowParams, max: u32) -> Option<u3
 /// the first response: a CRR connection).
 fn answer(
     mut stream: &TcpStream,
-    flow: &FlowParams,
+    session: u32,
     budget: &SendBudget,
     once: bool,
     stop: &AtomicBool,
@@ -507,7 +524,7 @@ fn answer(
             return Ok(());
         }
         for head in requests.drain(..) {
-            let Some(len) = response_length(&head, flow, MAX_TCP_MESSAGE) else {
+            let Some(len) = response_length(&head, session, MAX_TCP_MESSAGE) else {
                 report.malformed += 1;
                 continue;
             };
@@ -531,17 +548,13 @@ fn answer(
 }
 
 /// The agent of a TCP RR test: answers each connection's requests, a thread per connection.
-pub fn tcp_respond(
-    streams: &[TcpStream],
-    flow: &FlowParams,
-    stop: &AtomicBool,
-) -> ResponderOutcome {
-    run_responders(streams.len(), flow, |i, budget| {
+pub fn tcp_respond(streams: &[TcpStream], ctx: &RunContext, stop: &AtomicBool) -> ResponderOutcome {
+    run_responders(streams.len(), ctx, |i, budget| {
         let mut report = ResponderReport {
             connections: 1,
             ..ResponderReport::default()
         };
-        let error = answer(&streams[i], flow, budget, false, stop, &mut report).err();
+        let error = answer(&streams[i], ctx.session, budget, false, stop, &mut report).err();
         (report, error)
     })
 }
@@ -552,7 +565,8 @@ pub fn tcp_accept_respond(
     listener: &TcpListener,
     peer_ip: IpAddr,
     flows: usize,
-    flow: &FlowParams,
+    spec: &TestSpec,
+    ctx: &RunContext,
     stop: &AtomicBool,
 ) -> ResponderOutcome {
     if let Err(e) = listener.set_nonblocking(true) {
@@ -562,7 +576,7 @@ pub fn tcp_accept_respond(
             worker_cpu_ns: (0, 0),
         };
     }
-    run_responders(flows, flow, |_, budget| {
+    run_responders(flows, ctx, |_, budget| {
         let mut report = ResponderReport::default();
         while !stopped(stop) {
             match flowlab_sys::poll::wait_readable(&[listener.as_fd()], POLL_PERIOD) {
@@ -574,9 +588,9 @@ pub fn tcp_accept_respond(
                 Ok((stream, from)) if from.ip() == peer_ip => {
                     report.connections += 1;
                     let _ = stream.set_nonblocking(false);
-                    let _ = configure_tcp(std::slice::from_ref(&stream), flow, true);
+                    let _ = configure_tcp(std::slice::from_ref(&stream), spec, true);
                     // One connection failing (a reset) is the client's business, not the test's.
-                    let _ = answer(&stream, flow, budget, true, stop, &mut report);
+                    let _ = answer(&stream, ctx.session, budget, true, stop, &mut report);
                 }
                 Ok(_) => {}
                 // Another thread took it.
@@ -590,8 +604,8 @@ pub fn tcp_accept_respond(
 
 /// The agent of a UDP RR test: answers each request datagram with one response datagram, a
 /// thread per flow's socket.
-pub fn udp_respond(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) -> ResponderOutcome {
-    run_responders(socks.len(), flow, |i, budget| {
+pub fn udp_respond(socks: &[UdpSocket], ctx: &RunContext, stop: &AtomicBool) -> ResponderOutcome {
+    run_responders(socks.len(), ctx, |i, budget| {
         let sock = &socks[i];
         let mut report = ResponderReport::default();
         let _ = sock.set_nonblocking(false);
@@ -611,7 +625,7 @@ pub fn udp_respond(socks: &[UdpSocket], flow: &FlowParams, stop: &AtomicBool) ->
             let len = MessageHead::parse(&buf[..n])
                 .ok()
                 .filter(|h| h.length == Some(n as u32))
-                .and_then(|h| Some((h, response_length(&h, flow, MAX_UDP_MESSAGE)?)));
+                .and_then(|h| Some((h, response_length(&h, ctx.session, MAX_UDP_MESSAGE)?)));
             let Some((head, len)) = len else {
                 report.malformed += 1;
                 continue;

@@ -7,16 +7,16 @@ use std::os::fd::AsFd;
 use flowlab_sys::timestamping::{self, TimestampFlags};
 use flowlab_sys::{netlink, socket, tcp, udp};
 
-use crate::FlowParams;
+use flowlab_spec::TestSpec;
 
 fn common(
     fd: impl AsFd + Copy,
     ipv6: bool,
-    flow: &FlowParams,
+    spec: &TestSpec,
     sending: bool,
     notes: &mut Vec<String>,
 ) {
-    let o = &flow.socket;
+    let o = &spec.socket;
     if let Some(dscp) = o.dscp {
         // DSCP is the top six bits of the former TOS byte; ECN bits stay 0.
         if let Err(e) = socket::set_tos(fd, dscp << 2, ipv6) {
@@ -50,7 +50,7 @@ fn common(
         }
     }
     if o.kernel_pacing && sending {
-        if let Some(rate) = flow.rate_bps {
+        if let Some(rate) = spec.rate_bps {
             if let Err(e) = socket::set_max_pacing_rate(fd, rate / 8) {
                 notes.push(format!("kernel pacing not set: {e}"));
             }
@@ -59,20 +59,20 @@ fn common(
 }
 
 /// Applies the socket options to UDP data sockets; returns notes for the report.
-pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> Vec<String> {
+pub fn configure_udp(socks: &[UdpSocket], spec: &TestSpec, sending: bool) -> Vec<String> {
     let mut notes = Vec::new();
     for sock in socks {
         let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
-        common(sock, ipv6, flow, sending, &mut notes);
+        common(sock, ipv6, spec, sending, &mut notes);
     }
     notes.dedup();
-    if flow.socket.kernel_pacing && sending && flow.rate_bps.is_some() {
+    if spec.socket.kernel_pacing && sending && spec.rate_bps.is_some() {
         notes.push(kernel_udp_pacing(socks));
     }
-    if flow.socket.zerocopy {
+    if spec.socket.zerocopy {
         notes.push("zero-copy applies to TCP only; UDP sent as usual".into());
     }
-    if flow.socket.tx_timestamps && sending {
+    if spec.socket.tx_timestamps && sending {
         let flags = TimestampFlags::TX_SOFTWARE
             | TimestampFlags::SOFTWARE
             | TimestampFlags::TX_HARDWARE
@@ -84,7 +84,7 @@ pub fn configure_udp(socks: &[UdpSocket], flow: &FlowParams, sending: bool) -> V
             .find_map(|s| timestamping::enable_timestamping(s, flags).err())
         {
             notes.push(format!("transmit timestamps unavailable: {e}"));
-        } else if flow.rate_bps.is_none() {
+        } else if spec.rate_bps.is_none() {
             notes
                 .push("transmit timestamps measure paced flows only; not taken at max rate".into());
         }
@@ -134,30 +134,30 @@ fn kernel_udp_pacing(socks: &[UdpSocket]) -> String {
 }
 
 /// Applies the socket options to TCP data connections; returns notes for the report.
-pub fn configure_tcp(streams: &[TcpStream], flow: &FlowParams, sending: bool) -> Vec<String> {
+pub fn configure_tcp(streams: &[TcpStream], spec: &TestSpec, sending: bool) -> Vec<String> {
     let mut notes = Vec::new();
     for stream in streams {
         let ipv6 = stream.local_addr().is_ok_and(|a| a.is_ipv6());
-        common(stream, ipv6, flow, sending, &mut notes);
-        if let Some(mss) = flow.socket.mss {
+        common(stream, ipv6, spec, sending, &mut notes);
+        if let Some(mss) = spec.socket.mss {
             if let Err(e) = tcp::set_mss(stream, mss) {
                 notes.push(format!("TCP MSS {mss} not set: {e}"));
             }
         }
-        if let Some(clamp) = flow.socket.window_clamp {
+        if let Some(clamp) = spec.socket.window_clamp {
             if let Err(e) = tcp::set_window_clamp(stream, clamp) {
                 notes.push(format!("TCP window clamp {clamp} not set: {e}"));
             }
         }
-        if let Some(cc) = &flow.socket.congestion {
+        if let Some(cc) = &spec.socket.congestion {
             if let Err(e) = tcp::set_congestion_control(stream, cc) {
                 notes.push(format!("congestion control '{cc}' not set: {e}"));
             }
         }
-        if flow.socket.tx_timestamps && sending {
+        if spec.socket.tx_timestamps && sending {
             notes.push("transmit timestamps are taken for UDP only".into());
         }
-        if flow.socket.zerocopy && sending {
+        if spec.socket.zerocopy && sending {
             if let Err(e) = tcp::set_zerocopy(stream) {
                 notes.push(format!("zero-copy not available: {e}; sent with copies"));
             }

@@ -10,16 +10,17 @@ use std::sync::atomic::AtomicBool;
 
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::{EchoReport, TcpInfoReport};
+use flowlab_spec::TestSpec;
 use flowlab_sys::{clock, tcp};
-use flowlab_traffic::Action;
+use flowlab_traffic::sender::{Packet, Poll, SendPolicy};
 use flowlab_wire::message::FRAMED_HEAD_LEN;
 use flowlab_wire::{MessageHead, ProbeHeader, ProbeRepr, StreamSplitter};
 
 use crate::readiness::Readiness;
 use crate::{
-    fill_payload, merge_flows, on_flow_threads, stopped, wait_until, FlowParams, IntervalClock,
-    IntervalSink, ReceiverOutcome, SendBudget, SenderOutcome, MAX_BATCH, MAX_TCP_MESSAGE,
-    POLL_PERIOD,
+    batching, fill_payload, merge_flows, on_flow_threads, stopped, wait_until, IntervalClock,
+    IntervalSink, ReceiverOutcome, RunContext, SendBudget, SenderOutcome, MAX_BATCH,
+    MAX_TCP_MESSAGE, POLL_PERIOD,
 };
 
 pub(crate) fn is_timeout(e: &io::Error) -> bool {
@@ -159,10 +160,15 @@ impl Outbox {
 
 /// Sends every flow (one connection each), a thread per connection: a blocked TCP write must
 /// not hold up the other flows.
-pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> SenderOutcome {
-    let budget = SendBudget::of(flow);
+pub fn tcp_send(
+    streams: &[TcpStream],
+    spec: &TestSpec,
+    ctx: &RunContext,
+    stop: &AtomicBool,
+) -> SenderOutcome {
+    let budget = SendBudget::of(ctx);
     let (flows, worker_cpu_ns) = on_flow_threads(streams.len(), |i| {
-        send_one(&streams[i], i, flow, &budget, stop)
+        send_one(&streams[i], i, spec, ctx.session, &budget, stop)
     });
     let (merged, error) = merge_flows(flows, SenderMeter::absorb);
     let error = error.or_else(|| streams.is_empty().then(|| "no connection".to_string()));
@@ -175,120 +181,147 @@ pub fn tcp_send(streams: &[TcpStream], flow: &FlowParams, stop: &AtomicBool) -> 
     }
 }
 
-/// Sends flow `index` on its connection: fixed-size messages at the constant rate, or the
-/// times and sizes of the flow's traffic model in length-framed messages.
+/// Sends flow `index` on its connection, driving a sender core of that one flow: fixed-size
+/// messages at the constant rate, or the times and sizes of the flow's traffic model in
+/// length-framed messages.
 fn send_one(
     stream: &TcpStream,
     index: usize,
-    flow: &FlowParams,
+    spec: &TestSpec,
+    session: u32,
     budget: &SendBudget,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
-    let mut meter = SenderMeter::new(1, flow.paced(), flow.packet_log);
+    let mut meter = SenderMeter::new(1, spec.paced(), spec.packet_log);
     let _ = stream.set_write_timeout(Some(POLL_PERIOD));
     // Paced messages must leave when written; at max rate Nagle costs nothing. --nodelay wins.
-    let _ = stream.set_nodelay(flow.socket.nodelay.unwrap_or(flow.paced()));
-    let mut outbox = Outbox::new(flow.size as usize, flow.socket.zerocopy);
-    let start_mono = clock::monotonic_ns();
+    let _ = stream.set_nodelay(spec.socket.nodelay.unwrap_or(spec.paced()));
+    let mut outbox = Outbox::new(spec.size as usize, spec.socket.zerocopy);
     let realtime_offset = clock::realtime_minus_monotonic_ns();
-    let mut pacer = match flow.pacer_for(index, start_mono, MAX_BATCH) {
-        Ok(p) => p,
-        Err(e) => return (meter, Some(format!("traffic model: {e}"))),
+    // A model's sizes, within what a framed message can be.
+    let policy = SendPolicy {
+        min_size: FRAMED_HEAD_LEN as u32,
+        max_size: MAX_TCP_MESSAGE,
+        ..spec.send_policy()
     };
-    if let Some(contract) = pacer.contract() {
+    let start = clock::monotonic_ns();
+    let mut core = match spec.sender_core(index..index + 1, start, batching(MAX_BATCH), policy) {
+        Ok(core) => core,
+        Err(e) => return (meter, Some(e)),
+    };
+    if let Some(contract) = core.pacers().next().and_then(|p| p.contract()) {
         meter.hold_to_contract(0, contract);
     }
-    let mut seq = 0u64;
-    let mut error = None;
-    'flow: while !stopped(stop) {
-        let (first, count) = match pacer.poll(clock::monotonic_ns()) {
-            Action::Done => break,
-            Action::Wait { until_ns } => {
-                meter.on_pacing_spin(wait_until(until_ns));
-                continue;
-            }
-            Action::Send { first, count } => (first, count),
-        };
-        // A model's size, within what a framed message can be; else the fixed size.
-        let framed_size = |slot: u64| {
-            pacer
-                .size(slot)
-                .map(|s| s.clamp(FRAMED_HEAD_LEN as u32, MAX_TCP_MESSAGE))
-        };
+    loop {
+        if stopped(stop) {
+            core.handle_stop();
+        }
         let now = clock::monotonic_ns();
-        let sizes = |k: usize| framed_size(first + k as u64).unwrap_or(flow.size);
-        let count = match budget.admit(now, count as usize, sizes) {
-            Ok(n) => n as u64,
-            Err(until_ns) => {
-                wait_until(until_ns);
-                continue;
-            }
-        };
-        meter.on_batch(count);
-        for slot in first..first + count {
-            let framed = framed_size(slot);
-            let size = framed.unwrap_or(flow.size);
-            let message = match outbox.slot(stream, seq, size as usize, stop) {
-                Ok(Some(m)) => m,
-                Ok(None) => break 'flow,
-                Err(e) => {
-                    error = Some(format!("TCP send failed: {e}"));
-                    break 'flow;
+        match core.poll(now) {
+            Poll::Done => break,
+            Poll::Wait { until_ns } => meter.on_pacing_spin(wait_until(until_ns)),
+            Poll::Transmit { .. } => {
+                let train = core.train();
+                let admitted = budget.admit(now, train.len(), |k| train[k].size);
+                core.handle_budget(admitted);
+                if core.train().is_empty() {
+                    continue;
                 }
-            };
-            let now_mono = clock::monotonic_ns();
-            let sent_ns = now_mono.saturating_add_signed(realtime_offset);
-            let probe = ProbeRepr {
-                flags: 0,
-                session: flow.session,
-                seq,
-                sent_ns,
-                echoed_ns: 0,
-            };
-            match framed {
-                Some(length) => MessageHead::framed(probe, length).emit(message),
-                None => probe.emit(message),
-            };
-            match outbox.send(stream, seq, size as usize, stop) {
-                Ok(true) => {
-                    meter.on_sent(0, seq, size, sent_ns, pacer.deadline(slot), now_mono);
-                    seq += 1;
-                }
-                Ok(false) => break 'flow,
-                Err(e) => {
-                    error = Some(format!("TCP send failed: {e}"));
-                    break 'flow;
+                meter.on_batch(core.train().len() as u64);
+                let writer = MessageWriter {
+                    outbox: &mut outbox,
+                    stream,
+                    session,
+                    framed: spec.modelled(),
+                    realtime_offset,
+                };
+                match writer.send_train(core.train(), &mut meter, stop) {
+                    Ok(taken) => {
+                        core.handle_sent(taken);
+                    }
+                    Err(e) => core.handle_failure(e),
                 }
             }
         }
-        pacer.advance(count);
     }
-    meter.set_missed_slots(0, pacer.missed_slots());
-    if let Some(report) = pacer.contract_report() {
-        meter.set_shaper_report(0, report);
+    if let Some(pacer) = core.pacers().next() {
+        meter.set_missed_slots(0, pacer.missed_slots());
+        if let Some(report) = pacer.contract_report() {
+            meter.set_shaper_report(0, report);
+        }
     }
-    (meter, error)
+    (meter, core.error().map(str::to_string))
+}
+
+/// What one TCP sender writes its messages with.
+struct MessageWriter<'a> {
+    outbox: &'a mut Outbox,
+    stream: &'a TcpStream,
+    session: u32,
+    /// A traffic model's messages carry their length (`flowlab_wire::message`).
+    framed: bool,
+    realtime_offset: i64,
+}
+
+impl MessageWriter<'_> {
+    /// Writes the train's messages one by one; how many were written before a stop, or why
+    /// writing failed.
+    fn send_train(
+        self,
+        train: &[Packet],
+        meter: &mut SenderMeter,
+        stop: &AtomicBool,
+    ) -> Result<usize, String> {
+        let failed = |e: io::Error| format!("TCP send failed: {e}");
+        for (k, p) in train.iter().enumerate() {
+            let message = match self.outbox.slot(self.stream, p.seq, p.size as usize, stop) {
+                Ok(Some(m)) => m,
+                Ok(None) => return Ok(k),
+                Err(e) => return Err(failed(e)),
+            };
+            let now_mono = clock::monotonic_ns();
+            let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
+            let probe = ProbeRepr {
+                flags: 0,
+                session: self.session,
+                seq: p.seq,
+                sent_ns,
+                echoed_ns: 0,
+            };
+            match self.framed {
+                true => MessageHead::framed(probe, p.size).emit(message),
+                false => probe.emit(message),
+            };
+            match self.outbox.send(self.stream, p.seq, p.size as usize, stop) {
+                Ok(true) => meter.on_sent(0, p.seq, p.size, sent_ns, p.due_ns, now_mono),
+                Ok(false) => return Ok(k),
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Ok(train.len())
+    }
 }
 
 /// Receives every flow's message stream (one connection each) until `stop` or every peer
 /// has closed.
 pub fn tcp_receive(
     streams: &[TcpStream],
-    flow: &FlowParams,
+    spec: &TestSpec,
+    ctx: &RunContext,
     round_trip: bool,
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> ReceiverOutcome {
-    let mut meter = ReceiverMeter::new(streams.len(), round_trip, flow.packet_log);
+    let mut meter = ReceiverMeter::new(streams.len(), round_trip, spec.packet_log);
     let mut splitters: Vec<StreamSplitter> = streams
         .iter()
-        .map(|_| StreamSplitter::new(flow.size, MAX_TCP_MESSAGE))
+        .map(|_| StreamSplitter::new(spec.size, MAX_TCP_MESSAGE))
         .collect();
     let mut open = vec![true; streams.len()];
     let mut buf = vec![0u8; 256 * 1024];
-    let mut intervals = IntervalClock::new(flow.interval, clock::monotonic_ns());
+    let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
     let mut error = None;
-    match Readiness::new(streams, flow.busy_poll) {
+    match Readiness::new(streams, spec.busy_poll) {
         Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) && open.iter().any(|&o| o) {
@@ -308,11 +341,11 @@ pub fn tcp_receive(
                     let arrival_ns = clock::realtime_ns();
                     let meter = &mut meter;
                     let split = splitters[i].push(&buf[..n], |head| match head.probe {
-                        p if p.session == flow.session => meter.on_packet(
+                        p if p.session == ctx.session => meter.on_packet(
                             i,
                             Arrived {
                                 seq: p.seq,
-                                size: head.length.unwrap_or(flow.size),
+                                size: head.length.unwrap_or(spec.size),
                                 sent_ns: p.sent_ns,
                                 echoed_ns: p.is_echo().then_some(p.echoed_ns),
                                 arrival_ns,
@@ -360,7 +393,8 @@ struct PendingEcho {
 /// `stop` or every peer has closed.
 pub fn tcp_echo(
     streams: &[TcpStream],
-    flow: &FlowParams,
+    spec: &TestSpec,
+    ctx: &RunContext,
     stop: &AtomicBool,
 ) -> (EchoReport, Option<String>) {
     let mut report = EchoReport::default();
@@ -370,14 +404,14 @@ pub fn tcp_echo(
             let _ = s.set_nodelay(true);
             let _ = s.set_write_timeout(Some(POLL_PERIOD));
             PendingEcho {
-                message: vec![0u8; flow.size as usize],
+                message: vec![0u8; spec.size as usize],
                 filled: 0,
             }
         })
         .collect();
     let mut open = vec![true; streams.len()];
     let mut error = None;
-    match Readiness::new(streams, flow.busy_poll) {
+    match Readiness::new(streams, spec.busy_poll) {
         Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) && open.iter().any(|&o| o) {
@@ -398,9 +432,7 @@ pub fn tcp_echo(
                     }
                     p.filled = 0;
                     match ProbeHeader::new_checked(&mut p.message[..]) {
-                        Ok(mut h) if h.session() == flow.session => {
-                            h.set_echo(clock::realtime_ns())
-                        }
+                        Ok(mut h) if h.session() == ctx.session => h.set_echo(clock::realtime_ns()),
                         _ => {
                             report.malformed += 1;
                             return Ok(1);

@@ -2,6 +2,8 @@
 //! validation: flags, experiment files and the agent all check a request with
 //! [`TestSpec::validate`], so what one end accepts the other does too.
 
+mod derived;
+
 use std::time::Duration;
 
 use flowlab_traffic::{TrafficSpec, TransactionConfig};

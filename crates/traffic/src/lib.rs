@@ -4,7 +4,9 @@
 //! whatever clock drives it (CLOCK_MONOTONIC in the real engine, virtual time in a simulator).
 //!
 //! Two layers:
-//! - [`PacedSchedule`] and [`Pacer`]: the constant-rate schedule and the sender's decision loop.
+//! - [`PacedSchedule`] and [`Pacer`]: the constant-rate schedule and the sender's decision loop;
+//!   [`sender::SenderCore`] puts the pacers of a sender's flows, its rate cap and its
+//!   acknowledgement rules together behind `poll`/`handle_*`, for the engine and the simulator.
 //! - [`Source`]: a packet source that produces [`Emission`]s (offset from the flow's start,
 //!   payload size) lazily and in time order. Sources are built from [`dist`]ributions and
 //!   [`models`], shaped by a token-bucket [`contract`], named as [`preset`]s, and described on
@@ -19,6 +21,7 @@ mod pacer;
 pub mod preset;
 pub mod rr;
 mod schedule;
+pub mod sender;
 pub mod spec;
 pub mod trace;
 

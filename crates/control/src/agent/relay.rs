@@ -1,0 +1,81 @@
+//! What an agent does for a controller (`flowlab run`): answers clock probes, and with
+//! `--allow-relay` runs a test as a client towards another agent.
+
+use std::time::Duration;
+
+use flowlab_spec::TestSpec;
+
+use super::config::{AgentConfig, SETUP_TIMEOUT};
+use crate::client::{ClientError, TestOptions};
+use crate::conn::{Conn, ConnError};
+use crate::protocol::Message;
+
+/// Answers clock probes until the controller hangs up: each reply carries the receive and
+/// send times of this host's CLOCK_REALTIME.
+pub(super) fn answer_time_probes(conn: &mut Conn, first_t1: u64) -> Result<(), String> {
+    let mut t1_ns = first_t1;
+    loop {
+        let t2_ns = flowlab_sys::clock::realtime_ns();
+        let t3_ns = flowlab_sys::clock::realtime_ns();
+        conn.send(&Message::TimeReply {
+            t1_ns,
+            t2_ns,
+            t3_ns,
+        })
+        .map_err(|e| e.to_string())?;
+        match conn.recv(SETUP_TIMEOUT) {
+            Ok(Message::TimeProbe { t1_ns: next }) => t1_ns = next,
+            Ok(Message::Finish) | Err(ConnError::Closed) => return Ok(()),
+            Ok(other) => return Err(format!("expected a time probe, got '{}'", other.kind())),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Runs a controller's test as a client towards another agent and returns its result. The
+/// traffic goes between the two agents only: each sends to the end that connected to it.
+pub(super) fn relay_test(
+    conn: &mut Conn,
+    config: &AgentConfig,
+    target: &str,
+    spec: TestSpec,
+    start_at_ns: Option<u64>,
+    log: &dyn Fn(String),
+) -> Result<(), String> {
+    if let Some(at) = start_at_ns {
+        let wait = at.saturating_sub(flowlab_sys::clock::realtime_ns());
+        std::thread::sleep(Duration::from_nanos(wait.min(60_000_000_000)));
+    }
+    log(format!("relayed test towards {target}"));
+    let options = TestOptions {
+        target: target.to_string(),
+        spec,
+        key: config.key.clone(),
+        drain: Duration::from_millis(500),
+        interface: None,
+        agent_interface: None,
+    };
+    let result = match crate::client::run_test(&options, &mut |_| {}) {
+        Ok(run) => serde_json::to_value(&run.result).map_err(|e| e.to_string())?,
+        Err(e) => {
+            let _ = conn.send(&Message::Error {
+                message: relay_error(&e),
+            });
+            return Err(format!("relayed test failed: {e}"));
+        }
+    };
+    conn.send(&Message::TestDone { result })
+        .map_err(|e| e.to_string())
+}
+
+/// What a controller learns of a relayed test that failed. A target that never spoke flowlab
+/// gets one answer whatever it was (closed, open, filtered or keyed port, unresolvable), so
+/// a relay cannot be used as a port scanner.
+fn relay_error(e: &ClientError) -> String {
+    match e {
+        ClientError::Target(_) | ClientError::Connect { .. } | ClientError::NotAnAgent { .. } => {
+            "the target did not answer as a flowlab agent".into()
+        }
+        other => other.to_string(),
+    }
+}

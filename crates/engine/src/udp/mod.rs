@@ -1,0 +1,459 @@
+//! UDP roles for one or many flows, each flow on its own connected socket: a paced sender
+//! (`send`: one thread, a timer heap over the flows, trains sent with UDP GSO or sendmmsg), a
+//! receiver (recvmmsg with kernel timestamps, socket-drop counters and GRO), an echoer, and
+//! the loopback client that sends and takes the echoes on one thread.
+
+mod send;
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::AtomicBool;
+
+use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
+use flowlab_results::EchoReport;
+use flowlab_spec::TestSpec;
+use flowlab_sys::poll::wait_readable;
+use flowlab_sys::{clock, udp};
+use flowlab_wire::{ProbeHeader, ProbeRepr};
+
+use crate::readiness::{DatagramSocket, Readiness};
+use crate::{
+    stopped, wait_until, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget,
+    SenderOutcome, MAX_BATCH,
+};
+use send::{Sender, Step};
+
+pub use send::udp_send;
+
+/// A receiver of this many flows, or of a flow fast enough for GRO, reads every
+/// [`COALESCE_PERIOD`] rather than waking per datagram (see `Readiness::coalesced`).
+const COALESCE_FROM_SOCKETS: usize = 64;
+const COALESCE_PERIOD: std::time::Duration = std::time::Duration::from_micros(200);
+/// Largest datagram (or GRO-coalesced train) a receiver accepts.
+const MAX_RECEIVE: usize = 65_535;
+/// Receive buffers of a max-rate receiver, all its sockets together, unless the user sets
+/// them: a GSO sender outruns a receiver descheduled for a few ms (8 MiB, about 10 ms at
+/// 9 Mpps of 64 B, lost 0.25 % in one round of three).
+const MAX_RATE_RECV_BUFFERS: usize = 32 << 20;
+/// The least a max-rate receiving socket gets of that budget.
+const MIN_MAX_RATE_RECV_BUFFER: usize = 4 << 20;
+/// Above this packet rate a receiver asks the kernel to coalesce (GRO): per-packet timestamps
+/// matter less than keeping up.
+const GRO_FROM_PACKETS_PER_SEC: f64 = 50_000.0;
+
+/// The client of a UDP loopback test, on one thread: each packet leaves on its schedule and
+/// the echoes are taken in between, so no second thread competes with the sender for a core.
+/// That is what keeps round trips short on a small machine, above all with busy polling
+/// (the agent's echo thread spins on the other core). `sending_done` is raised when the last
+/// packet has left; receiving goes on until `stop_receiving`.
+pub fn udp_ping<S: DatagramSocket>(
+    socks: &[S],
+    spec: &TestSpec,
+    ctx: &RunContext,
+    stop_sending: &AtomicBool,
+    stop_receiving: &AtomicBool,
+    sending_done: &AtomicBool,
+    on_interval: IntervalSink<'_>,
+) -> (SenderOutcome, ReceiverOutcome) {
+    prepare_receivers(socks, spec, false);
+    let mut error = socks
+        .iter()
+        .find_map(|s| s.set_nonblocking(true).err())
+        .map(|e| format!("cannot configure a data socket: {e}"));
+    let fds: Vec<BorrowedFd<'_>> = socks.iter().map(|s| s.as_fd()).collect();
+    let mut meter = ReceiverMeter::new(socks.len(), true, spec.packet_log);
+    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
+    let mut scratch = TrainScratch::default();
+    let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
+    let budget = SendBudget::of(ctx);
+    let start = clock::monotonic_ns();
+    let (mut sender, mut sending) = match Sender::new(socks, 0, spec, ctx, &budget, start) {
+        Ok(s) => (Some(s), true),
+        Err(e) => {
+            error = error.or(Some(e));
+            (None, false)
+        }
+    };
+    'test: while !stopped(stop_receiving) {
+        for (i, sock) in socks.iter().enumerate() {
+            loop {
+                match udp::recv_batch(sock, &mut batch) {
+                    Ok(0) => break,
+                    Ok(n) => (0..n).for_each(|k| {
+                        record_datagram(
+                            &mut meter,
+                            i,
+                            ctx.session,
+                            batch.payload(k),
+                            batch.meta(k),
+                            &mut scratch,
+                        )
+                    }),
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                    Err(e) => {
+                        error = Some(format!("receive failed: {e}"));
+                        break 'test;
+                    }
+                }
+            }
+        }
+        while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+            on_interval(meter.take_interval(index, start, end));
+        }
+        let now = clock::monotonic_ns();
+        let mut next_send = None;
+        if let (true, Some(s)) = (sending, sender.as_mut()) {
+            if stopped(stop_sending) {
+                s.core.handle_stop();
+            }
+            match s.step(now) {
+                Step::Sent => continue,
+                Step::Done => sending = false,
+                Step::Idle { until_ns } => next_send = Some(until_ns),
+            }
+            if !sending {
+                sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        if spec.busy_poll {
+            continue;
+        }
+        match next_send {
+            // Close to a deadline: spin to it (echoes keep their kernel stamps meanwhile).
+            Some(t) if t <= now + crate::spin_budget() => {
+                let spun = wait_until(t);
+                if let Some(s) = sender.as_mut() {
+                    s.meter.on_pacing_spin(spun);
+                }
+            }
+            Some(t) => {
+                let wait = t
+                    .saturating_sub(crate::spin_budget() + now)
+                    .min(crate::POLL_PERIOD.as_nanos() as u64);
+                // A failed wait returns at once; the next read reports the error.
+                let _ = wait_readable(&fds, std::time::Duration::from_nanos(wait));
+            }
+            None => {
+                let _ = wait_readable(&fds, crate::POLL_PERIOD);
+            }
+        }
+    }
+    sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
+        on_interval(meter.take_interval(index, start, end));
+    }
+    let (mut sent_meter, send_error) = match sender {
+        Some(s) => s.finish(),
+        None => (
+            SenderMeter::new(socks.len(), spec.rate_bps.is_some(), false),
+            None,
+        ),
+    };
+    let sent = SenderOutcome {
+        report: sent_meter.report(),
+        log: sent_meter.take_log(),
+        error: send_error,
+        worker_cpu_ns: (0, 0),
+    };
+    let received = ReceiverOutcome {
+        report: meter.report(None),
+        log: meter.take_log(),
+        error,
+    };
+    (sent, received)
+}
+
+/// Whether a receiver of this flow should let the kernel coalesce datagrams.
+fn wants_gro(spec: &TestSpec) -> bool {
+    spec.packets_per_sec()
+        .is_none_or(|pps| pps >= GRO_FROM_PACKETS_PER_SEC)
+}
+
+/// What [`prepare_receivers`] got from the kernel.
+struct Prepared {
+    gro: bool,
+    /// Every socket stamps arrivals: reading late does not move a measured arrival.
+    kernel_stamps: bool,
+}
+
+/// Prepares receiving sockets: kernel timestamps, drop counters, GRO when asked, busy polling
+/// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
+fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool) -> Prepared {
+    let mut gro_on = gro;
+    let mut kernel_stamps = true;
+    // At max rate a sender outruns the receiver in bursts: a deep buffer absorbs them
+    // (the user's --recv-buffer wins; it was set with the other socket options).
+    if spec.rate_bps.is_none() && spec.socket.recv_buffer.is_none() {
+        let each = (MAX_RATE_RECV_BUFFERS / socks.len().max(1)).max(MIN_MAX_RATE_RECV_BUFFER);
+        for sock in socks {
+            let _ = udp::set_buffer_sizes(sock, None, Some(each));
+        }
+    }
+    for sock in socks {
+        kernel_stamps &= udp::enable_rx_timestamps(sock).is_ok();
+        let _ = udp::enable_rxq_ovfl(sock);
+        if gro {
+            gro_on &= udp::enable_gro(sock).is_ok();
+        }
+        if spec.busy_poll {
+            let _ = flowlab_sys::socket::set_busy_poll(sock, crate::BUSY_POLL_US);
+        }
+    }
+    Prepared {
+        gro: gro_on,
+        kernel_stamps,
+    }
+}
+
+/// Receives every flow (one socket each) until `stop`. With `round_trip`, packets are echoes
+/// coming back to the client of a loopback test.
+pub fn udp_receive<S: DatagramSocket>(
+    socks: &[S],
+    spec: &TestSpec,
+    ctx: &RunContext,
+    round_trip: bool,
+    stop: &AtomicBool,
+    on_interval: IntervalSink<'_>,
+) -> ReceiverOutcome {
+    // A slow reader takes one datagram at a time, never coalesced.
+    let read_rate = spec.socket.read_rate_bps.filter(|&r| r > 0);
+    let prepared = prepare_receivers(socks, spec, read_rate.is_none() && wants_gro(spec));
+    let mut meter = ReceiverMeter::new(socks.len(), round_trip, spec.packet_log);
+    let batch_size = if read_rate.is_some() {
+        1
+    } else {
+        MAX_BATCH as usize
+    };
+    let mut batch = udp::RecvBatch::new(batch_size, MAX_RECEIVE);
+    let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
+    let mut next_read_ns = 0u64;
+    let mut scratch = TrainScratch::default();
+    let mut error = None;
+    let coalesce = !spec.busy_poll
+        && read_rate.is_none()
+        && prepared.kernel_stamps
+        && (socks.len() >= COALESCE_FROM_SOCKETS || wants_gro(spec));
+    let ready = if coalesce {
+        Readiness::coalesced(socks, COALESCE_PERIOD)
+    } else {
+        Readiness::new(socks, spec.busy_poll)
+    };
+    match ready {
+        Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
+        Ok(mut ready) => {
+            while !stopped(stop) {
+                let result = ready.each_ready(|i| {
+                    if let Some(rate) = read_rate {
+                        slow_reader_wait(&mut next_read_ns, stop);
+                        let n = udp::recv_batch(&socks[i], &mut batch)?;
+                        if n > 0 {
+                            let meta = batch.meta(0);
+                            let bits = meta.len as u64 * 8;
+                            next_read_ns = next_read_ns.max(clock::monotonic_ns())
+                                + bits * 1_000_000_000 / rate;
+                            // The delay a slow application sees ends when it reads, not when
+                            // the kernel queued the datagram.
+                            let read_now = udp::RecvMeta {
+                                kernel_rx_ns: None,
+                                ..meta
+                            };
+                            record_datagram(
+                                &mut meter,
+                                i,
+                                ctx.session,
+                                batch.payload(0),
+                                read_now,
+                                &mut scratch,
+                            );
+                        }
+                        return Ok(n);
+                    }
+                    let n = udp::recv_batch(&socks[i], &mut batch)?;
+                    for k in 0..n {
+                        record_datagram(
+                            &mut meter,
+                            i,
+                            ctx.session,
+                            batch.payload(k),
+                            batch.meta(k),
+                            &mut scratch,
+                        );
+                    }
+                    Ok(n)
+                });
+                if let Err(e) = result {
+                    error = Some(format!("receive failed: {e}"));
+                    break;
+                }
+                while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
+                    on_interval(meter.take_interval(index, start, end));
+                }
+            }
+        }
+    }
+    if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
+        on_interval(meter.take_interval(index, start, end));
+    }
+    let mut report = meter.report(None);
+    report.gro = prepared.gro;
+    ReceiverOutcome {
+        report,
+        log: meter.take_log(),
+        error,
+    }
+}
+
+/// Sleeps until a slow reader may read again (no spin: its timing is coarse by design).
+fn slow_reader_wait(next_read_ns: &mut u64, stop: &AtomicBool) {
+    loop {
+        let now = clock::monotonic_ns();
+        if now >= *next_read_ns || stopped(stop) {
+            return;
+        }
+        let wait = (*next_read_ns - now).min(crate::POLL_PERIOD.as_nanos() as u64);
+        std::thread::sleep(std::time::Duration::from_nanos(wait));
+    }
+}
+
+/// Splits a received buffer into its datagrams: one, or several when GRO coalesced a train.
+fn datagrams<'a>(payload: &'a [u8], meta: &udp::RecvMeta) -> impl Iterator<Item = &'a [u8]> {
+    let segment = meta.gro_segment.map_or(payload.len(), usize::from).max(1);
+    payload.chunks(segment)
+}
+
+/// Reusable scratch for grouping the datagrams of a coalesced buffer into trains.
+#[derive(Default)]
+struct TrainScratch {
+    seqs: Vec<u64>,
+}
+
+fn record_datagram(
+    meter: &mut ReceiverMeter,
+    flow_index: usize,
+    session: u32,
+    payload: &[u8],
+    meta: udp::RecvMeta,
+    scratch: &mut TrainScratch,
+) {
+    // Echoes come back to a loopback client; anything else goes one way. On a shared medium
+    // (native frames on `lo`) an end also sees the other direction's frames: not ours.
+    let expect_echo = meter.expects_echoes();
+    if let Some(drops) = meta.rxq_drops {
+        meter.set_socket_drops(flow_index, u64::from(drops));
+    }
+    if meta.truncated {
+        return meter.on_malformed();
+    }
+    let (arrival_ns, kernel_stamp) = match meta.kernel_rx_ns {
+        Some(ns) => (ns, true),
+        None => (clock::realtime_ns(), false),
+    };
+    // Consecutive datagrams with the same send stamp and size (one GSO train, coalesced by
+    // GRO) share every figure but their sequence numbers: account them as one train.
+    let mut train: Option<Arrived> = None;
+    scratch.seqs.clear();
+    for datagram in datagrams(payload, &meta) {
+        let probe = match ProbeRepr::parse(datagram) {
+            Ok(p) if p.session == session && p.is_echo() == expect_echo => p,
+            Ok(p) if p.session == session => continue,
+            _ => {
+                meter.on_malformed();
+                continue;
+            }
+        };
+        let arrived = Arrived {
+            seq: probe.seq,
+            size: datagram.len() as u32,
+            sent_ns: probe.sent_ns,
+            echoed_ns: probe.is_echo().then_some(probe.echoed_ns),
+            arrival_ns,
+            kernel_stamp,
+        };
+        match train {
+            Some(t)
+                if Arrived {
+                    seq: t.seq,
+                    ..arrived
+                } == t => {}
+            Some(t) => {
+                meter.on_train(flow_index, t, &scratch.seqs);
+                scratch.seqs.clear();
+                train = Some(arrived);
+            }
+            None => train = Some(arrived),
+        }
+        scratch.seqs.push(probe.seq);
+    }
+    if let Some(t) = train {
+        meter.on_train(flow_index, t, &scratch.seqs);
+    }
+}
+
+/// Echoes every probe of this session back on the socket it came in on (each connected to
+/// the client), stamped with its arrival time, until `stop`.
+pub fn udp_echo<S: DatagramSocket>(
+    socks: &[S],
+    spec: &TestSpec,
+    ctx: &RunContext,
+    stop: &AtomicBool,
+) -> (EchoReport, Option<String>) {
+    prepare_receivers(socks, spec, false);
+    let mut report = EchoReport::default();
+    let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH as usize);
+    let mut drops = vec![0u64; socks.len()];
+    let mut error = None;
+    match Readiness::new(socks, spec.busy_poll) {
+        Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
+        Ok(mut ready) => {
+            while !stopped(stop) {
+                let result = ready.each_ready(|i| {
+                    let n = udp::recv_batch(&socks[i], &mut batch)?;
+                    out.clear();
+                    for k in 0..n {
+                        let meta = batch.meta(k);
+                        if let Some(d) = meta.rxq_drops {
+                            drops[i] = u64::from(d);
+                        }
+                        let mut packet = batch.payload(k).to_vec();
+                        match ProbeHeader::new_checked(&mut packet[..]) {
+                            // An echo seen again (native frames on a shared medium) is not
+                            // echoed twice.
+                            Ok(h) if h.flags() & flowlab_wire::probe::FLAG_ECHO != 0 => {}
+                            Ok(mut h) if h.session() == ctx.session && !meta.truncated => {
+                                h.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
+                                out.push(packet);
+                            }
+                            _ => report.malformed += 1,
+                        }
+                    }
+                    let slices: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
+                    let mut done = 0;
+                    while done < slices.len() {
+                        match socks[i].send_frames(&slices[done..], false) {
+                            Ok(k) => {
+                                report.packets_echoed += k as u64;
+                                report.bytes_echoed += slices[done..done + k]
+                                    .iter()
+                                    .map(|s| s.len() as u64)
+                                    .sum::<u64>();
+                                done += k;
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            // The echo path is lossy like any other: a refused echo is lost.
+                            Err(_) => break,
+                        }
+                    }
+                    Ok(n)
+                });
+                if let Err(e) = result {
+                    error = Some(format!("receive failed: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+    let total_drops: u64 = drops.iter().sum();
+    report.socket_buffer_drops = (total_drops > 0).then_some(total_drops);
+    (report, error)
+}

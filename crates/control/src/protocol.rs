@@ -36,7 +36,7 @@ pub enum Message {
         #[serde(default)]
         rate_cap_bps: Option<u64>,
         /// A reverse UDP test's return-routability cookie: the client sends it from each data
-        /// socket (`crate::ack`), and the agent sends to a socket only while it arrives.
+        /// socket (`flowlab_wire::ack`), and the agent sends to a socket only while it arrives.
         #[serde(default)]
         cookie: Option<u64>,
     },

@@ -312,6 +312,10 @@ pub struct TestArgs {
     /// Pre-shared key, when the agent requires one.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// Tag every test packet with the session's key (TWAMP's authenticated mode; UDP at a
+    /// constant rate, --key-file at both ends): forged or altered packets are dropped.
+    #[arg(long, requires = "key_file")]
+    pub auth_packets: bool,
     /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
     #[arg(long)]
     pub db: Option<PathBuf>,

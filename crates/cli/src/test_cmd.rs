@@ -96,6 +96,7 @@ fn spec_of_flags(args: &TestArgs) -> anyhow::Result<TestSpec> {
         },
         traffic,
         seed: args.seed,
+        authenticated_packets: args.auth_packets,
     };
     Ok(spec)
 }

@@ -595,7 +595,11 @@ fn client_refuses_an_agent_that_cannot_prove_the_key() {
     let addr = listener.local_addr().unwrap().to_string();
     let fake = std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
-        let mut peer = ControlPeer { stream, tags: None };
+        let mut peer = ControlPeer {
+            stream,
+            tags: None,
+            session_key: None,
+        };
         let mut hello = HELLO;
         peer.stream.read_exact(&mut hello).unwrap();
         hello[11] = 1; // asks for the key
@@ -663,4 +667,103 @@ fn an_unreadable_request_is_refused_with_a_reason() {
     spec["size"] = json!("big");
     let got = refusal(&peer.request(spec));
     assert!(got.starts_with("unreadable request: "), "{got}");
+}
+
+/// Authenticated test packets (issue 11, item 8): in a keyed session that asks for them, the
+/// agent counts only packets sealed with the session's test-packet key; forged and altered
+/// ones (right session, right sequence numbers) are dropped as malformed. An agent without a
+/// key refuses to promise it.
+#[test]
+fn forged_test_packets_are_dropped_when_packets_are_authenticated() {
+    let key = key_file("auth-packets", "packet key");
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut spec = udp_request(tx.local_addr().unwrap().port());
+    spec["authenticated_packets"] = json!(true);
+    spec["size"] = json!(100);
+    spec["duration_ns"] = json!(2_000_000_000u64);
+    let mut peer = ControlPeer::connect(&agent.addr);
+    peer.authenticate(b"packet key");
+    let answer = peer.request(spec.clone());
+    assert_eq!(answer["type"], "accepted", "{answer}");
+    let port = answer["data_ports"][0].as_u64().unwrap() as u16;
+    let session = answer["session"].as_u64().unwrap() as u32;
+    tx.connect(("127.0.0.1", port)).unwrap();
+    peer.send(&json!({"type": "start"}));
+    let test_key = flowlab_control::auth::test_packet_key(&peer.session_key.unwrap());
+    let auth = flowlab_engine::packet_auth::PacketAuth::new(&test_key);
+    let mut packet = [0u8; 100];
+    for seq in 0..60u64 {
+        let probe = flowlab_wire::ProbeRepr {
+            flags: 0,
+            session,
+            seq,
+            sent_ns: 1,
+            echoed_ns: 0,
+        };
+        probe.emit(&mut packet);
+        match seq % 3 {
+            // Sealed: counted.
+            0 => assert!(auth.seal(&mut packet)),
+            // Sealed, then its sequence number changed on the way.
+            1 => {
+                auth.seal(&mut packet);
+                packet[15] ^= 0x40;
+            }
+            // Forged: the flag set, a tag of zeros.
+            _ => packet[3] |= flowlab_wire::probe::FLAG_AUTH,
+        }
+        tx.send(&packet).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    peer.send(&json!({"type": "finish"}));
+    let report = loop {
+        let m = peer.recv().expect("the agent's report");
+        if m["type"] == "report" {
+            break m;
+        }
+    };
+    let receiver = &report["report"]["receiver"];
+    assert_eq!(receiver["packets"]["unique"], 20, "{receiver}");
+    assert_eq!(receiver["malformed"], 40, "{receiver}");
+    // Without a key there is no session key to tag with: refused, with the reason.
+    let open = loopback_agent(&[]);
+    let mut peer = ControlPeer::connect(&open.addr);
+    let got = refusal(&peer.request(spec));
+    assert!(got.contains("need a pre-shared key"), "{got}");
+    let _ = std::fs::remove_file(key);
+}
+
+/// `flowlab test --auth-packets` in each direction: every packet tagged, checked and counted.
+#[test]
+fn authenticated_packets_run_every_direction() {
+    let key = key_file("auth-directions", "direction key");
+    let agent = loopback_agent(&["--key-file", key.to_str().unwrap()]);
+    for mode in [
+        &["--mode", "oneway"][..],
+        &["--mode", "loopback"],
+        &["--reverse"],
+    ] {
+        let mut args = vec![
+            "test",
+            &agent.addr,
+            "-n",
+            "40",
+            "--rate",
+            "400k",
+            "--size",
+            "200",
+        ];
+        args.extend_from_slice(&["--key-file", key.to_str().unwrap(), "--auth-packets"]);
+        args.extend_from_slice(&["--json", "--no-store"]);
+        args.extend_from_slice(mode);
+        let o = flowlab(&args);
+        assert!(o.status.success(), "{mode:?}: {}", stderr(&o));
+        let v = json(&o);
+        assert_every_slot_accounted(&v, 40.0);
+        assert_eq!(v["spec"]["authenticated_packets"], true);
+    }
+    let o = flowlab(&["test", &agent.addr, "--auth-packets", "-n", "5"]);
+    assert!(!o.status.success(), "--auth-packets without --key-file");
+    let _ = std::fs::remove_file(key);
 }

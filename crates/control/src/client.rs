@@ -384,6 +384,9 @@ pub fn run_test(
         session,
         send_cap_bps: rate_cap_bps,
         return_cookie: None,
+        packet_key: conn
+            .test_packet_key()
+            .filter(|_| spec.authenticated_packets),
     };
     let signals = RoleSignals::default();
     let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();

@@ -77,6 +77,8 @@ pub struct Conn {
     tags: Option<FrameTags>,
     /// Largest frame the peer takes, so an oversized one fails here with a reason.
     peer_max: (usize, &'static str),
+    /// Derived from the session key: tags authenticated test packets.
+    packet_key: Option<[u8; 32]>,
 }
 
 impl Conn {
@@ -89,6 +91,7 @@ impl Conn {
             buf: vec![0; 64 * 1024],
             tags: None,
             peer_max: (MAX_FRAME_LEN, ""),
+            packet_key: None,
         }
     }
 
@@ -105,6 +108,12 @@ impl Conn {
     /// From now on every frame is tagged with the session key, and checked.
     pub fn start_tags(&mut self, session_key: [u8; 32], end: End) {
         self.tags = Some(FrameTags::new(session_key, end));
+        self.packet_key = Some(crate::auth::test_packet_key(&session_key));
+    }
+
+    /// The key of authenticated test packets, once the session is authenticated.
+    pub fn test_packet_key(&self) -> Option<[u8; 32]> {
+        self.packet_key
     }
 
     pub fn stream(&self) -> &TcpStream {

@@ -189,6 +189,7 @@ mod tests {
             socket: SocketOptions::default(),
             traffic: None,
             seed: 1,
+            authenticated_packets: false,
         }
     }
 

@@ -326,6 +326,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         socket: Default::default(),
         traffic: None,
         seed: 1,
+        authenticated_packets: false,
     }
 }
 
@@ -833,6 +834,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         },
         traffic: None,
         seed: 7,
+        authenticated_packets: false,
     }
 }
 

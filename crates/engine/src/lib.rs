@@ -66,6 +66,16 @@ pub struct RunContext {
     /// A reverse UDP sender's return-routability cookie: it sends a flow's packets only while
     /// that flow's socket hears the cookie from the client (`flowlab_wire::ack`).
     pub return_cookie: Option<u64>,
+    /// Authenticated test packets: the session's test-packet key. Senders tag every probe,
+    /// receivers and the echo drop any without a right tag.
+    pub packet_key: Option<[u8; 32]>,
+}
+
+impl RunContext {
+    /// The tagger of authenticated test packets, when the test has them.
+    pub fn packet_auth(&self) -> Option<packet_auth::PacketAuth> {
+        self.packet_key.as_ref().map(packet_auth::PacketAuth::new)
+    }
 }
 
 /// How the real-time senders batch: trains of packets due within [`TRAIN_WINDOW_NS`], at

@@ -47,6 +47,7 @@ fn spec(
         socket: Default::default(),
         traffic: None,
         seed: 1,
+        authenticated_packets: false,
     }
 }
 

@@ -34,6 +34,7 @@ fn udp(rate_bps: u64, size: u32, duration_ns: u64) -> TestSpec {
         socket: SocketOptions::default(),
         traffic: None,
         seed: 1,
+        authenticated_packets: false,
     }
 }
 

@@ -37,6 +37,7 @@ impl TestSpec {
             socket: SocketOptions::default(),
             traffic: None,
             seed: 0,
+            authenticated_packets: false,
         }
     }
 }

@@ -144,6 +144,7 @@ mod tests {
             socket: Default::default(),
             traffic: None,
             seed: 7,
+            authenticated_packets: false,
         }
     }
 

@@ -105,6 +105,11 @@ pub struct TestSpec {
     pub traffic: Option<TrafficSpec>,
     /// Seed of random traffic models: the same seed replays the same traffic.
     pub seed: u64,
+    /// Authenticated test packets (as TWAMP's authenticated mode): every probe carries a tag
+    /// under a key derived from the session's, and a receiver drops any packet without a right
+    /// one. Needs a pre-shared key at both ends; UDP at a constant rate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub authenticated_packets: bool,
 }
 
 /// Where native link-layer frames go.
@@ -159,7 +164,24 @@ impl TestSpec {
         self.check_flows()?;
         self.check_raw()?;
         self.socket.validate(self.protocol)?;
-        self.check_traffic()
+        self.check_traffic()?;
+        self.check_authenticated()
+    }
+
+    fn check_authenticated(&self) -> Result<(), SpecError> {
+        if !self.authenticated_packets {
+            return Ok(());
+        }
+        if self.protocol != Protocol::Udp || self.traffic.is_some() {
+            return refuse("authenticated test packets are for UDP at a constant rate");
+        }
+        if (self.size as usize) < flowlab_wire::probe::AUTH_PROBE_LEN {
+            return refuse(format!(
+                "authenticated test packets need a size of at least {} B (header and tag)",
+                flowlab_wire::probe::AUTH_PROBE_LEN
+            ));
+        }
+        Ok(())
     }
 
     fn check_size(&self) -> Result<(), SpecError> {

@@ -378,6 +378,7 @@ mod tests {
             socket: SocketOptions::default(),
             traffic: None,
             seed: 1,
+            authenticated_packets: false,
         }
     }
 

@@ -20,6 +20,8 @@ pub struct ControlPeer {
     pub stream: TcpStream,
     /// After [`ControlPeer::authenticate`]: the session's frame tags.
     pub tags: Option<FrameTags>,
+    /// After [`ControlPeer::authenticate`]: the session key.
+    pub session_key: Option<[u8; 32]>,
 }
 
 impl ControlPeer {
@@ -29,7 +31,11 @@ impl ControlPeer {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        let mut peer = ControlPeer { stream, tags: None };
+        let mut peer = ControlPeer {
+            stream,
+            tags: None,
+            session_key: None,
+        };
         peer.stream.write_all(&HELLO).unwrap();
         let mut hello = [0u8; 16];
         peer.stream.read_exact(&mut hello).expect("agent hello");
@@ -80,6 +86,7 @@ impl ControlPeer {
         let ok = self.recv().expect("auth_ok");
         assert!(nonces.verify_agent(key, ok["mac"].as_str().unwrap_or_default()));
         self.tags = Some(FrameTags::new(nonces.session_key(key), End::Client));
+        self.session_key = Some(nonces.session_key(key));
     }
 
     /// Sends a request and returns the agent's answer.

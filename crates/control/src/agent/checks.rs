@@ -166,6 +166,7 @@ mod tests {
             socket: Default::default(),
             traffic: None,
             seed: 1,
+            authenticated_packets: false,
         }
     }
 

@@ -233,6 +233,11 @@ impl Session<'_> {
         if let Err(reason) = check_request(spec, &config.limits) {
             return refuse(conn, stats, reason);
         }
+        let packet_key = conn.test_packet_key();
+        if spec.authenticated_packets && packet_key.is_none() {
+            let reason = "authenticated test packets need a pre-shared key, and this agent has none (--key-file)";
+            return refuse(conn, stats, reason.into());
+        }
         let raw = match spec.protocol {
             Protocol::Raw => match raw_path(spec, peer.ip()) {
                 Ok(path) => Some(path),
@@ -278,6 +283,7 @@ impl Session<'_> {
             session,
             send_cap_bps: config.limits.max_rate_bps,
             return_cookie: cookie,
+            packet_key: packet_key.filter(|_| spec.authenticated_packets),
         };
         let report = run_test(conn, data, spec, &ctx, &config.limits);
         (self.log)(format!(

@@ -16,6 +16,8 @@ use flowlab_sys::poll::wait_readable;
 use flowlab_sys::{clock, udp};
 use flowlab_wire::{ProbeHeader, ProbeRepr};
 
+use crate::packet_auth::PacketAuth;
+
 use crate::readiness::{DatagramSocket, Readiness};
 use crate::{
     stopped, wait_until, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget,
@@ -56,6 +58,7 @@ pub fn udp_ping<S: DatagramSocket>(
     on_interval: IntervalSink<'_>,
 ) -> (SenderOutcome, ReceiverOutcome) {
     prepare_receivers(socks, spec, false);
+    let auth = ctx.packet_auth();
     let mut error = socks
         .iter()
         .find_map(|s| s.set_nonblocking(true).err())
@@ -84,6 +87,7 @@ pub fn udp_ping<S: DatagramSocket>(
                             &mut meter,
                             i,
                             ctx.session,
+                            auth.as_ref(),
                             batch.payload(k),
                             batch.meta(k),
                             &mut scratch,
@@ -218,6 +222,7 @@ pub fn udp_receive<S: DatagramSocket>(
     // A slow reader takes one datagram at a time, never coalesced.
     let read_rate = spec.socket.read_rate_bps.filter(|&r| r > 0);
     let prepared = prepare_receivers(socks, spec, read_rate.is_none() && wants_gro(spec));
+    let auth = ctx.packet_auth();
     let mut meter = ReceiverMeter::new(socks.len(), round_trip, spec.packet_log);
     let batch_size = if read_rate.is_some() {
         1
@@ -261,6 +266,7 @@ pub fn udp_receive<S: DatagramSocket>(
                                 &mut meter,
                                 i,
                                 ctx.session,
+                                auth.as_ref(),
                                 batch.payload(0),
                                 read_now,
                                 &mut scratch,
@@ -274,6 +280,7 @@ pub fn udp_receive<S: DatagramSocket>(
                             &mut meter,
                             i,
                             ctx.session,
+                            auth.as_ref(),
                             batch.payload(k),
                             batch.meta(k),
                             &mut scratch,
@@ -331,6 +338,7 @@ fn record_datagram(
     meter: &mut ReceiverMeter,
     flow_index: usize,
     session: u32,
+    auth: Option<&PacketAuth>,
     payload: &[u8],
     meta: udp::RecvMeta,
     scratch: &mut TrainScratch,
@@ -354,6 +362,11 @@ fn record_datagram(
     scratch.seqs.clear();
     for datagram in datagrams(payload, &meta) {
         let probe = match ProbeRepr::parse(datagram) {
+            // Forged or altered: not a packet of this test.
+            Ok(p) if p.session == session && auth.is_some_and(|a| !a.verify(datagram)) => {
+                meter.on_malformed();
+                continue;
+            }
             Ok(p) if p.session == session && p.is_echo() == expect_echo => p,
             Ok(p) if p.session == session => continue,
             _ => {
@@ -398,6 +411,7 @@ pub fn udp_echo<S: DatagramSocket>(
     stop: &AtomicBool,
 ) -> (EchoReport, Option<String>) {
     prepare_receivers(socks, spec, false);
+    let auth = ctx.packet_auth();
     let mut report = EchoReport::default();
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH as usize);
@@ -416,12 +430,19 @@ pub fn udp_echo<S: DatagramSocket>(
                             drops[i] = u64::from(d);
                         }
                         let mut packet = batch.payload(k).to_vec();
+                        // Forged or altered packets are not echoed (nor is the echo sealed).
+                        let genuine = auth.as_ref().is_none_or(|a| a.verify(&packet));
                         match ProbeHeader::new_checked(&mut packet[..]) {
                             // An echo seen again (native frames on a shared medium) is not
                             // echoed twice.
                             Ok(h) if h.flags() & flowlab_wire::probe::FLAG_ECHO != 0 => {}
-                            Ok(mut h) if h.session() == ctx.session && !meta.truncated => {
+                            Ok(mut h)
+                                if h.session() == ctx.session && !meta.truncated && genuine =>
+                            {
                                 h.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
+                                if let Some(auth) = &auth {
+                                    auth.seal(&mut packet);
+                                }
                                 out.push(packet);
                             }
                             _ => report.malformed += 1,

@@ -13,6 +13,8 @@ use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
 use flowlab_wire::{ProbeRepr, PROBE_HEADER_LEN};
 
+use crate::packet_auth::PacketAuth;
+
 use crate::readiness::DatagramSend;
 use crate::{
     batching, fill_payload, merge_flows, on_flow_threads, stopped, wait_until, RunContext,
@@ -46,7 +48,7 @@ impl Train {
     }
 
     /// Stamps the train's packets (each at most the stride) with the session and send time.
-    fn stamp(&mut self, packets: &[Packet], session: u32, sent_ns: u64) {
+    fn stamp(&mut self, packets: &[Packet], session: u32, sent_ns: u64, auth: Option<&PacketAuth>) {
         for (i, (slot, p)) in self.bytes.chunks_mut(self.stride).zip(packets).enumerate() {
             self.lens[i] = (p.size as usize).clamp(PROBE_HEADER_LEN, self.stride);
             ProbeRepr {
@@ -57,6 +59,9 @@ impl Train {
                 echoed_ns: 0,
             }
             .emit(slot);
+            if let Some(auth) = auth {
+                auth.seal(&mut slot[..self.lens[i]]);
+            }
         }
     }
 
@@ -260,6 +265,8 @@ pub(crate) enum Step {
 pub(crate) struct Sender<'a, S> {
     socks: &'a [S],
     session: u32,
+    /// Authenticated test packets: tags each probe.
+    auth: Option<PacketAuth>,
     budget: &'a SendBudget,
     pub(crate) core: SenderCore,
     pub(crate) meter: SenderMeter,
@@ -346,6 +353,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         Ok(Sender {
             socks,
             session: ctx.session,
+            auth: ctx.packet_auth(),
             budget,
             core,
             meter,
@@ -390,7 +398,8 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
         let now_mono = clock::monotonic_ns();
         let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
-        self.train.stamp(packets, self.session, sent_ns);
+        self.train
+            .stamp(packets, self.session, sent_ns, self.auth.as_ref());
         let sock = &self.socks[i];
         let mut sent = if self.kernel_timed {
             self.train

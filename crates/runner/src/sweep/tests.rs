@@ -106,6 +106,7 @@ fn spec() -> TestSpec {
         socket: SocketOptions::default(),
         traffic: None,
         seed: 1,
+        authenticated_packets: false,
     }
 }
 

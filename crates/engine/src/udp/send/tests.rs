@@ -113,6 +113,7 @@ fn spec(count: u64) -> TestSpec {
         socket: Default::default(),
         traffic: None,
         seed: 1,
+        authenticated_packets: false,
     }
 }
 
@@ -120,6 +121,7 @@ const CTX: RunContext = RunContext {
     session: 42,
     send_cap_bps: None,
     return_cookie: None,
+    packet_key: None,
 };
 
 fn sender<'a>(

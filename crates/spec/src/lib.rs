@@ -108,7 +108,7 @@ pub struct TestSpec {
     /// Authenticated test packets (as TWAMP's authenticated mode): every probe carries a tag
     /// under a key derived from the session's, and a receiver drops any packet without a right
     /// one. Needs a pre-shared key at both ends; UDP at a constant rate.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub authenticated_packets: bool,
 }
 

@@ -15,7 +15,8 @@ use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate}
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
+use crate::observer::ExperimentStart;
+use crate::outcome::{FlowOutcome, NetworkKind, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -452,12 +453,19 @@ pub fn format_time(ns: i64) -> String {
     )
 }
 
-/// What a run was, in a few words: its target and what it varied.
+/// What a run was, in a few words: its target or experiment (and the network it ran on),
+/// and what it varied.
 fn describe(info: &RunInfo) -> String {
     let p = &info.params;
     let mut parts = Vec::new();
     if let Some(t) = p.get("target").and_then(Value::as_str) {
         parts.push(t.to_string());
+    }
+    if let Some(e) = p.get("experiment").and_then(Value::as_str) {
+        match NetworkKind::of_params(p) {
+            Some(network) => parts.push(format!("{e} on {network}")),
+            None => parts.push(e.to_string()),
+        }
     }
     if let Some(v) = p.get("vary").and_then(Value::as_array) {
         let v: Vec<String> = v.iter().map(flowlab_store::plain).collect();
@@ -504,6 +512,9 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
         "host      {} (kernel {}, {}, clock {}), flowlab {}",
         i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
     );
+    if let Some(network) = NetworkKind::of_params(&i.params) {
+        let _ = writeln!(out, "network   {network}");
+    }
     let _ = writeln!(out, "params    {}", i.params);
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
@@ -526,13 +537,20 @@ pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
     out
 }
 
-/// An experiment's first lines: its size and each host's clock against this one.
-pub fn experiment_header(name: &str, steps: usize, clocks: &Clocks) -> String {
+/// An experiment's first lines: its size, its network and each host's clock against this
+/// one.
+pub fn experiment_header(start: &ExperimentStart) -> String {
+    let ExperimentStart {
+        name,
+        steps,
+        network,
+        clocks,
+    } = start;
     let mut out = format!(
-        "experiment {name} ({steps} steps, {} agents)\n",
+        "experiment {name} ({steps} steps, {} agents), network {network}\n",
         clocks.len()
     );
-    for (agent, c) in clocks {
+    for (agent, c) in *clocks {
         let _ = writeln!(
             out,
             "  clock of {agent}: offset {} ± {} from this host",

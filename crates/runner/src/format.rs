@@ -819,4 +819,24 @@ mod tests {
             .unwrap()
             .ends_with("h; vary size=1..2:1"));
     }
+
+    #[test]
+    fn describes_experiments_with_their_network() {
+        let info = RunInfo {
+            id: 2,
+            kind: "experiment".into(),
+            created_at_ns: 0,
+            finished_at_ns: None,
+            status: RunStatus::Complete,
+            params: serde_json::json!({"experiment": "e", "network": {"kind": "lab", "name": "three"}}),
+            env: Environment::default(),
+            points: 0,
+        };
+        assert_eq!(describe(&info), "e on lab three");
+        let run = Run {
+            info,
+            points: Vec::new(),
+        };
+        assert!(show_run(&run, &[]).contains("\nnetwork   lab three\n"));
+    }
 }

@@ -93,3 +93,44 @@ pub struct TrialOutcome {
     /// Lost over sent.
     pub loss: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn network_kinds_are_stored_and_named_as_documented() {
+        let cases = [
+            (NetworkKind::Real, r#"{"kind":"real"}"#, "real"),
+            (
+                NetworkKind::Lab {
+                    name: "three".into(),
+                },
+                r#"{"kind":"lab","name":"three"}"#,
+                "lab three",
+            ),
+            (
+                NetworkKind::Sim {
+                    file: "n.toml".into(),
+                    name: String::new(),
+                    sha256: "0123456789abcdef".into(),
+                },
+                r#"{"kind":"sim","file":"n.toml","name":"","sha256":"0123456789abcdef"}"#,
+                "sim n.toml (sha256 0123456789ab)",
+            ),
+        ];
+        for (kind, stored, text) in cases {
+            assert_eq!(serde_json::to_string(&kind).unwrap(), stored);
+            let params =
+                json!({ "network": serde_json::from_str::<serde_json::Value>(stored).unwrap() });
+            assert_eq!(NetworkKind::of_params(&params), Some(kind.clone()));
+            assert_eq!(kind.to_string(), text);
+        }
+        assert_eq!(NetworkKind::of_params(&json!({"target": "h"})), None);
+        assert_eq!(
+            NetworkKind::of_params(&json!({"network": {"kind": "moon"}})),
+            None
+        );
+    }
+}

@@ -298,3 +298,19 @@ fn a_starved_flow_counts_for_what_it_delivered() {
     );
     assert!(trial.loss > 0.3, "{}", trial.loss);
 }
+
+#[test]
+fn a_target_is_real_a_lab_or_a_simulation_never_two() {
+    let sim = Path::new("n.toml");
+    assert_eq!(Target::from_flags(None, None).unwrap(), Target::Real);
+    assert_eq!(
+        Target::from_flags(Some("three"), None).unwrap(),
+        Target::Lab("three")
+    );
+    assert_eq!(
+        Target::from_flags(None, Some(sim)).unwrap(),
+        Target::Sim(sim)
+    );
+    let both = Target::from_flags(Some("three"), Some(sim)).unwrap_err();
+    assert_eq!(both.to_string(), "--lab and --sim exclude each other");
+}

@@ -40,7 +40,7 @@ pub enum Command {
     Sim(crate::sim_cmd::SimArgs),
     /// Run a test at every point of a parameter grid, repeated, and store the results.
     #[command(
-        after_help = "Examples:\n  flowlab sweep 10.0.0.2 --vary size=100..8000:100 --vary proto=udp,tcp --repeat 3\n  flowlab sweep host --mode loopback --rate 2M --duration 2s --vary size=100,1000,8000 --until-ci 2% --shuffle\n  flowlab sweep host --vary rate=1M..10M:1M --resume 12"
+        after_help = "Examples:\n  flowlab sweep 10.0.0.2 --rate 5M --vary size=100..8000:100 --vary proto=udp,tcp --repeat 3\n  flowlab sweep host --mode loopback --rate 2M --duration 2s --vary size=100,1000,8000 --until-ci 2% --shuffle\n  flowlab sweep host --vary rate=1M..10M:1M --resume 12"
     )]
     Sweep(Box<SweepArgs>),
     /// List the runs in the results database.

@@ -79,6 +79,9 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     let test_flags = base_flags(&args, &varied);
     let base = base_test(&args.target, &test_flags)?;
     let start = crate::test_cmd::point_base(&base)?;
+    if let Some(warning) = sweep::protocol_defaults_warning(&axes, &start) {
+        eprintln!("{warning}");
+    }
     let points = sweep::points(&axes, |point| {
         let mut spec = start.spec(point)?;
         // The sweep stores the records in the database.

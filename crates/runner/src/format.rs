@@ -68,9 +68,16 @@ fn offered(spec: &TestSpec) -> String {
             spec.flows
         );
     }
-    let rate = spec
-        .rate_bps
-        .map_or("as fast as possible".to_string(), |r| format_rate(r as f64));
+    let rate = match (spec.rate_bps, spec.flows) {
+        (None, _) => "as fast as possible".to_string(),
+        (Some(r), 1) => format_rate(r as f64),
+        // The rate is per flow: say so, and what the flows offer together.
+        (Some(r), n) => format!(
+            "{} × {n} flows ({})",
+            format_rate(r as f64),
+            format_rate(r as f64 * f64::from(n))
+        ),
+    };
     let end = match (spec.duration_ns, spec.count) {
         (Some(d), Some(n)) => format!("{} or {n} packets", format_duration_ns(d as f64)),
         (Some(d), None) => format_duration_ns(d as f64),
@@ -229,10 +236,16 @@ fn render_transactions(r: &TestResult, t: &TransactionReport, out: &mut String) 
         t.timeouts, t.errors
     );
     if let Some(a) = r.agent.as_ref().and_then(|a| a.responder.as_ref()) {
+        // UDP transactions have no connections to count.
+        let on = match a.connections {
+            0 => String::new(),
+            1 => " on 1 connection".to_string(),
+            n => format!(" on {n} connections"),
+        };
         let _ = writeln!(
             out,
-            "  agent              answered {} of {} requests on {} connection(s); {} malformed",
-            a.responses, a.requests, a.connections, a.malformed
+            "  agent              answered {} of {} requests{on}; {} malformed",
+            a.responses, a.requests, a.malformed
         );
     }
 }
@@ -531,10 +544,42 @@ pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
     if !run.points.is_empty() {
         out.push_str(&flowlab_report::text_table(run, &shown));
     }
-    let stored = run.points.iter().filter(|p| p.id > 0).count();
     let (id, db) = (outcome.run_id, &outcome.db_path);
-    let _ = writeln!(out, "\nrun {id}: {stored} points stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})");
+    let _ = writeln!(
+        out,
+        "\nrun {id}: {} stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})",
+        stored_count(run)
+    );
     out
+}
+
+/// "6 points × 2 repetitions", or "6 points, 17 tests" when points were repeated unevenly.
+fn stored_count(run: &flowlab_store::Run) -> String {
+    let stored: Vec<&flowlab_store::Point> = run.points.iter().filter(|p| p.id > 0).collect();
+    let mut per_point: Vec<(String, usize)> = Vec::new();
+    for p in &stored {
+        let key = p.params.to_string();
+        match per_point.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => per_point.push((key, 1)),
+        }
+    }
+    let points = plural(per_point.len(), "point");
+    let reps = per_point.first().map_or(1, |(_, n)| *n);
+    if per_point.iter().any(|(_, n)| *n != reps) {
+        format!("{points}, {}", plural(stored.len(), "test"))
+    } else if reps > 1 {
+        format!("{points} × {}", plural(reps, "repetition"))
+    } else {
+        points
+    }
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
 }
 
 /// An experiment's first lines: its size, its network and each host's clock against this
@@ -796,6 +841,60 @@ mod tests {
             format_time(951_782_400 * 1_000_000_000),
             "2000-02-29 00:00:00"
         );
+    }
+
+    /// Issue 12: `--flows 100 --rate 800k` was announced as "800 kbit/s".
+    #[test]
+    fn offered_rate_is_per_flow_and_summed() {
+        let mut spec = TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway);
+        spec.rate_bps = Some(800_000);
+        spec.flows = 100;
+        let text = offered(&spec);
+        assert!(
+            text.starts_with("800 kbit/s × 100 flows (80.0 Mbit/s) in 1200 B packets"),
+            "{text}"
+        );
+        spec.flows = 1;
+        assert!(
+            offered(&spec).starts_with("800 kbit/s in"),
+            "{}",
+            offered(&spec)
+        );
+    }
+
+    /// Issue 12: 6 points × 2 repetitions were announced as "12 points stored".
+    #[test]
+    fn counts_points_and_repetitions_apart() {
+        let run = |reps: &[u32]| flowlab_store::Run {
+            info: RunInfo {
+                id: 1,
+                kind: "sweep".into(),
+                created_at_ns: 0,
+                finished_at_ns: None,
+                status: RunStatus::Complete,
+                params: serde_json::json!({}),
+                env: Environment::default(),
+                points: 0,
+            },
+            points: reps
+                .iter()
+                .enumerate()
+                .flat_map(|(point, &n)| {
+                    (0..n).map(move |rep| flowlab_store::Point {
+                        id: 1 + i64::from(rep) + 10 * point as i64,
+                        params: serde_json::json!({ "size": point }),
+                        repetition: rep,
+                        result: serde_json::Value::Null,
+                        metrics: Vec::new(),
+                        packets: 0,
+                    })
+                })
+                .collect(),
+        };
+        assert_eq!(stored_count(&run(&[2; 6])), "6 points × 2 repetitions");
+        assert_eq!(stored_count(&run(&[1, 1])), "2 points");
+        assert_eq!(stored_count(&run(&[1])), "1 point");
+        assert_eq!(stored_count(&run(&[3, 2])), "2 points, 5 tests");
     }
 
     #[test]

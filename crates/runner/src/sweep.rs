@@ -29,6 +29,25 @@ pub struct Axis {
     pub values: Vec<(ParamValue, Value)>,
 }
 
+/// A warning when a swept protocol changes what is not given: each protocol then takes its
+/// own default rate and size (UDP 1 Mbit/s in 1200 B, TCP as fast as it can in 256 kB), and
+/// the points compare more than the protocol.
+pub fn protocol_defaults_warning(axes: &[Axis], base: &PointBase) -> Option<String> {
+    let sweeps_protocol = axes.iter().any(|a| a.param == Param::Protocol);
+    let set = |p: Param| base.given.contains(&p) || axes.iter().any(|a| a.param == p);
+    let free: Vec<&str> = [Param::Rate, Param::Size]
+        .into_iter()
+        .filter(|&p| !set(p))
+        .map(|p| p.name())
+        .collect();
+    (sweeps_protocol && !free.is_empty()).then(|| {
+        format!(
+            "warning: --vary proto without --{}: each protocol takes its own default (UDP 1 Mbit/s in 1200 B, TCP max in 256 kB)",
+            free.join(" or --")
+        )
+    })
+}
+
 /// `NAME=v1,v2,a..b:step`: a parameter (by its flag or file name) and its values, as people
 /// type them. Numeric parameters take ranges; a traffic model's files are read here.
 pub fn parse_vary(spec: &str) -> anyhow::Result<Axis> {
@@ -414,6 +433,7 @@ pub fn run_sweep(
 ) -> anyhow::Result<SweepOutcome> {
     let definition = job.definition();
     let plan = job.plan(points);
+    check_ci_metric(&plan)?;
     let mut store = open_store(db)?;
     // Marked failed if the sweep stops on an error.
     let mut active = match job.resume {
@@ -436,6 +456,34 @@ pub fn run_sweep(
         finished,
         db_path: store.path().to_string(),
     })
+}
+
+/// `--until-ci` must watch a figure every point measures: round trips only come from
+/// loopback tests, transaction figures only from request/response ones. (Before, a one-way
+/// sweep watching the default `rtt` ran every point to the most repetitions.)
+fn check_ci_metric(plan: &Plan) -> anyhow::Result<()> {
+    let Some((_, _, metric)) = &plan.until_ci else {
+        return Ok(());
+    };
+    let round_trip = metric == "rtt" || metric.starts_with("rtt_");
+    let transactional = metric.starts_with("transaction");
+    for point in &plan.points {
+        let has_transactions = point
+            .spec
+            .traffic
+            .as_ref()
+            .is_some_and(|t| t.transactions().is_some());
+        let loopback = point.spec.direction == flowlab_spec::Direction::Loopback;
+        let missing =
+            (round_trip && !loopback && !has_transactions) || (transactional && !has_transactions);
+        if missing {
+            bail!(
+                "--until-ci watches {metric}, which point {} does not measure (round trips need --mode loopback, transaction figures rr or crr traffic); choose another with --ci-metric, e.g. delay, loss or throughput",
+                point.params
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Number of tests still to run at the start (a lower bound with --until-ci).
@@ -571,8 +619,12 @@ fn run_rounds(
             };
             let params = &point.params;
             let stored = store.add_point(run, params, rep, &result, &metrics, packets.as_deref());
-            if let Some((_, _, m)) = &plan.until_ci {
-                done[i].1.extend(ci_value(&metrics, m));
+            let watched = plan
+                .until_ci
+                .as_ref()
+                .map(|(_, _, m)| (m, ci_value(&metrics, m)));
+            if let Some((_, value)) = watched {
+                done[i].1.extend(value);
             }
             table.points.push(StoredPoint {
                 // 0: not stored (SQLite's ids start at 1).
@@ -591,6 +643,12 @@ fn run_rounds(
             }
             stored_now += 1;
             done[i].0.push(rep);
+            if let Some((m, None)) = watched {
+                return Ok(Ending::Failed(format!(
+                    "--until-ci watches {m}, which point {} did not measure; choose another with --ci-metric",
+                    label()
+                )));
+            }
         }
     }
     Ok(Ending::Complete)

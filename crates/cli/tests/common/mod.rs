@@ -103,3 +103,18 @@ pub fn f64_at(v: &serde_json::Value, pointer: &str) -> f64 {
         .and_then(serde_json::Value::as_f64)
         .unwrap_or_else(|| panic!("no number at {pointer} in {v:#}"))
 }
+
+/// Every one of `slots` packets of a test document `v` was sent, or skipped by the sender as
+/// hopelessly late (a loaded machine can stall it: that is accounted, not lost), and every
+/// packet sent arrived.
+pub fn assert_every_slot_accounted(v: &serde_json::Value, slots: f64) {
+    let sent = f64_at(v, "/summary/packets_sent");
+    let skipped = f64_at(v, "/summary/lost_by_sender");
+    assert_eq!(sent + skipped, slots, "{}", v["summary"]);
+    assert_eq!(
+        f64_at(v, "/summary/packets_received"),
+        sent,
+        "{}",
+        v["summary"]
+    );
+}

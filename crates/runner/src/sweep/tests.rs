@@ -377,3 +377,63 @@ fn a_point_follows_the_defaults_of_what_it_sets() {
     let e = bare().spec(&point(&["size=70000"])).unwrap_err();
     assert!(e.to_string().starts_with("invalid test: "), "{e}");
 }
+
+/// Issue 12: a one-way sweep watching the default `rtt` ran every point to --max-repeat.
+#[test]
+fn until_ci_refuses_a_metric_the_tests_do_not_measure() {
+    let one_way = Plan {
+        until_ci: Some((0.02, 6, "rtt".into())),
+        ..plan("size=100,200", 1)
+    };
+    assert_eq!(one_way.points[0].spec.direction, Direction::Oneway);
+    let e = check_ci_metric(&one_way).unwrap_err().to_string();
+    assert!(
+        e.contains("--until-ci watches rtt") && !e.contains('\n'),
+        "{e}"
+    );
+    let mut loopback = one_way.clone();
+    for p in &mut loopback.points {
+        p.spec.direction = Direction::Loopback;
+    }
+    check_ci_metric(&loopback).unwrap();
+    let delay = Plan {
+        until_ci: Some((0.02, 6, "delay".into())),
+        ..one_way.clone()
+    };
+    check_ci_metric(&delay).unwrap();
+    // What the static check cannot know stops the sweep after the first test.
+    let mut s = Store::open_in_memory().unwrap();
+    let run = sweep_run(&mut s);
+    let mut runner = Fake(|_: &Point, _| {
+        Ok(PointOutcome::Done {
+            result: json!({}),
+            metrics: vec![("goodput_bps".into(), 1e6)],
+            packets: None,
+        })
+    });
+    let (ending, table) = execute(&mut s, run, &delay, &mut quiet, &mut runner).unwrap();
+    assert!(
+        matches!(&ending, Ending::Failed(e) if e.contains("did not measure")),
+        "{ending:?}"
+    );
+    assert_eq!(table.points.len(), 1);
+}
+
+#[test]
+fn sweeping_the_protocol_warns_when_rate_or_size_follow_it() {
+    let axes = [parse_vary("proto=udp,tcp").unwrap()];
+    let base = |given: Vec<Param>| PointBase {
+        spec: TestSpec::new(Protocol::Udp, Direction::Oneway),
+        given,
+    };
+    let w = protocol_defaults_warning(&axes, &base(vec![])).unwrap();
+    assert!(w.contains("--rate or --size"), "{w}");
+    let w = protocol_defaults_warning(&axes, &base(vec![Param::Rate])).unwrap();
+    assert!(w.contains("--size") && !w.contains("--rate"), "{w}");
+    assert_eq!(
+        protocol_defaults_warning(&axes, &base(vec![Param::Rate, Param::Size])),
+        None
+    );
+    let sizes = [parse_vary("size=100,200").unwrap()];
+    assert_eq!(protocol_defaults_warning(&sizes, &base(vec![])), None);
+}

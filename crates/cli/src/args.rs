@@ -25,12 +25,12 @@ pub struct Cli {
 pub enum Command {
     /// Run an agent that serves tests to clients.
     #[command(
-        after_help = "Examples:\n  flowlab serve\n  flowlab serve --bind ::1 --port 9470 --max-rate 1G --max-duration 2m\n  flowlab serve --key-file /etc/flowlab.key"
+        after_help = "Examples:\n  flowlab serve\n  flowlab serve --bind ::1 --port 9470 --max-rate 1G --max-duration 2m\n  flowlab serve --key-file /etc/flowlab.key\n  flowlab serve --stamp --stamp-only                 # a STAMP reflector on port 862"
     )]
     Serve(ServeArgs),
     /// Run one test against an agent.
     #[command(
-        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported\n  flowlab test host --flows 1000 --rate 800k --cpus 0   # 1000 paced flows, client on CPU 0"
+        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported\n  flowlab test host --flows 1000 --rate 800k --cpus 0   # 1000 paced flows, client on CPU 0\n  flowlab test --stamp router1 --count 100 --json      # STAMP to any reflector"
     )]
     Test(Box<TestArgs>),
     /// Run a scenario (ATM switches, IP routers, links, flows) in the deterministic simulator.
@@ -119,6 +119,18 @@ pub struct ServeArgs {
     /// Log nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also reflect STAMP test packets (RFC 8762; TWAMP-light) on UDP [ADDR:]PORT (port 862
+    /// when only --stamp is given, --bind's address when no ADDR): stateless, authenticated
+    /// mode with --key-file.
+    #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "862")]
+    pub stamp: Option<String>,
+    /// Run the STAMP reflector alone, without the agent.
+    #[arg(long, requires = "stamp")]
+    pub stamp_only: bool,
+    /// Most STAMP packets a second reflected to one source (an IPv6 /64 is one source).
+    #[arg(long, default_value_t = flowlab_stamp::reflector::DEFAULT_MAX_PPS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub stamp_max_pps: u32,
 }
 
 /// CPUs as `taskset -c` takes them (one value, not a list of flags: clap reads a `Vec` field
@@ -309,7 +321,46 @@ pub struct TestArgs {
     /// How long to wait for packets still in flight after the last one is sent.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub drain: Duration,
+    /// A STAMP session (RFC 8762; TWAMP-light) to the reflector at the target (HOST[:PORT],
+    /// port 862 by default) instead of a flowlab test: packets of --size bytes (44 B, or 112 B
+    /// authenticated with --key-file) at --rate (default 10 packets/s) for --duration or
+    /// --count; reports two-way delay, one-way delays (valid with synchronised clocks) and loss.
+    #[arg(long, conflicts_with_all = STAMP_CONFLICTS)]
+    pub stamp: bool,
 }
+
+/// Flags of a flowlab test that a STAMP session has no use for.
+const STAMP_CONFLICTS: [&str; 29] = [
+    "udp",
+    "tcp",
+    "proto",
+    "interface",
+    "agent_interface",
+    "mode",
+    "reverse",
+    "traffic",
+    "preset",
+    "flows",
+    "busy_poll",
+    "cpus",
+    "send_buffer",
+    "recv_buffer",
+    "kernel_pacing",
+    "zerocopy",
+    "tx_timestamps",
+    "dscp",
+    "priority",
+    "mark",
+    "nodelay",
+    "mss",
+    "window_clamp",
+    "read_rate",
+    "congestion",
+    "interval",
+    "json_stream",
+    "packet_log",
+    "db",
+];
 
 fn parse_dscp(s: &str) -> Result<u8, String> {
     flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())

@@ -8,6 +8,7 @@ mod plot_cmd;
 mod run_cmd;
 mod serve;
 mod sim_cmd;
+mod stamp_cmd;
 mod sweep_cmd;
 mod terminal;
 mod test_cmd;

@@ -17,6 +17,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(load_key(path)?),
         None => None,
     };
+    let reflector = crate::stamp_cmd::start_reflector(&args, key.as_deref())?;
+    if args.stamp_only {
+        // The reflector (`--stamp-only` requires `--stamp`) runs alone until Ctrl-C.
+        flowlab_sys::signal::interrupt_flag();
+        return reflector.map_or(Ok(ExitCode::SUCCESS), |r| r.finish(true));
+    }
     let config = AgentConfig {
         limits: Limits {
             max_duration: args.max_duration,
@@ -43,6 +49,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let stats = Arc::new(AgentStats::default());
     let stop = AtomicBool::new(false);
     flowlab_control::serve(listener, config, stats.clone(), &stop, log)?;
+    if let Some(reflector) = reflector {
+        reflector.finish(false)?;
+    }
     eprintln!("{}", format::agent_stopping(&stats));
     Ok(ExitCode::SUCCESS)
 }

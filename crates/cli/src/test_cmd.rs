@@ -154,6 +154,9 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
 }
 
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+    if args.stamp {
+        return crate::stamp_cmd::run_test(&args);
+    }
     let spec = spec_from_args(&args)?;
     if let Some(cpus) = &args.cpus {
         flowlab_runner::host::pin_cpus(&cpus.0)?;

@@ -76,7 +76,12 @@ const REPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Splits `HOST[:PORT]` and resolves it.
 pub fn resolve(target: &str) -> Result<SocketAddr, ClientError> {
-    let (host, port) = split_target(target)?;
+    resolve_with_port(target, DEFAULT_PORT)
+}
+
+/// [`resolve`] for another service: `default_port` when the target names none.
+pub fn resolve_with_port(target: &str, default_port: u16) -> Result<SocketAddr, ClientError> {
+    let (host, port) = split_target(target, default_port)?;
     let mut addrs = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|_| ClientError::Target(format!("cannot resolve host '{host}'")))?;
@@ -85,7 +90,7 @@ pub fn resolve(target: &str) -> Result<SocketAddr, ClientError> {
         .ok_or_else(|| ClientError::Target(format!("host '{host}' has no address")))
 }
 
-fn split_target(target: &str) -> Result<(String, u16), ClientError> {
+fn split_target(target: &str, default_port: u16) -> Result<(String, u16), ClientError> {
     let bad_port = |p: &str| ClientError::Target(format!("invalid port '{p}' in '{target}'"));
     if let Some(rest) = target.strip_prefix('[') {
         let (host, after) = rest
@@ -93,7 +98,7 @@ fn split_target(target: &str) -> Result<(String, u16), ClientError> {
             .ok_or_else(|| ClientError::Target(format!("missing ']' in '{target}'")))?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| bad_port(p))?,
-            None if after.is_empty() => DEFAULT_PORT,
+            None if after.is_empty() => default_port,
             None => return Err(bad_port(after)),
         };
         return Ok((host.to_string(), port));
@@ -103,11 +108,11 @@ fn split_target(target: &str) -> Result<(String, u16), ClientError> {
     }
     // More than one colon: a bare IPv6 address without a port.
     if target.matches(':').count() > 1 {
-        return Ok((target.to_string(), DEFAULT_PORT));
+        return Ok((target.to_string(), default_port));
     }
     match target.split_once(':') {
         Some((host, p)) => Ok((host.to_string(), p.parse().map_err(|_| bad_port(p))?)),
-        None => Ok((target.to_string(), DEFAULT_PORT)),
+        None => Ok((target.to_string(), default_port)),
     }
 }
 
@@ -824,14 +829,16 @@ mod tests {
 
     #[test]
     fn targets_split_like_people_type_them() {
-        let ok = |t: &str| split_target(t).unwrap();
+        let ok = |t: &str| split_target(t, DEFAULT_PORT).unwrap();
         assert_eq!(ok("example"), ("example".into(), DEFAULT_PORT));
         assert_eq!(ok("10.0.0.1:5000"), ("10.0.0.1".into(), 5000));
         assert_eq!(ok("[::1]:5000"), ("::1".into(), 5000));
         assert_eq!(ok("[::1]"), ("::1".into(), DEFAULT_PORT));
         assert_eq!(ok("fd00::2"), ("fd00::2".into(), DEFAULT_PORT));
+        assert_eq!(split_target("[::1]", 862).unwrap(), ("::1".into(), 862));
+        assert_eq!(split_target("host", 862).unwrap(), ("host".into(), 862));
         for bad in ["", "host:port", "[::1", "[::1]x", "h:99999"] {
-            assert!(split_target(bad).is_err(), "{bad}");
+            assert!(split_target(bad, DEFAULT_PORT).is_err(), "{bad}");
         }
     }
 

@@ -154,9 +154,48 @@ pub fn realtime_minus_monotonic_ns() -> i64 {
     best
 }
 
+/// What the kernel says of `CLOCK_REALTIME`'s discipline (adjtimex, read only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockSync {
+    /// An NTP or PTP daemon keeps the clock synchronised: `STA_UNSYNC` clear and the clock
+    /// state not `TIME_ERROR`.
+    pub synchronized: bool,
+    /// The kernel's estimated error, ns (`esterror`).
+    pub est_error_ns: u64,
+    /// The kernel's maximum error, ns (`maxerror`; it grows while nothing disciplines the clock).
+    pub max_error_ns: u64,
+}
+
+/// Reads the realtime clock's synchronisation state with `adjtimex` (modes 0: needs no
+/// privilege and changes nothing).
+pub fn realtime_sync() -> io::Result<ClockSync> {
+    // SAFETY: timex is integers only; all-zero (modes 0, a read) is valid.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: `tx` is a valid, writable timex for the duration of the call.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let us_to_ns = |us: libc::c_long| u64::try_from(us).unwrap_or(0).saturating_mul(1_000);
+    Ok(ClockSync {
+        synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
+        est_error_ns: us_to_ns(tx.esterror),
+        max_error_ns: us_to_ns(tx.maxerror),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn realtime_sync_reads() {
+        let sync = realtime_sync().expect("adjtimex read");
+        // Whatever the host's state, a synchronised clock has a finite error bound.
+        if sync.synchronized {
+            assert!(sync.max_error_ns < 16_000_000_000);
+        }
+    }
 
     #[test]
     fn clocks_advance_and_realtime_is_sane() {

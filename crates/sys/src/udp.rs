@@ -27,6 +27,16 @@ pub fn enable_rx_timestamps(fd: impl AsFd) -> io::Result<()> {
     set_int(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
 }
 
+/// Asks for the TTL (IPv4, IP_RECVTTL) and hop limit (IPv6, IPV6_RECVHOPLIMIT) of each
+/// received datagram, in [`RecvMeta::ttl`]. On an IPv6 socket both are asked, so IPv4
+/// datagrams of a dual-stack socket carry theirs too; fails only if neither can be.
+pub fn enable_recv_ttl(fd: impl AsFd) -> io::Result<()> {
+    let fd = fd.as_fd();
+    let v4 = set_int(fd, libc::IPPROTO_IP, libc::IP_RECVTTL, 1);
+    let v6 = set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1);
+    v4.or(v6)
+}
+
 /// Enables SO_RXQ_OVFL: each datagram carries the socket's cumulative
 /// receive-buffer drop count, so receiver-side loss can be told apart from
 /// network loss.
@@ -93,6 +103,8 @@ pub struct RecvMeta {
     pub gro_segment: Option<u16>,
     /// The datagram was larger than `max_len` and was cut (MSG_TRUNC).
     pub truncated: bool,
+    /// Its IP TTL or hop limit on arrival (needs [`enable_recv_ttl`]).
+    pub ttl: Option<u8>,
     /// Sender address.
     pub source: Option<SocketAddr>,
 }
@@ -215,6 +227,7 @@ impl RecvBatch {
             rxq_drops: c.drops,
             gro_segment: c.gro,
             truncated: slot.flags & libc::MSG_TRUNC != 0,
+            ttl: c.ttl,
             source: parse_sockaddr(name),
         }
     }
@@ -254,6 +267,8 @@ struct RxCmsgs {
     hw_ns: Option<u64>,
     drops: Option<u32>,
     gro: Option<u16>,
+    /// IP_TTL or IPV6_HOPLIMIT.
+    ttl: Option<u8>,
 }
 
 /// Extracts receive timestamps, the SO_RXQ_OVFL count and the UDP_GRO
@@ -278,6 +293,12 @@ fn parse_cmsgs(buf: &[u8]) -> RxCmsgs {
                 }
                 _ => {}
             }
+        } else if (level == libc::IPPROTO_IP && ty == libc::IP_TTL)
+            || (level == libc::IPPROTO_IPV6 && ty == libc::IPV6_HOPLIMIT)
+        {
+            out.ttl = read_ne::<4>(data, 0)
+                .map(i32::from_ne_bytes)
+                .and_then(|v| u8::try_from(v).ok());
         } else if level == libc::SOL_UDP && ty == libc::UDP_GRO {
             out.gro = read_ne::<4>(data, 0)
                 .map(i32::from_ne_bytes)
@@ -647,6 +668,42 @@ mod tests {
         (tx, rx)
     }
 
+    /// The TTL a datagram arrived with: the sender's, set apart from the default to be sure it
+    /// is the packet's and not a constant. IPv4, IPv6, and IPv4 on a dual-stack socket.
+    #[test]
+    fn recv_ttl_reports_the_packets_ttl() {
+        for (rx_addr, tx_addr, to) in [
+            ("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1"),
+            ("[::1]:0", "[::1]:0", "::1"),
+            ("[::]:0", "127.0.0.1:0", "127.0.0.1"),
+        ] {
+            let Ok(rx) = UdpSocket::bind(rx_addr) else {
+                continue; // no IPv6 here
+            };
+            let tx = UdpSocket::bind(tx_addr).unwrap();
+            let v6 = tx.local_addr().unwrap().is_ipv6();
+            let level = if v6 {
+                libc::IPPROTO_IPV6
+            } else {
+                libc::IPPROTO_IP
+            };
+            let name = if v6 {
+                libc::IPV6_UNICAST_HOPS
+            } else {
+                libc::IP_TTL
+            };
+            set_int(tx.as_fd(), level, name, 42).unwrap();
+            enable_recv_ttl(&rx).unwrap();
+            rx.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            let port = rx.local_addr().unwrap().port();
+            tx.send_to(b"ttl", (to, port)).unwrap();
+            let mut batch = RecvBatch::new(1, 64);
+            assert_eq!(recv_batch(&rx, &mut batch).unwrap(), 1);
+            assert_eq!(batch.meta(0).ttl, Some(42), "{rx_addr} from {tx_addr}");
+        }
+    }
+
     fn roundtrip(addr: &str) {
         let (tx, rx) = pair(addr);
         enable_rx_timestamps(&rx).unwrap();
@@ -804,6 +861,7 @@ mod tests {
         ts.extend_from_slice(&7i64.to_ne_bytes());
         let mut buf = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &ts);
         buf.extend(cmsg(libc::IPPROTO_IP, 8, &[1, 2, 3, 4]));
+        buf.extend(cmsg(libc::IPPROTO_IP, libc::IP_TTL, &63i32.to_ne_bytes()));
         buf.extend(cmsg(
             libc::SOL_SOCKET,
             libc::SO_RXQ_OVFL,
@@ -818,6 +876,7 @@ mod tests {
                 hw_ns: None,
                 drops: Some(42),
                 gro: Some(1400),
+                ttl: Some(63),
             }
         );
         // Truncated / garbage input never panics.

@@ -1,13 +1,12 @@
 //! `flowlab run FILE`: an experiment across many hosts, run by
-//! [`flowlab_runner::experiment`] on the real network's agents.
+//! [`flowlab_runner::experiment`] on the real network's agents, a lab's, or a simulated
+//! network.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
-use flowlab_runner::experiment::{self, Network};
+use flowlab_runner::experiment::{self, Target};
 
 use crate::terminal::{Output, Terminal};
 
@@ -18,6 +17,9 @@ pub struct RunArgs {
     /// Take host addresses from this running lab (`flowlab lab up`): hosts named as in the lab.
     #[arg(long)]
     pub lab: Option<String>,
+    /// Run on this simulated network instead (a network file, docs/simulation.md).
+    #[arg(long, conflicts_with = "lab", value_name = "NETWORK.toml")]
+    pub sim: Option<PathBuf>,
     /// Pre-shared key of the agents.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
@@ -34,28 +36,21 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?;
-    let file = flowlab_experiment::load(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     let key = args
         .key_file
         .as_deref()
         .map(flowlab_control::load_key)
         .transpose()?;
-    let lab = match &args.lab {
-        Some(lab) => experiment::lab_agents(lab)?,
-        None => BTreeMap::new(),
-    };
-    let steps = experiment::steps(&file, &lab);
+    let target = Target::from_flags(args.lab.as_deref(), args.sim.as_deref())?;
     flowlab_sys::signal::interrupt_flag();
-    let mut network = Network::connect(&steps, key)?;
+    let mut prepared = experiment::prepare(&args.file, target, key)?;
     let output = if args.json {
         Output::Json
     } else {
         Output::Human
     };
     let mut terminal = Terminal::new(output, false);
-    let outcome = experiment::run_experiment(&file, &steps, &lab, &mut network, &mut terminal)?;
+    let outcome = prepared.run(&mut terminal)?;
     // The results are printed even when they cannot be stored; that error comes last.
     let (db, report) = (args.db.as_deref(), args.report.as_deref());
     let (stored, not_stored) = match outcome.store(db, &name, report) {

@@ -93,11 +93,7 @@ impl Observer for Terminal {
                 repetition,
                 done,
             } => self.progress(flowlab_report::plot::point_label(point, repetition), done),
-            Event::ExperimentStarted {
-                name,
-                steps,
-                clocks,
-            } => self.human(format::experiment_header(name, steps, clocks)),
+            Event::ExperimentStarted(start) => self.human(format::experiment_header(&start)),
             Event::StepFinished { step, flows } => self.human(format::step_text(step, flows)),
             Event::TrialFinished(trial) => {
                 self.human(format_args!("{}\n", format::trial_line(trial)))

@@ -1,26 +1,31 @@
 //! Experiments across many hosts: each step's flows run together through a [`StepRunner`]
-//! (the real network's agents, or a simulated network), every result is collected, the
-//! file's search runs if it has one, and the experiment is stored as one run.
+//! (the real network's agents, a lab's, or a simulated network), every result is collected,
+//! the file's search runs if it has one, and the experiment is stored as one run with the
+//! network it ran on.
 //!
 //! On a real network ([`Network`]) the controller first checks every agent and estimates its
 //! clock, then each agent runs its flows as a client towards the other end's agent, from an
-//! agreed start time converted to its own clock.
+//! agreed start time converted to its own clock. On a simulated one
+//! ([`SimulatedNetwork`](crate::simulated::SimulatedNetwork)) the simulator runs the same
+//! flows in virtual time.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use flowlab_control::{TestResult, TestRun};
 use flowlab_experiment::{
     ClockEstimator, ClockSample, Experiment, ResolvedFlow, SearchMachine, Step,
 };
+use flowlab_results::ReceiverReport;
 use flowlab_spec::Direction;
 use flowlab_store::RunId;
 use serde_json::{json, Value};
 
-use crate::observer::{Event, Observer};
-pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, OneWay, TrialOutcome};
+use crate::observer::{Event, ExperimentStart, Observer};
+pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, NetworkKind, OneWay, TrialOutcome};
+use crate::simulated::SimulatedNetwork;
 
 /// Clock exchanges per agent before the experiment.
 const CLOCK_PROBES: usize = 16;
@@ -29,6 +34,8 @@ const START_DELAY: Duration = Duration::from_millis(800);
 
 /// Runs the flows of one step together, wherever they run.
 pub trait StepRunner {
+    /// What network this is, as the results record it.
+    fn network(&self) -> &NetworkKind;
     /// The clocks of the agents the flows run on, as this runner knows them (empty where
     /// there are none to know).
     fn clocks(&self) -> &Clocks;
@@ -41,12 +48,18 @@ pub trait StepRunner {
 pub struct Network {
     key: Option<Vec<u8>>,
     clocks: Clocks,
+    /// Real, or a lab's.
+    kind: NetworkKind,
 }
 
 impl Network {
     /// Checks that every agent of `steps` answers and speaks our version, and estimates its
-    /// clock, before anything runs.
-    pub fn connect(steps: &[Step], key: Option<Vec<u8>>) -> anyhow::Result<Network> {
+    /// clock, before anything runs. `kind`: the real network, or a lab's agents.
+    pub fn connect(
+        steps: &[Step],
+        key: Option<Vec<u8>>,
+        kind: NetworkKind,
+    ) -> anyhow::Result<Network> {
         let agents: BTreeSet<&String> = steps
             .iter()
             .flat_map(|s| s.flows.iter())
@@ -71,11 +84,15 @@ impl Network {
                 },
             );
         }
-        Ok(Network { key, clocks })
+        Ok(Network { key, clocks, kind })
     }
 }
 
 impl StepRunner for Network {
+    fn network(&self) -> &NetworkKind {
+        &self.kind
+    }
+
     fn clocks(&self) -> &Clocks {
         &self.clocks
     }
@@ -148,23 +165,92 @@ pub fn steps(experiment: &Experiment, lab: &BTreeMap<String, String>) -> Vec<Ste
         .collect()
 }
 
+/// Where `flowlab run` runs an experiment's flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// The agents at the file's host addresses.
+    Real,
+    /// A running lab's agents, for hosts named as in the lab.
+    Lab(&'a str),
+    /// The simulated network of this network file.
+    Sim(&'a Path),
+}
+
+impl<'a> Target<'a> {
+    /// From `--lab` and `--sim`, which exclude each other.
+    pub fn from_flags(lab: Option<&'a str>, sim: Option<&'a Path>) -> anyhow::Result<Target<'a>> {
+        Ok(match (lab, sim) {
+            (Some(_), Some(_)) => bail!("--lab and --sim exclude each other"),
+            (Some(lab), None) => Target::Lab(lab),
+            (None, Some(sim)) => Target::Sim(sim),
+            (None, None) => Target::Real,
+        })
+    }
+}
+
+/// An experiment file ready to run on its network.
+pub struct Prepared {
+    pub experiment: Experiment,
+    pub steps: Vec<Step>,
+    /// A lab's agents by host name (empty off a lab).
+    lab: BTreeMap<String, String>,
+    runner: Box<dyn StepRunner>,
+}
+
+/// Loads the experiment `file` and readies `target`: a real network's or lab's agents are
+/// checked and their clocks estimated (`key`: the agents' pre-shared key); a network file is
+/// loaded and must place every host of the experiment.
+pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Result<Prepared> {
+    let name = file.display();
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {name}"))?;
+    let experiment = flowlab_experiment::load(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    let lab = match target {
+        Target::Lab(lab) => lab_agents(lab)?,
+        Target::Real | Target::Sim(_) => BTreeMap::new(),
+    };
+    let steps = steps(&experiment, &lab);
+    let runner: Box<dyn StepRunner> = match target {
+        Target::Real => Box::new(Network::connect(&steps, key, NetworkKind::Real)?),
+        Target::Lab(name) => {
+            let kind = NetworkKind::Lab { name: name.into() };
+            Box::new(Network::connect(&steps, key, kind)?)
+        }
+        Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
+    };
+    Ok(Prepared {
+        experiment,
+        steps,
+        lab,
+        runner,
+    })
+}
+
+impl Prepared {
+    /// Runs the experiment and its search (see [`run_experiment`]).
+    pub fn run(&mut self, observer: &mut dyn Observer) -> anyhow::Result<ExperimentOutcome> {
+        let runner = self.runner.as_mut();
+        run_experiment(&self.experiment, &self.steps, &self.lab, runner, observer)
+    }
+}
+
+/// What the end that received the flow measured (the client, for reverse and loopback).
+fn arrivals(result: &TestResult) -> Option<&ReceiverReport> {
+    let receiving = match result.spec.direction {
+        Direction::Oneway => result.agent.as_ref(),
+        Direction::Reverse | Direction::Loopback => result.client.as_ref(),
+    };
+    receiving?.receiver.as_ref()
+}
+
 /// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
 /// (each relative to the controller). Loopback flows have round trips instead.
 fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<OneWay> {
-    let (receiving, sender_agent, receiver_agent) = match result.spec.direction {
-        Direction::Oneway => (
-            result.agent.as_ref()?,
-            &flow.client_agent,
-            &flow.server_agent,
-        ),
-        Direction::Reverse => (
-            result.client.as_ref()?,
-            &flow.server_agent,
-            &flow.client_agent,
-        ),
+    let (sender_agent, receiver_agent) = match result.spec.direction {
+        Direction::Oneway => (&flow.client_agent, &flow.server_agent),
+        Direction::Reverse => (&flow.server_agent, &flow.client_agent),
         Direction::Loopback => return None,
     };
-    let rx = receiving.receiver.as_ref()?;
+    let rx = arrivals(result)?;
     let transit_min = rx.transit_min_ns? as f64;
     let relative = rx.relative_delay.as_ref()?;
     let sender = clocks.get(sender_agent.as_str())?;
@@ -185,6 +271,7 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
 #[derive(Debug)]
 pub struct ExperimentOutcome {
     pub name: String,
+    pub network: NetworkKind,
     pub clocks: Clocks,
     pub flows: Vec<FlowOutcome>,
     /// The search's result, if the file has a search.
@@ -224,11 +311,12 @@ pub fn run_experiment(
     runner: &mut dyn StepRunner,
     observer: &mut dyn Observer,
 ) -> anyhow::Result<ExperimentOutcome> {
-    observer.on(Event::ExperimentStarted {
+    observer.on(Event::ExperimentStarted(ExperimentStart {
         name: &experiment.name,
         steps: steps.len(),
+        network: runner.network(),
         clocks: runner.clocks(),
-    });
+    }));
     let mut flows = Vec::new();
     for step in steps {
         if flowlab_sys::signal::is_interrupted() {
@@ -258,6 +346,7 @@ pub fn run_experiment(
     };
     Ok(ExperimentOutcome {
         name: experiment.name.clone(),
+        network: runner.network().clone(),
         clocks: runner.clocks().clone(),
         flows,
         search,
@@ -310,27 +399,37 @@ impl Search<'_> {
     }
 }
 
-/// A trial's totals over its flows; a failed flow fails the trial.
+/// A trial's totals over its flows; a failed flow fails the trial. The output throughput is
+/// each flow's goodput over the trial's longest receiving span (first to last arrival): a
+/// flow that received only part of the trial (starved at a full queue) counts for what it
+/// delivered, not at the rate of its short span.
 fn trial_outcome(
     index: usize,
     offered_bps: u64,
     flows: &[FlowOutcome],
 ) -> anyhow::Result<TrialOutcome> {
-    let (mut sent, mut lost, mut goodput) = (0u64, 0u64, 0.0);
+    let (mut sent, mut lost) = (0u64, 0u64);
+    let mut delivered = Vec::new();
     for r in flows {
         match &r.result {
             Ok(t) => {
                 sent += t.summary.packets_sent;
                 lost += t.summary.packets_lost;
-                goodput += t.summary.receiver_goodput_bps;
+                let span = arrivals(t).map(|rx| rx.duration_ns);
+                delivered.push((t.summary.receiver_goodput_bps, span));
             }
             Err(e) => bail!("trial {index} failed: flow {}: {e}", r.flow),
         }
     }
+    let longest = delivered.iter().filter_map(|d| d.1).max().unwrap_or(0);
+    let share = |span: Option<u64>| match (span, longest) {
+        (Some(span), 1..) => span as f64 / longest as f64,
+        _ => 1.0,
+    };
     Ok(TrialOutcome {
         index,
         offered_bps,
-        goodput_bps: goodput,
+        goodput_bps: delivered.iter().map(|&(g, span)| g * share(span)).sum(),
         loss: if sent == 0 {
             1.0
         } else {
@@ -371,7 +470,9 @@ impl ExperimentOutcome {
         let points: Vec<(Value, u32, &TestRun)> =
             runs.iter().map(|(p, r, t)| (p.clone(), *r, t)).collect();
         // The search's result (lossless, peak and full-load throughput, ...) heads the report.
-        let params = json!({ "experiment": self.name, "file": file, "search": self.search });
+        let params = json!({
+            "experiment": self.name, "file": file, "network": self.network, "search": self.search,
+        });
         let id = crate::record::store_test_run(db, "experiment", &params, &points)?;
         if let Some(report) = report {
             crate::record::write_report(db, id, report)?;
@@ -396,6 +497,7 @@ impl ExperimentOutcome {
         json!({
             "schema_version": flowlab_control::SCHEMA_VERSION,
             "experiment": self.name,
+            "network": self.network,
             "run": run,
             "clocks": self.clocks,
             "flows": flows,

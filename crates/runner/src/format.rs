@@ -15,7 +15,8 @@ use flowlab_units::{format_bytes, format_count, format_duration_ns, format_rate}
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
+use crate::observer::ExperimentStart;
+use crate::outcome::{FlowOutcome, NetworkKind, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -465,12 +466,19 @@ pub fn format_time(ns: i64) -> String {
     )
 }
 
-/// What a run was, in a few words: its target and what it varied.
+/// What a run was, in a few words: its target or experiment (and the network it ran on),
+/// and what it varied.
 fn describe(info: &RunInfo) -> String {
     let p = &info.params;
     let mut parts = Vec::new();
     if let Some(t) = p.get("target").and_then(Value::as_str) {
         parts.push(t.to_string());
+    }
+    if let Some(e) = p.get("experiment").and_then(Value::as_str) {
+        match NetworkKind::of_params(p) {
+            Some(network) => parts.push(format!("{e} on {network}")),
+            None => parts.push(e.to_string()),
+        }
     }
     if let Some(v) = p.get("vary").and_then(Value::as_array) {
         let v: Vec<String> = v.iter().map(flowlab_store::plain).collect();
@@ -517,6 +525,9 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
         "host      {} (kernel {}, {}, clock {}), flowlab {}",
         i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
     );
+    if let Some(network) = NetworkKind::of_params(&i.params) {
+        let _ = writeln!(out, "network   {network}");
+    }
     let _ = writeln!(out, "params    {}", i.params);
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
@@ -571,13 +582,20 @@ fn plural(n: usize, noun: &str) -> String {
     }
 }
 
-/// An experiment's first lines: its size and each host's clock against this one.
-pub fn experiment_header(name: &str, steps: usize, clocks: &Clocks) -> String {
+/// An experiment's first lines: its size, its network and each host's clock against this
+/// one.
+pub fn experiment_header(start: &ExperimentStart) -> String {
+    let ExperimentStart {
+        name,
+        steps,
+        network,
+        clocks,
+    } = start;
     let mut out = format!(
-        "experiment {name} ({steps} steps, {} agents)\n",
+        "experiment {name} ({steps} steps, {} agents), network {network}\n",
         clocks.len()
     );
-    for (agent, c) in clocks {
+    for (agent, c) in *clocks {
         let _ = writeln!(
             out,
             "  clock of {agent}: offset {} ± {} from this host",
@@ -899,5 +917,25 @@ mod tests {
             .nth(1)
             .unwrap()
             .ends_with("h; vary size=1..2:1"));
+    }
+
+    #[test]
+    fn describes_experiments_with_their_network() {
+        let info = RunInfo {
+            id: 2,
+            kind: "experiment".into(),
+            created_at_ns: 0,
+            finished_at_ns: None,
+            status: RunStatus::Complete,
+            params: serde_json::json!({"experiment": "e", "network": {"kind": "lab", "name": "three"}}),
+            env: Environment::default(),
+            points: 0,
+        };
+        assert_eq!(describe(&info), "e on lab three");
+        let run = Run {
+            info,
+            points: Vec::new(),
+        };
+        assert!(show_run(&run, &[]).contains("\nnetwork   lab three\n"));
     }
 }

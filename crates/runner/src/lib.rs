@@ -1,6 +1,7 @@
 //! flowlab's application, under any front end: run a test ([`test`]), a sweep ([`sweep`]:
 //! repeated until the confidence interval is tight, shuffled, resumable) or an experiment
-//! ([`experiment`]: clock estimation, synchronised starts, searches, on any [`StepRunner`]),
+//! ([`experiment`]: clock estimation, synchronised starts, searches, on any [`StepRunner`]:
+//! the real network's agents or a [`SimulatedNetwork`]),
 //! and record runs in the results database ([`record`]). Each runner reports its progress as
 //! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
 
@@ -12,8 +13,10 @@ pub mod host;
 pub mod observer;
 pub mod outcome;
 pub mod record;
+pub mod simulated;
 pub mod sweep;
 pub mod test;
 
 pub use experiment::{Network, StepRunner};
 pub use observer::{Event, Observer};
+pub use simulated::SimulatedNetwork;

@@ -6,7 +6,7 @@ use flowlab_experiment::Step;
 use flowlab_results::IntervalReport;
 use serde_json::Value;
 
-use crate::outcome::{Clocks, FlowOutcome, TrialOutcome};
+use crate::outcome::{Clocks, FlowOutcome, NetworkKind, TrialOutcome};
 
 /// Something a runner did or saw.
 #[derive(Debug)]
@@ -26,12 +26,8 @@ pub enum Event<'a> {
         repetition: u32,
         done: u64,
     },
-    /// An experiment starts: its name, steps and the clocks of its hosts.
-    ExperimentStarted {
-        name: &'a str,
-        steps: usize,
-        clocks: &'a Clocks,
-    },
+    /// An experiment starts.
+    ExperimentStarted(ExperimentStart<'a>),
     /// An experiment's step ended, with each flow's outcome.
     StepFinished {
         step: &'a Step,
@@ -48,6 +44,16 @@ pub enum Event<'a> {
         test: &'a str,
         results: &'a [flowlab_control::TestResult],
     },
+}
+
+/// An experiment about to run: its name, steps, the network its flows run on and the clocks
+/// of its hosts.
+#[derive(Debug, Clone, Copy)]
+pub struct ExperimentStart<'a> {
+    pub name: &'a str,
+    pub steps: usize,
+    pub network: &'a NetworkKind,
+    pub clocks: &'a Clocks,
 }
 
 /// Receives a runner's events.

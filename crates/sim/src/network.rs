@@ -163,6 +163,12 @@ impl SimNetwork {
         &self.model.description
     }
 
+    /// Whether experiment host `host` can run flows here (a host node, by `[hosts]` or by
+    /// its own name); the error says what is wrong in one line.
+    pub fn check_host(&self, host: &str) -> Result<(), SimError> {
+        self.node_of(host).map(|_| ())
+    }
+
     /// The node experiment host `host` runs on.
     fn node_of(&self, host: &str) -> Result<usize, SimError> {
         if let Some(&n) = self.hosts.get(host) {

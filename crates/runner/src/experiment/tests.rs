@@ -7,6 +7,7 @@ struct Bottleneck {
     capacity: f64,
     clocks: Clocks,
     steps: Vec<usize>,
+    kind: NetworkKind,
 }
 
 impl Bottleneck {
@@ -25,6 +26,9 @@ impl Bottleneck {
             capacity,
             clocks,
             steps: Vec::new(),
+            kind: NetworkKind::Lab {
+                name: "fake".into(),
+            },
         }
     }
 }
@@ -55,6 +59,10 @@ fn result(spec: &flowlab_spec::TestSpec, goodput: f64, loss: f64) -> TestResult 
 }
 
 impl StepRunner for Bottleneck {
+    fn network(&self) -> &NetworkKind {
+        &self.kind
+    }
+
     fn clocks(&self) -> &Clocks {
         &self.clocks
     }
@@ -127,9 +135,12 @@ values = ["3M", "9M"]
     let mut net = Bottleneck::new(8e6);
     let mut seen = Vec::new();
     let mut observer = |ev: Event<'_>| match ev {
-        Event::ExperimentStarted { steps, clocks, .. } => {
-            seen.push(format!("start {steps} {}", clocks.len()))
-        }
+        Event::ExperimentStarted(s) => seen.push(format!(
+            "start {} {} {}",
+            s.steps,
+            s.clocks.len(),
+            s.network
+        )),
         Event::StepFinished { step, flows } => {
             seen.push(format!("step {} {}", step.index, flows.len()))
         }
@@ -139,7 +150,13 @@ values = ["3M", "9M"]
     assert_eq!(net.steps, [0, 1, 2, 3]);
     assert_eq!(
         seen,
-        ["start 4 2", "step 0 1", "step 1 1", "step 2 1", "step 3 1"]
+        [
+            "start 4 2 lab fake",
+            "step 0 1",
+            "step 1 1",
+            "step 2 1",
+            "step 3 1"
+        ]
     );
     assert_eq!(
         out.failed(),
@@ -159,6 +176,7 @@ values = ["3M", "9M"]
     assert_eq!(doc["run"], 7);
     assert_eq!(doc["flows"][1]["error"], "agent lost");
     assert_eq!(doc["clocks"]["10.0.0.2:9470"]["offset_ns"], 2_000_000);
+    assert_eq!(doc["network"], json!({"kind": "lab", "name": "fake"}));
     assert_eq!(point_of(fast)["offered_bps"], json!(9e6));
     assert_eq!(point_of(fast)["flow"], "x");
 }
@@ -242,4 +260,57 @@ serial = ["x"]
     let s = steps(&e, &lab);
     assert_eq!(s[0].flows[0].client_agent, "10.0.0.1:9470");
     assert_eq!(s[0].flows[0].server_agent, "[fd00::2]:9470");
+}
+
+/// Three sources in lockstep at 16.2 Mbit/s into 10 Mb/s: the full queue serves them in a
+/// fixed order, and the last is starved after its first 50-odd packets. Its goodput over its
+/// own short span would lift the sum above the link; over the trial's span it does not.
+#[test]
+fn a_starved_flow_counts_for_what_it_delivered() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/experiments/lab-three-offered-load.toml"
+    ))
+    .unwrap();
+    let text = text.replace("full_rate = \"6M\"", "full_rate = \"5400k\"");
+    let e = flowlab_experiment::load(&text).unwrap();
+    let network = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/sim/lab-three.toml"
+    );
+    let network_text = std::fs::read_to_string(network).unwrap();
+    let mut net = crate::SimulatedNetwork::new(network, &network_text, &e).unwrap();
+    let outcomes = run_step(&steps(&e, &BTreeMap::new())[0], &mut net);
+    let summed: f64 = outcomes
+        .iter()
+        .map(|o| o.result.as_ref().unwrap().summary.receiver_goodput_bps)
+        .sum();
+    let trial = trial_outcome(0, 16_200_000, &outcomes).unwrap();
+    let capacity = 10e6 * 1000.0 / 1028.0;
+    assert!(
+        summed > capacity * 1.02,
+        "{summed}: the lockstep no longer starves a flow"
+    );
+    assert!(
+        (trial.goodput_bps / capacity - 1.0).abs() < 0.02,
+        "{}",
+        trial.goodput_bps
+    );
+    assert!(trial.loss > 0.3, "{}", trial.loss);
+}
+
+#[test]
+fn a_target_is_real_a_lab_or_a_simulation_never_two() {
+    let sim = Path::new("n.toml");
+    assert_eq!(Target::from_flags(None, None).unwrap(), Target::Real);
+    assert_eq!(
+        Target::from_flags(Some("three"), None).unwrap(),
+        Target::Lab("three")
+    );
+    assert_eq!(
+        Target::from_flags(None, Some(sim)).unwrap(),
+        Target::Sim(sim)
+    );
+    let both = Target::from_flags(Some("three"), Some(sim)).unwrap_err();
+    assert_eq!(both.to_string(), "--lab and --sim exclude each other");
 }

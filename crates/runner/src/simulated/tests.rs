@@ -1,0 +1,232 @@
+use std::collections::BTreeMap;
+
+use flowlab_results::Role;
+use serde_json::json;
+
+use super::*;
+use crate::experiment::{run_experiment, steps, ExperimentOutcome};
+
+fn example(path: &str) -> String {
+    let path = format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn experiment(text: &str) -> Experiment {
+    flowlab_experiment::load(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `experiment` on the network file `network` (a path under examples/).
+fn run_on(experiment: &Experiment, network: &str) -> ExperimentOutcome {
+    let mut net = SimulatedNetwork::new(network, &example(network), experiment).unwrap();
+    let steps = steps(experiment, &BTreeMap::new());
+    run_experiment(
+        experiment,
+        &steps,
+        &BTreeMap::new(),
+        &mut net,
+        &mut |_: crate::Event<'_>| {},
+    )
+    .unwrap()
+}
+
+const PAIR: &str = r#"
+[experiment]
+name = "pair"
+
+[[host]]
+name = "a"
+address = "10.0.0.1"
+
+[[host]]
+name = "b"
+address = "10.0.0.2"
+"#;
+
+#[test]
+fn a_step_becomes_the_documents_a_real_client_writes() {
+    let e = experiment(&format!(
+        "{PAIR}
+[[flow]]
+name = \"half\"
+from = \"a\"
+to = \"b\"
+rate = \"5M\"
+size = \"1000B\"
+duration = \"1s\"
+
+[[flow]]
+name = \"back\"
+from = \"a\"
+to = \"b\"
+mode = \"reverse\"
+rate = \"1M\"
+size = \"500B\"
+duration = \"1s\"
+
+[plan]
+parallel = [\"half\", \"back\"]
+"
+    ));
+    let out = run_on(&e, "examples/sim/bottleneck.toml");
+    assert_eq!(out.failed(), 0);
+    let half = out.flows[0].result.as_ref().unwrap();
+    assert_eq!(
+        half.target, "10.0.0.2:9470",
+        "the agent as the file names it"
+    );
+    assert_eq!(half.agent_address, "b", "the node that served");
+    assert_eq!(half.summary.sender, "client");
+    assert_eq!(half.summary.packets_sent, 625);
+    assert_eq!(half.summary.packets_lost, 0);
+    let goodput = half.summary.receiver_goodput_bps;
+    assert!((goodput / 5e6 - 1.0).abs() < 0.01, "{goodput}");
+    assert_eq!(half.agent.as_ref().unwrap().role, Role::Receiver);
+    assert!(half.error.is_none());
+    let back = out.flows[1].result.as_ref().unwrap();
+    assert_eq!(back.summary.sender, "agent");
+    assert_eq!(back.summary.packets_received, 250);
+    // One virtual clock: one-way delays are exact (10 Mb/s serialises 1028 B in 822.4 µs).
+    let one_way = out.flows[0].one_way.unwrap();
+    assert!(one_way.valid && one_way.bound_ns == 0.0);
+    assert!((one_way.min_ns - 822_400.0).abs() < 1_000.0, "{one_way:?}");
+}
+
+#[test]
+fn the_network_is_recorded_with_the_hash_of_its_text() {
+    let e = experiment(&format!(
+        "{PAIR}
+[[flow]]
+name = \"x\"
+from = \"a\"
+to = \"b\"
+rate = \"1M\"
+duration = \"200ms\"
+
+[plan]
+serial = [\"x\"]
+"
+    ));
+    let out = run_on(&e, "examples/sim/bottleneck.toml");
+    let NetworkKind::Sim { file, name, sha256 } = &out.network else {
+        panic!("{:?}", out.network);
+    };
+    assert_eq!(
+        (file.as_str(), name.as_str()),
+        ("examples/sim/bottleneck.toml", "bottleneck")
+    );
+    assert_eq!(sha256.len(), 64);
+    assert_eq!(
+        sha256,
+        &sha256_hex(&example("examples/sim/bottleneck.toml"))
+    );
+    assert_ne!(sha256, &sha256_hex(&example("examples/sim/lab-three.toml")));
+    let doc = out.to_json(None);
+    assert_eq!(doc["network"]["kind"], "sim");
+    assert_eq!(doc["network"]["sha256"], json!(sha256));
+    assert_eq!(
+        out.network.to_string(),
+        format!(
+            "sim examples/sim/bottleneck.toml (bottleneck, sha256 {})",
+            &sha256[..12]
+        )
+    );
+}
+
+#[test]
+fn sha256_matches_its_test_vector() {
+    assert_eq!(
+        sha256_hex("abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+}
+
+#[test]
+fn a_host_the_network_lacks_is_one_line_naming_it() {
+    let e = experiment(&format!(
+        "{PAIR}
+[[host]]
+name = \"c\"
+address = \"10.0.0.3\"
+
+[[flow]]
+name = \"x\"
+from = \"a\"
+to = \"b\"
+duration = \"1s\"
+
+[plan]
+serial = [\"x\"]
+"
+    ));
+    let net = "examples/sim/bottleneck.toml";
+    let err = SimulatedNetwork::new(net, &example(net), &e)
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err,
+        "examples/sim/bottleneck.toml: host c is not in the network \
+         (add it to [hosts] or as a host node)"
+    );
+    let bad = SimulatedNetwork::new("bad.toml", "[network]\nnoise = 1\n", &e)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(bad.starts_with("bad.toml:2: "), "{bad}");
+    assert_eq!(bad.lines().count(), 1);
+}
+
+#[test]
+fn a_flow_the_simulator_refuses_fails_its_step() {
+    let e = experiment(&format!(
+        "{PAIR}
+[[flow]]
+name = \"ok\"
+from = \"a\"
+to = \"b\"
+duration = \"1s\"
+
+[[flow]]
+name = \"paced-tcp\"
+from = \"a\"
+to = \"b\"
+protocol = \"tcp\"
+rate = \"1M\"
+duration = \"1s\"
+
+[plan]
+parallel = [\"ok\", \"paced-tcp\"]
+"
+    ));
+    let out = run_on(&e, "examples/sim/bottleneck.toml");
+    assert_eq!(out.failed(), 2);
+    let err = out.flows[0].result.as_ref().unwrap_err();
+    assert!(
+        err.starts_with("simulation: flow paced-tcp: a rate"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_rfc2544_example_finds_a_throughput_just_under_the_link() {
+    let e = experiment(&example("examples/experiments/lab-bottleneck-rfc2544.toml"));
+    let out = run_on(&e, "examples/sim/bottleneck.toml");
+    assert_eq!(out.failed(), 0);
+    let found = out.search.as_ref().unwrap()["rate_bps"].as_u64().unwrap();
+    // 9.73 Mbit/s of payload fills 10 Mb/s; a 1.5 s trial a little above it fits the queue.
+    assert!((9_500_000..10_000_000).contains(&found), "{found}");
+}
+
+#[test]
+fn the_offered_load_example_saturates_the_bottleneck() {
+    let e = experiment(&example("examples/experiments/lab-three-offered-load.toml"));
+    let out = run_on(&e, "examples/sim/lab-three.toml");
+    assert_eq!(out.failed(), 0);
+    let search = out.search.as_ref().unwrap();
+    // 50 % of 3 × 6 Mbit/s fits 10 Mb/s, 60 % overflows the 64 KiB queue within 1.5 s.
+    assert_eq!(search["lossless_offered_bps"], 9_000_000);
+    for key in ["peak_bps", "full_load_bps"] {
+        let bps = search[key].as_f64().unwrap();
+        assert!((9.5e6..10e6).contains(&bps), "{key} {bps}");
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use flowlab_runner::demo;
+use flowlab_runner::{demo, format};
 
 use crate::args::DemoArgs;
 use crate::terminal::{Output, Terminal};
@@ -14,11 +14,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     demo.save(&args.out)?;
     println!("\nAll results (JSON): {}", args.out.display());
     let id = demo.store(args.db.as_deref(), &args.report)?;
-    println!(
-        "Stored as run {id}. Report (round trip, loss and CPU against packet size, UDP and TCP, \
-         with 95% confidence intervals): {}",
-        args.report.display()
-    );
+    println!("{}", format::demo_stored(id, &args.report));
     if let Some(e) = demo.failure {
         anyhow::bail!("demo stopped: {e}");
     }

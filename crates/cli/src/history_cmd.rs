@@ -5,8 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use flowlab_runner::format;
-use flowlab_runner::record::open_store;
+use flowlab_runner::record;
 use flowlab_store::RunId;
 
 #[derive(clap::Args, Debug)]
@@ -21,14 +20,8 @@ pub struct HistoryArgs {
 
 /// `flowlab history`: the newest runs.
 pub fn run_history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(args.db.as_deref())?;
-    let runs = store.list_runs(args.limit)?;
-    let mut out = std::io::stdout().lock();
-    if runs.is_empty() {
-        writeln!(out, "no runs yet in {}", store.path())?;
-    } else {
-        write!(out, "{}", format::history_table(&runs))?;
-    }
+    let text = record::history_text(args.db.as_deref(), args.limit)?;
+    write!(std::io::stdout().lock(), "{text}")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -46,18 +39,8 @@ pub struct ShowArgs {
 
 /// `flowlab show RUN`: one run's parameters, environment and results table.
 pub fn run_show(args: ShowArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(args.db.as_deref())?;
-    let run = store.load_run(args.run)?;
-    let names = if args.metrics.is_empty() {
-        Vec::new()
-    } else {
-        flowlab_report::metrics::resolve(&args.metrics, &run.metric_names())?
-    };
-    write!(
-        std::io::stdout().lock(),
-        "{}",
-        format::show_run(&run, &names)
-    )?;
+    let text = record::show_text(args.db.as_deref(), args.run, &args.metrics)?;
+    write!(std::io::stdout().lock(), "{text}")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -83,6 +66,6 @@ pub struct ExportArgs {
 /// `flowlab export RUN --csv|--json`.
 pub fn run_export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let (db, out) = (args.db.as_deref(), args.output.as_deref());
-    flowlab_runner::record::export(db, args.run, args.csv, out)?;
+    record::export(db, args.run, args.csv, out)?;
     Ok(ExitCode::SUCCESS)
 }

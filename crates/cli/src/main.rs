@@ -23,16 +23,7 @@ fn main() -> ExitCode {
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
         Err(e) => {
             // One line, like every other error: clap's first line, without its own prefix.
-            let text = e.to_string();
-            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-            let mut line = lines
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ")
-                .to_string();
-            if line.ends_with(':') {
-                line = format!("{line} {}", lines.next().unwrap_or_default());
-            }
+            let line = flowlab_runner::format::one_line_error(&e.to_string());
             eprintln!("flowlab: error: {line} (see --help)");
             return ExitCode::from(2);
         }

@@ -4,37 +4,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use flowlab_report::{PlotKind, PlotRequest};
 use flowlab_store::RunId;
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Kind {
-    /// Metric means against a swept parameter, 95 % confidence intervals as error bars.
-    Lines,
-    /// Per-interval values over time (tests run with --interval).
-    Timeseries,
-    /// Packet delay histogram (runs with a packet log).
-    Histogram,
-    /// Packet delay CDF.
-    Cdf,
-    /// Lost packets against packet index.
-    LossIndex,
-    /// Packet delay against send time.
-    DelayTime,
-}
-
-impl From<Kind> for PlotKind {
-    fn from(k: Kind) -> PlotKind {
-        match k {
-            Kind::Lines => PlotKind::Lines,
-            Kind::Timeseries => PlotKind::TimeSeries,
-            Kind::Histogram => PlotKind::Histogram,
-            Kind::Cdf => PlotKind::Cdf,
-            Kind::LossIndex => PlotKind::LossIndex,
-            Kind::DelayTime => PlotKind::DelayTime,
-        }
-    }
+/// `--kind`'s values, each with what it shows (in `--help`).
+fn kinds() -> impl TypedValueParser<Value = PlotKind> {
+    let values = PlotKind::ALL.map(|(_, name, shows)| PossibleValue::new(name).help(shows));
+    PossibleValuesParser::new(values).try_map(|name| name.parse::<PlotKind>())
 }
 
 #[derive(clap::Args, Debug)]
@@ -50,8 +27,8 @@ pub struct PlotArgs {
     /// One line per value of these parameters (lines).
     #[arg(long, value_delimiter = ',')]
     pub by: Vec<String>,
-    #[arg(long, value_enum, default_value = "lines")]
-    pub kind: Kind,
+    #[arg(long, value_parser = kinds(), default_value = "lines")]
+    pub kind: PlotKind,
     /// Point whose packet log to plot (index in `flowlab show`); default: the first with one.
     #[arg(long)]
     pub point: Option<usize>,
@@ -66,7 +43,7 @@ pub struct PlotArgs {
 /// `flowlab plot RUN ...`.
 pub fn run_plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
     let req = PlotRequest {
-        kind: args.kind.into(),
+        kind: args.kind,
         x: args.x,
         ys: args.y,
         by: args.by,

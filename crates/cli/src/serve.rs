@@ -1,10 +1,8 @@
 //! `flowlab serve`: the agent.
 
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use flowlab_control::{load_key, AgentConfig, AgentStats, ConnLimits, Limits};
+use flowlab_control::{load_key, AgentConfig, ConnLimits, Limits};
 use flowlab_runner::{format, host};
 
 use crate::args::ServeArgs;
@@ -21,7 +19,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.stamp_only {
         // The reflector (`--stamp-only` requires `--stamp`) runs alone until Ctrl-C.
         flowlab_sys::signal::interrupt_flag();
-        return reflector.map_or(Ok(ExitCode::SUCCESS), |r| r.finish(true));
+        return reflector.map_or(Ok(ExitCode::SUCCESS), |r| {
+            crate::stamp_cmd::finish_reflector(r, true)
+        });
     }
     let config = AgentConfig {
         limits: Limits {
@@ -41,16 +41,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     flowlab_sys::signal::interrupt_flag();
     eprint!("{}", format::agent_banner(listener.local_addr()?, &config));
     let quiet = args.quiet;
-    let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
+    let stats = host::serve_agent(listener, config, move |line| {
         if !quiet {
             eprintln!("{line}");
         }
-    });
-    let stats = Arc::new(AgentStats::default());
-    let stop = AtomicBool::new(false);
-    flowlab_control::serve(listener, config, stats.clone(), &stop, log)?;
+    })?;
     if let Some(reflector) = reflector {
-        reflector.finish(false)?;
+        crate::stamp_cmd::finish_reflector(reflector, false)?;
     }
     eprintln!("{}", format::agent_stopping(&stats));
     Ok(ExitCode::SUCCESS)

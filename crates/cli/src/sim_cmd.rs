@@ -1,13 +1,13 @@
 //! `flowlab sim FILE`: a scenario run in virtual time by the deterministic simulator.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use flowlab_units::parse_duration;
+
+use crate::terminal::print_result;
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
@@ -28,28 +28,10 @@ pub struct SimArgs {
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
-    let name = args.file.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?;
-    let mut scenario =
-        flowlab_sim::load(&text).map_err(|e| anyhow::anyhow!("{}", e.with_file(&name)))?;
-    if let Some(d) = args.duration {
-        if d.is_zero() {
-            anyhow::bail!("invalid duration: must be above 0 s");
-        }
-        scenario.set_duration_ns(d.as_nanos().min(u128::from(u64::MAX)) as u64);
-    }
-    let report = flowlab_sim::run(&scenario, args.seed);
+    let report = flowlab_runner::simulated::run_scenario(&args.file, args.seed, args.duration)?;
     let json = flowlab_sim::to_json(&report);
-    if let Some(path) = &args.output {
-        std::fs::write(path, format!("{json}\n"))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(out, "{json}")?;
-    } else {
-        write!(out, "{}", flowlab_sim::render_human(&report))?;
-    }
+    print_result(&json, args.output.as_deref(), args.json, || {
+        flowlab_sim::render_human(&report)
+    })?;
     Ok(ExitCode::SUCCESS)
 }

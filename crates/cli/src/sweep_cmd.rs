@@ -3,12 +3,10 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
 use clap::Parser as _;
 use flowlab_control::load_key;
 use flowlab_runner::format;
-use flowlab_runner::sweep::{self, Ending, NetworkPoints, SweepJob};
-use flowlab_store::RunId;
+use flowlab_runner::sweep::{self, NetworkPoints, SweepJob};
 
 use crate::args::{SweepArgs, TestArgs};
 use crate::terminal::{Output, Terminal};
@@ -62,19 +60,16 @@ struct BaseTest {
 fn base_test(target: &str, flags: &[String]) -> anyhow::Result<TestArgs> {
     let argv = std::iter::once(target.to_string()).chain(flags.iter().cloned());
     let parsed = BaseTest::try_parse_from(argv).map_err(|e| {
-        let text = e.to_string();
-        let line = text.lines().next().unwrap_or_default();
-        anyhow::anyhow!("invalid test flags: {}", line.trim_start_matches("error: "))
+        anyhow::anyhow!(
+            "invalid test flags: {}",
+            format::one_line_error(&e.to_string())
+        )
     })?;
     Ok(parsed.test)
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
-    let axes = args
-        .vary
-        .iter()
-        .map(|v| sweep::parse_vary(v))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let axes = sweep::parse_axes(&args.vary)?;
     let varied: Vec<&str> = axes.iter().map(|a| a.param.name()).collect();
     let test_flags = base_flags(&args, &varied);
     let base = base_test(&args.target, &test_flags)?;
@@ -82,12 +77,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(warning) = sweep::protocol_defaults_warning(&axes, &start) {
         eprintln!("{warning}");
     }
-    let points = sweep::points(&axes, |point| {
-        let mut spec = start.spec(point)?;
-        // The sweep stores the records in the database.
-        spec.packet_log = args.packet_log;
-        Ok(spec)
-    })?;
+    // The sweep stores the packet records in the database.
+    let points = sweep::points_on(&axes, &start, args.packet_log)?;
     let job = SweepJob {
         target: args.target.clone(),
         vary: args.vary.clone(),
@@ -113,29 +104,11 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     terminal.clear();
     let outcome = outcome?;
     print!("{}", format::sweep_summary(&outcome, &args.show));
-    let id = outcome.run_id;
-    conclude(outcome.ending, outcome.finished, id)
-}
-
-/// The exit code and the one line on stderr of a sweep that ended as `ending`.
-fn conclude(
-    ending: Ending,
-    finished: flowlab_store::Result<()>,
-    run_id: RunId,
-) -> anyhow::Result<ExitCode> {
-    let resume = format!("continue with --resume {run_id}");
-    match ending {
-        Ending::Complete => {
-            finished.with_context(|| format!("run {run_id} not marked complete"))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Ending::Interrupted => {
-            eprintln!("flowlab: interrupted: finished points are stored; {resume}");
-            Ok(ExitCode::from(130))
-        }
-        Ending::Failed(e) => bail!("sweep stopped at {e}; finished points are stored, {resume}"),
-        Ending::NotStored(e) => {
-            bail!("sweep stopped: {e}; {resume} once the database takes writes again")
-        }
-    }
+    let ending = outcome
+        .ending
+        .conclusion(outcome.finished, outcome.run_id)?;
+    Ok(ending.map_or(ExitCode::SUCCESS, |interrupted| {
+        eprintln!("{interrupted}");
+        ExitCode::from(130)
+    }))
 }

@@ -1,82 +1,71 @@
 //! `flowlab test`: one test against an agent.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use flowlab_control::{load_key, TestOptions, TestRun};
 use flowlab_runner::format;
 use flowlab_runner::sweep::PointBase;
-use flowlab_spec::{Direction, Param, Protocol, SocketOptions, TestSpec};
+use flowlab_spec::{Direction, Param, ParamValue, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
-use crate::terminal::{Output, Terminal};
+use crate::terminal::{conclude, print_result, Output, Terminal};
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
-    let spec = spec_of_flags(args)?;
+    let spec = point_base(args)?.spec;
     spec.validate()
         .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
     Ok(spec)
 }
 
-/// The test the flags describe, not yet validated.
-fn spec_of_flags(args: &TestArgs) -> anyhow::Result<TestSpec> {
-    let named = traffic_text(args)
-        .map(|t| TrafficSpec::parse(&t))
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
-    // A TCP application's traffic (rr, crr, the TCP presets) goes over TCP unless told otherwise.
-    let prefers_tcp = named.as_ref().is_some_and(TrafficSpec::prefers_tcp);
+/// The test the flags describe, not yet validated, and which parameters they give (a
+/// sweep's points start from it). The flags others' defaults follow (traffic, protocol,
+/// size, rate, duration, flows) are set as a sweep sets a point's.
+pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
+    use ParamValue as V;
+    let invalid_traffic = |e: &dyn std::fmt::Display| anyhow::anyhow!("invalid traffic: {e}");
+    let mut point = Vec::new();
+    if let Some(text) = traffic_text(args) {
+        let model = TrafficSpec::parse(&text).map_err(|e| invalid_traffic(&e))?;
+        point.push((Param::Traffic, V::Traffic(model)));
+    }
     let protocol = match (args.tcp, args.udp, args.proto) {
-        (true, _, _) | (_, _, Some(Proto::Tcp)) => Protocol::Tcp,
-        (_, true, _) | (_, _, Some(Proto::Udp)) => Protocol::Udp,
-        (_, _, None) if prefers_tcp => Protocol::Tcp,
-        (_, _, None) => Protocol::Udp,
-        (_, _, Some(Proto::Raw)) => Protocol::Raw,
+        (true, _, _) | (_, _, Some(Proto::Tcp)) => Some(Protocol::Tcp),
+        (_, true, _) | (_, _, Some(Proto::Udp)) => Some(Protocol::Udp),
+        (_, _, Some(Proto::Raw)) => Some(Protocol::Raw),
+        (_, _, None) => None,
     };
-    let transactions = named.as_ref().is_some_and(|t| t.transactions().is_some());
+    point.extend(protocol.map(|p| (Param::Protocol, V::Protocol(p))));
+    if let Some(size) = args.size {
+        u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
+        point.push((Param::Size, V::Bytes(size)));
+    }
+    if let Some(rate) = args.rate {
+        let bps = match rate {
+            Rate::Max => None,
+            Rate::BitsPerSec(r) => Some(r),
+        };
+        point.push((Param::Rate, V::Rate(bps)));
+    }
+    let nanos = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
+    point.extend(
+        args.duration
+            .map(|d| (Param::Duration, V::Duration(nanos(d)))),
+    );
+    if args.flows != 1 {
+        point.push((Param::Flows, V::Number(u64::from(args.flows))));
+    }
     let direction = match (args.reverse, args.mode) {
         (true, _) => Direction::Reverse,
         (false, Mode::Oneway) => Direction::Oneway,
         (false, Mode::Loopback) => Direction::Loopback,
     };
-    let defaults = TestSpec::new(protocol, direction);
-    let rate = args.rate.unwrap_or(match defaults.rate_bps {
-        Some(r) if !transactions => Rate::BitsPerSec(r),
-        _ => Rate::Max,
-    });
-    let size = args.size.unwrap_or(u64::from(defaults.size));
-    let size =
-        u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
-    let duration = match (args.duration, args.count) {
-        (None, None) => defaults.duration_ns.map(Duration::from_nanos),
-        (d, _) => d,
-    };
-    let traffic = traffic_from_args(args, &rate, size)?;
-    // Each sub-flow of a preset (audio, video) is a flow of its own.
-    let flows = match &traffic {
-        Some(t) if args.flows == 1 && !transactions => {
-            flowlab_runner::defaults::model_flows(t, args.seed)
-        }
-        _ => args.flows,
-    };
-    let spec = TestSpec {
-        protocol,
-        direction,
-        rate_bps: match rate {
-            Rate::Max => None,
-            Rate::BitsPerSec(r) => Some(r),
-        },
-        size,
-        duration_ns: duration.map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64),
+    let base = TestSpec {
         count: args.count,
-        interval_ns: args.interval.map(|i| i.as_nanos() as u64),
-        flows,
-        client_udp_ports: Vec::new(),
-        raw: None,
+        interval_ns: args.interval.map(nanos),
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
         socket: SocketOptions {
@@ -94,11 +83,22 @@ fn spec_of_flags(args: &TestArgs) -> anyhow::Result<TestSpec> {
             window_clamp: args.window_clamp,
             read_rate_bps: args.read_rate,
         },
-        traffic,
         seed: args.seed,
         authenticated_packets: args.auth_packets,
+        ..TestSpec::new(Protocol::Udp, direction)
     };
-    Ok(spec)
+    let flags = PointBase {
+        spec: base,
+        given: Vec::new(),
+    };
+    let mut spec = flags.fill(&point)?;
+    // Files read and embedded, so the agent needs none.
+    if let Some(t) = &spec.traffic {
+        let embedded = flowlab_runner::test::embed_files(t).map_err(|e| invalid_traffic(&e))?;
+        spec.traffic = Some(embedded);
+    }
+    let given = point.into_iter().map(|(param, _)| param).collect();
+    Ok(PointBase { spec, given })
 }
 
 /// The `--traffic` text, or the `--preset` as one.
@@ -108,50 +108,6 @@ fn traffic_text(args: &TestArgs) -> Option<String> {
         (None, Some(p)) => Some(format!("preset:{p}")),
         (None, None) => None,
     }
-}
-
-/// The traffic model the flags name, with files read and embedded so the agent needs none.
-fn traffic_from_args(
-    args: &TestArgs,
-    rate: &Rate,
-    size: u32,
-) -> anyhow::Result<Option<TrafficSpec>> {
-    let Some(text) = traffic_text(args) else {
-        return Ok(None);
-    };
-    let rate = match rate {
-        Rate::BitsPerSec(r) => *r,
-        Rate::Max => 1_000_000,
-    };
-    let spec = TrafficSpec::parse(&text)
-        .map_err(anyhow::Error::from)
-        .and_then(|t| flowlab_runner::test::embed_files(&t.with_defaults(rate, size)))
-        .map_err(|e| anyhow::anyhow!("invalid traffic: {e}"))?;
-    Ok(Some(spec))
-}
-
-/// The test a sweep's points start from: the flags common to every point, and which
-/// parameters they give.
-pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
-    let given = [
-        (
-            Param::Protocol,
-            args.tcp || args.udp || args.proto.is_some(),
-        ),
-        (Param::Size, args.size.is_some()),
-        (Param::Rate, args.rate.is_some()),
-        (Param::Duration, args.duration.is_some()),
-        // A preset gives its own flows unless told otherwise.
-        (Param::Flows, args.flows != 1),
-    ];
-    Ok(PointBase {
-        spec: spec_of_flags(args)?,
-        given: given
-            .into_iter()
-            .filter(|(_, g)| *g)
-            .map(|(p, _)| p)
-            .collect(),
-    })
 }
 
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
@@ -181,40 +137,65 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
     let stored = store(&args, &options, &run);
-    let mut stdout = std::io::stdout().lock();
-    match output {
-        Output::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&run.result)?)?,
-        Output::JsonStream => writeln!(stdout, "{}", format::stream_line("result", &run.result))?,
-        Output::Human => write!(stdout, "{}", format::render(&run.result))?,
-    }
-    stdout.flush()?;
-    if let Some(e) = &run.result.error {
-        eprintln!("flowlab: error: {e} (results above cover the test up to then)");
-        return Ok(ExitCode::from(1));
-    }
-    if run.result.interrupted {
-        eprintln!("flowlab: interrupted: results above cover the test up to then");
-        return Ok(ExitCode::from(130));
-    }
-    Ok(if stored {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let json = match output {
+        Output::JsonStream => format::stream_line("result", &run.result),
+        _ => serde_json::to_string_pretty(&run.result)?,
+    };
+    print_result(&json, None, output != Output::Human, || {
+        format::render(&run.result)
+    })?;
+    let ending = conclude(run.result.error.as_deref(), run.result.interrupted, "test");
+    Ok(ending.unwrap_or(ExitCode::from(u8::from(!stored))))
 }
 
 /// Records the test in the results database unless `--no-store`; false, with the reason said
 /// in one line, when it could not.
 fn store(args: &TestArgs, options: &TestOptions, run: &TestRun) -> bool {
-    if args.no_store {
-        return true;
-    }
-    match flowlab_runner::record::store_single_test(args.db.as_deref(), options, run) {
+    let stored = match args.no_store {
+        true => return true,
+        false => flowlab_runner::record::store_single_test(args.db.as_deref(), options, run),
+    };
+    match &stored {
         Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
-        Err(e) => {
-            eprintln!("flowlab: error: result not stored: {e:#}");
-            return false;
+        Err(e) => eprintln!("flowlab: error: result not stored: {e:#}"),
+    }
+    stored.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::args::{Cli, Command};
+
+    fn flags(line: &str) -> TestArgs {
+        let argv = format!("flowlab test 127.0.0.1 {line}");
+        match Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        {
+            Command::Test(args) => *args,
+            _ => unreachable!("a test"),
         }
     }
-    true
+
+    #[test]
+    fn what_the_flags_leave_follows_what_they_give() {
+        let preset = spec_from_args(&flags("--preset videoconf-1998")).unwrap();
+        assert_eq!((preset.protocol, preset.flows), (Protocol::Udp, 2));
+        let rr = spec_from_args(&flags("--traffic rr:request=64,response=1k")).unwrap();
+        assert_eq!(
+            (rr.protocol, rr.rate_bps, rr.flows),
+            (Protocol::Tcp, None, 1)
+        );
+        let counted = spec_from_args(&flags("--tcp --count 5")).unwrap();
+        let tcp_size = flowlab_spec::default_size(Protocol::Tcp);
+        assert_eq!((counted.duration_ns, counted.size), (None, tcp_size));
+        let base = point_base(&flags("--rate 2M -P 3 --mode loopback")).unwrap();
+        assert_eq!(base.given, [Param::Rate, Param::Flows]);
+        assert_eq!(base.spec.direction, Direction::Loopback);
+        let huge = spec_from_args(&flags("--size 9000000000")).unwrap_err();
+        assert_eq!(huge.to_string(), "invalid size: 9000000000 B is too large");
+    }
 }

@@ -47,6 +47,50 @@ pub enum PlotKind {
     DelayTime,
 }
 
+impl PlotKind {
+    /// Every kind, by the name people type and with what it shows.
+    pub const ALL: [(PlotKind, &'static str, &'static str); 6] = [
+        (
+            PlotKind::Lines,
+            "lines",
+            "Metric means against a swept parameter, 95 % confidence intervals as error bars",
+        ),
+        (
+            PlotKind::TimeSeries,
+            "timeseries",
+            "Per-interval values over time (tests run with --interval)",
+        ),
+        (
+            PlotKind::Histogram,
+            "histogram",
+            "Packet delay histogram (runs with a packet log)",
+        ),
+        (PlotKind::Cdf, "cdf", "Packet delay CDF"),
+        (
+            PlotKind::LossIndex,
+            "loss-index",
+            "Lost packets against packet index",
+        ),
+        (
+            PlotKind::DelayTime,
+            "delay-time",
+            "Packet delay against send time",
+        ),
+    ];
+}
+
+impl std::str::FromStr for PlotKind {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<PlotKind, String> {
+        let known = PlotKind::ALL.iter().find(|(_, n, _)| *n == name);
+        known.map(|(kind, _, _)| *kind).ok_or_else(|| {
+            let names: Vec<&str> = PlotKind::ALL.iter().map(|(_, n, _)| *n).collect();
+            format!("unknown plot kind '{name}' (expected {})", names.join(", "))
+        })
+    }
+}
+
 /// A plot request, as `flowlab plot` takes it.
 #[derive(Debug, Clone)]
 pub struct PlotRequest {

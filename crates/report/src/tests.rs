@@ -88,3 +88,17 @@ fn plotting_unknown_things_says_what_exists() {
         .unwrap()
         .starts_with("<svg"));
 }
+
+#[test]
+fn plot_kinds_by_the_names_people_type() {
+    assert_eq!("loss-index".parse::<PlotKind>(), Ok(PlotKind::LossIndex));
+    assert_eq!("timeseries".parse::<PlotKind>(), Ok(PlotKind::TimeSeries));
+    for (kind, name, _) in PlotKind::ALL {
+        assert_eq!(name.parse::<PlotKind>(), Ok(kind));
+    }
+    let e = "pie".parse::<PlotKind>().unwrap_err();
+    assert!(
+        e.starts_with("unknown plot kind 'pie' (expected lines, timeseries"),
+        "{e}"
+    );
+}

@@ -675,6 +675,15 @@ pub fn demo_intro(agent: std::net::SocketAddr) -> String {
     format!("flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, UDP and TCP, loopback) and Test 3 (round trip at {} packets/s)\n", crate::demo::TEST3_PACKETS_PER_SEC)
 }
 
+/// The demo's last line: where its run is stored and its report written.
+pub fn demo_stored(run: flowlab_store::RunId, report: &std::path::Path) -> String {
+    format!(
+        "Stored as run {run}. Report (round trip, loss and CPU against packet size, UDP and TCP, \
+         with 95% confidence intervals): {}",
+        report.display()
+    )
+}
+
 /// The head of the demo's table.
 pub fn demo_header() -> String {
     format!(
@@ -825,10 +834,36 @@ pub fn agent_stopping(stats: &AgentStats) -> String {
     )
 }
 
+/// A flag parser's error as one line: its first line without its own `error: ` prefix, and
+/// the next line too when the first ends in a colon.
+pub fn one_line_error(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let line = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ");
+    match line.ends_with(':') {
+        true => format!("{line} {}", lines.next().unwrap_or_default()),
+        false => line.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use flowlab_store::{Environment, RunStatus};
+
+    #[test]
+    fn a_parsers_error_in_one_line() {
+        let unknown = "error: unexpected argument '--x' found\n\n  tip: ...\n\nUsage: flowlab";
+        assert_eq!(one_line_error(unknown), "unexpected argument '--x' found");
+        let listed = "error: the following required arguments were not provided:\n  <TARGET>\n";
+        assert_eq!(
+            one_line_error(listed),
+            "the following required arguments were not provided: <TARGET>"
+        );
+        assert_eq!(one_line_error(""), "");
+    }
 
     #[test]
     fn formats_utc_times() {

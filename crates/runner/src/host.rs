@@ -3,8 +3,11 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::Context;
+use flowlab_control::{AgentConfig, AgentStats};
 use flowlab_netns::lab::{self, LabSpec, LabState, UpOptions};
 
 /// Binds the control listener. The default `::` is dual-stack (IPv6 and IPv4); on a host
@@ -23,6 +26,19 @@ pub fn bind(ip: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
         }
         Err(e) => Err(e).with_context(|| format!("cannot listen on {addr}")),
     }
+}
+
+/// Runs the agent on `listener` until the process is interrupted, each line of its log to
+/// `log`; returns what it did.
+pub fn serve_agent(
+    listener: TcpListener,
+    config: AgentConfig,
+    log: impl Fn(String) + Send + Sync + 'static,
+) -> anyhow::Result<Arc<AgentStats>> {
+    let stats = Arc::new(AgentStats::default());
+    let never = AtomicBool::new(false);
+    flowlab_control::serve(listener, config, stats.clone(), &never, Arc::new(log))?;
+    Ok(stats)
 }
 
 /// Pins this process to `cpus` (`--cpus`), before it starts any thread.

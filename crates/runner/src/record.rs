@@ -95,6 +95,27 @@ pub fn store_single_test(
     store_test_run(db, "test", &params, &[(serde_json::json!({}), 0, run)])
 }
 
+/// `flowlab history`: the newest `limit` runs of the database `db`, as text.
+pub fn history_text(db: Option<&Path>, limit: usize) -> anyhow::Result<String> {
+    let store = open_store(db)?;
+    let runs = store.list_runs(limit)?;
+    Ok(match runs.is_empty() {
+        true => format!("no runs yet in {}\n", store.path()),
+        false => crate::format::history_table(&runs),
+    })
+}
+
+/// `flowlab show`: a stored run's parameters, environment and results, with the `metrics`
+/// named (as `flowlab_report::metrics::resolve` takes them; all when empty), as text.
+pub fn show_text(db: Option<&Path>, run: RunId, metrics: &[String]) -> anyhow::Result<String> {
+    let loaded = open_store(db)?.load_run(run)?;
+    let names = match metrics.is_empty() {
+        true => Vec::new(),
+        false => flowlab_report::metrics::resolve(metrics, &loaded.metric_names())?,
+    };
+    Ok(crate::format::show_run(&loaded, &names))
+}
+
 /// Writes the HTML report of a stored run.
 pub fn write_report(db: Option<&Path>, run: RunId, out: &Path) -> anyhow::Result<()> {
     let store = open_store(db)?;

@@ -1,18 +1,39 @@
 //! A simulated network as a [`StepRunner`] (`flowlab run FILE --sim NETWORK.toml`): each
 //! step's flows run together in the simulator (`flowlab_sim::network`) in virtual time, and
 //! each flow's two ends become the `TestResult` a real run's client makes of its own and its
-//! agent's reports, so simulated runs are stored, searched and reported as real ones.
+//! agent's reports, so simulated runs are stored, searched and reported as real ones. And
+//! a scenario file run alone ([`run_scenario`], `flowlab sim FILE`).
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use flowlab_control::{Summary2, TestResult, SCHEMA_VERSION};
 use flowlab_experiment::{Experiment, ResolvedFlow, Step};
-use flowlab_sim::{SimFlow, SimFlowResult, SimNetwork};
+use flowlab_sim::{SimFlow, SimFlowResult, SimNetwork, SimReport};
 use sha2::{Digest, Sha256};
 
 use crate::experiment::StepRunner;
 use crate::outcome::{ClockOffset, Clocks, NetworkKind};
+
+/// Runs the scenario file at `path`; `seed` and the simulated `duration` override the
+/// file's.
+pub fn run_scenario(
+    path: &Path,
+    seed: Option<u64>,
+    duration: Option<Duration>,
+) -> anyhow::Result<SimReport> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
+    let mut scenario = flowlab_sim::load(&text).map_err(|e| anyhow!("{}", e.with_file(&name)))?;
+    if let Some(d) = duration {
+        if d.is_zero() {
+            anyhow::bail!("invalid duration: must be above 0 s");
+        }
+        scenario.set_duration_ns(d.as_nanos().min(u128::from(u64::MAX)) as u64);
+    }
+    Ok(flowlab_sim::run(&scenario, seed))
+}
 
 /// A network file loaded for one experiment.
 pub struct SimulatedNetwork {

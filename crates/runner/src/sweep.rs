@@ -75,6 +75,11 @@ pub fn parse_vary(spec: &str) -> anyhow::Result<Axis> {
     Ok(Axis { param, values: out })
 }
 
+/// The axes of every `--vary`.
+pub fn parse_axes(vary: &[String]) -> anyhow::Result<Vec<Axis>> {
+    vary.iter().map(|v| parse_vary(v)).collect()
+}
+
 /// Parameters whose values are numbers: they take ranges and are stored as numbers.
 fn numeric(param: Param) -> bool {
     matches!(
@@ -232,11 +237,19 @@ pub struct PointBase {
 }
 
 impl PointBase {
-    /// One point's test: the point's settings on top of the base. What neither the flags nor
-    /// the point give follows the point as it would on the command line: the protocol a
-    /// traffic model prefers, a protocol's size and rate, no default duration beside a count,
-    /// a preset's flows.
+    /// One point's test, validated: see [`PointBase::fill`].
     pub fn spec(&self, point: &[(Param, ParamValue)]) -> anyhow::Result<TestSpec> {
+        let spec = self.fill(point)?;
+        spec.validate()
+            .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+        Ok(spec)
+    }
+
+    /// The point's settings on top of the base, not yet validated. What neither the flags
+    /// nor the point give follows the point as it would on the command line: the protocol a
+    /// traffic model prefers, a protocol's size and rate, no default duration beside a count,
+    /// a preset's flows. The command line's own flags are such a point on a bare base.
+    pub fn fill(&self, point: &[(Param, ParamValue)]) -> anyhow::Result<TestSpec> {
         let point_gives = |p: Param| point.iter().any(|(q, _)| *q == p);
         let free = |p: Param| !point_gives(p) && !self.given.contains(&p);
         let mut spec = self.spec.clone();
@@ -271,10 +284,18 @@ impl PointBase {
                 spec.flows = defaults::model_flows(t, spec.seed);
             }
         }
-        spec.validate()
-            .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
         Ok(spec)
     }
+}
+
+/// Every point of `axes` on `base`, validated; with `packet_log` each test keeps its
+/// packets' fates for the store.
+pub fn points_on(axes: &[Axis], base: &PointBase, packet_log: bool) -> anyhow::Result<Vec<Point>> {
+    points(axes, |point| {
+        let mut spec = base.spec(point)?;
+        spec.packet_log = packet_log;
+        Ok(spec)
+    })
 }
 
 /// What running one point gave.
@@ -355,6 +376,32 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// What a front end says of a sweep (run `run_id`) that ended so, `finished` being
+    /// whether the run was then marked complete: nothing when complete, the one line of an
+    /// interrupted sweep, or the error that stopped it, each saying how to resume.
+    pub fn conclusion(
+        self,
+        finished: flowlab_store::Result<()>,
+        run_id: RunId,
+    ) -> anyhow::Result<Option<String>> {
+        let resume = format!("continue with --resume {run_id}");
+        match self {
+            Ending::Complete => {
+                finished.with_context(|| format!("run {run_id} not marked complete"))?;
+                Ok(None)
+            }
+            Ending::Interrupted => Ok(Some(format!(
+                "flowlab: interrupted: finished points are stored; {resume}"
+            ))),
+            Ending::Failed(e) => {
+                bail!("sweep stopped at {e}; finished points are stored, {resume}")
+            }
+            Ending::NotStored(e) => {
+                bail!("sweep stopped: {e}; {resume} once the database takes writes again")
+            }
+        }
+    }
+
     fn status(&self) -> RunStatus {
         match self {
             Ending::Complete => RunStatus::Complete,

@@ -6,6 +6,7 @@
 //! - [`session`] (sans-IO): test packets built, replies matched, delays and losses measured.
 //! - [`report`]: the session's result document and its human form.
 //! - [`net`]: the sockets, clocks and pacer around them.
+//! - [`service`]: a session from what a person typed, a reflector on its own thread.
 //!
 //! The packet layouts are `flowlab_wire::stamp`.
 
@@ -13,10 +14,12 @@ mod auth;
 pub mod net;
 pub mod reflector;
 pub mod report;
+pub mod service;
 pub mod session;
 
 pub use auth::StampAuth;
 pub use net::{bind_reflector, run_session, serve_reflector, RunError, SessionOptions};
 pub use reflector::{Reflector, ReflectorStats};
 pub use report::{render, StampResult};
+pub use service::{ReflectorThread, SessionRequest};
 pub use session::{SessionReport, SessionSender};

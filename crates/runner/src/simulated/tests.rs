@@ -230,3 +230,27 @@ fn the_offered_load_example_saturates_the_bottleneck() {
         assert!((9.5e6..10e6).contains(&bps), "{key} {bps}");
     }
 }
+
+#[test]
+fn a_scenario_file_runs_with_its_overrides_and_says_what_is_wrong_in_one_line() {
+    let path = |p: &str| Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p);
+    let file = path("examples/sim/ping-cell-loss.toml");
+    let short = Some(Duration::from_millis(100));
+    let r = run_scenario(&file, Some(3), short).unwrap();
+    assert_eq!(r.runs[0].seed, 3);
+    assert_eq!(r.runs[0].duration_ns, 100_000_000);
+    let zero = run_scenario(&file, None, Some(Duration::ZERO)).unwrap_err();
+    assert_eq!(zero.to_string(), "invalid duration: must be above 0 s");
+    let missing = run_scenario(&path("no-such.toml"), None, None).unwrap_err();
+    assert!(
+        format!("{missing:#}").contains("cannot read "),
+        "{missing:#}"
+    );
+    let network = run_scenario(&path("examples/sim/bottleneck.toml"), None, None).unwrap_err();
+    assert!(
+        network
+            .to_string()
+            .contains("bottleneck.toml:12: this is a network file"),
+        "{network}"
+    );
+}

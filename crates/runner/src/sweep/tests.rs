@@ -438,3 +438,40 @@ fn sweeping_the_protocol_warns_when_rate_or_size_follow_it() {
     let sizes = [parse_vary("size=100,200").unwrap()];
     assert_eq!(protocol_defaults_warning(&sizes, &base(vec![])), None);
 }
+
+#[test]
+fn each_ending_says_how_to_resume() {
+    let id: RunId = 7;
+    assert_eq!(Ending::Complete.conclusion(Ok(()), id).unwrap(), None);
+    assert_eq!(
+        Ending::Interrupted.conclusion(Ok(()), id).unwrap().unwrap(),
+        "flowlab: interrupted: finished points are stored; continue with --resume 7"
+    );
+    let failed = Ending::Failed("size=100 #1: agent lost".into()).conclusion(Ok(()), id);
+    assert_eq!(
+        failed.unwrap_err().to_string(),
+        "sweep stopped at size=100 #1: agent lost; finished points are stored, continue with --resume 7"
+    );
+    let not_stored = Ending::NotStored("disk full".into()).conclusion(Ok(()), id);
+    assert!(not_stored
+        .unwrap_err()
+        .to_string()
+        .ends_with("--resume 7 once the database takes writes again"));
+}
+
+#[test]
+fn the_flags_base_fills_what_they_leave_without_validating() {
+    // A count alone: no default duration; TCP's own size and rate; not yet checked.
+    let tcp = [
+        (Param::Protocol, ParamValue::Protocol(Protocol::Tcp)),
+        (Param::Count, ParamValue::Number(0)),
+    ];
+    let filled = bare().fill(&tcp).unwrap();
+    assert_eq!(filled.duration_ns, None);
+    assert_eq!(filled.size, flowlab_spec::default_size(Protocol::Tcp));
+    assert_eq!(filled.rate_bps, None);
+    assert!(
+        bare().spec(&tcp).is_err(),
+        "a count of 0 is refused when validated"
+    );
+}

@@ -156,3 +156,33 @@ fn a_chain_reports_copies_and_late_drops() {
     assert_eq!(departs, 2 * copies);
     assert_eq!(drops + copies, 100);
 }
+
+/// The examples of docs/emulation.md.
+#[test]
+fn the_documented_examples_load() {
+    let docs = include_str!("../../../../docs/emulation.md");
+    let examples: Vec<&str> = docs
+        .split("emulate = {")
+        .skip(1)
+        .map(|rest| {
+            // Up to the closing brace at depth 0.
+            let mut depth = 1;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += i32::from(c == '{') - i32::from(c == '}');
+                    depth == 0
+                })
+                .map_or(rest.len(), |(i, _)| i);
+            &rest[..end]
+        })
+        .collect();
+    assert!(examples.len() >= 4);
+    for body in examples {
+        let spec = load(body).unwrap_or_else(|e| panic!("{body}: {e}"));
+        spec.build(0);
+    }
+    let six = load(r#"phy = "OC-3c", rate = "6M", delay = "95ms""#).unwrap();
+    assert_eq!(six.ip.unwrap().rate_bps, 6_000_000);
+    assert_eq!(six.impair.unwrap().delay_ns, 95_000_000);
+}

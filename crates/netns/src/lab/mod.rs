@@ -4,7 +4,8 @@
 //! directly inside the two namespaces (nothing ever appears in the caller's namespace); a
 //! switch is a Linux bridge in its own namespace. Hosts with more than one link forward, and
 //! every host gets shortest-path routes to every subnet (see [`plan`]). Links may be
-//! rate-limited (tbf on each egress direction) and delayed (netem, where the kernel has it).
+//! rate-limited (tbf on each egress direction) and delayed (netem, where the kernel has it), or
+//! emulated: run through flowlab's emulator, in a namespace of its own (see [`emulate`]).
 //!
 //! What was created is recorded in `<run dir>/<lab>/state.json` before anything is created,
 //! so that `down` can undo a lab even after a crash; and `down` also finds namespaces with the

@@ -112,11 +112,14 @@ fn a_delay_only_link_adds_its_delay() {
     assert!(p50 <= 21.5e6, "p50 {p50}");
     let r = lab.report();
     let d = a_to_b(&r);
-    assert!(d["frames_sent"].as_f64().unwrap() >= 1250.0);
-    // The emulator reports its own timing error for the run (its percentiles are measured
-    // in bench/run; a test on a shared machine only checks they are there and sane).
+    // Every request crossed the emulator (a loaded machine may skip some slots at the
+    // sender, so count what was sent).
+    let sent = f64_at(&v, "/summary/packets_sent");
+    assert!(d["frames_sent"].as_f64().unwrap() >= sent, "{d}");
+    // The emulator reports its own timing error for the run; on a shared machine a test
+    // only checks that it is there and sane (its tail is not a target here).
     assert!(d["release_error"]["p50_ns"].as_f64().unwrap() < 1e6, "{d}");
-    assert!(d["release_error"]["count"].as_f64().unwrap() >= 1250.0);
+    assert!(d["release_error"]["count"].as_f64().unwrap() >= sent);
     assert_eq!(d["stages"][0]["stage"], "impair");
 }
 

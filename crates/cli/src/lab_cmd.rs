@@ -57,37 +57,33 @@ pub enum LabCommand {
     },
     /// List labs and their hosts.
     Status,
+    /// Run a lab's emulator (`lab up` starts it in the lab's emulator namespace).
+    #[command(hide = true)]
+    Emulate { dir: PathBuf },
 }
 
 pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     let run_dir = args.run_dir.unwrap_or_else(lab::default_run_dir);
-    match args.command {
+    let out = match args.command {
         LabCommand::Up {
             file,
             no_agents,
             port,
-        } => {
-            let state = host::lab_up(&file, run_dir, port, !no_agents)?;
-            print!("{}", format::lab_up(&state));
-            Ok(ExitCode::SUCCESS)
-        }
-        LabCommand::Down { name } => {
-            print!(
-                "{}",
-                format::lab_down(&lab::down(name.as_deref(), &run_dir)?)
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => format::lab_up(&host::lab_up(&file, run_dir, port, !no_agents)?),
+        LabCommand::Down { name } => format::lab_down(&lab::down(name.as_deref(), &run_dir)?),
         LabCommand::Exec { lab, host, command } => {
             use std::os::unix::process::CommandExt as _;
             let ns = lab::find_node(&run_dir, lab.as_deref(), &host)?;
             // exec replaces this process, so the command's exit status (and signals) are ours.
             let err = lab::exec_command(&ns, &command).exec();
-            Err(anyhow::anyhow!("running `ip netns exec {ns}`: {err}"))
+            return Err(anyhow::anyhow!("running `ip netns exec {ns}`: {err}"));
         }
-        LabCommand::Status => {
-            print!("{}", format::lab_status(&lab::status(&run_dir)?));
-            Ok(ExitCode::SUCCESS)
+        LabCommand::Status => format::lab_status(&lab::status(&run_dir)?),
+        LabCommand::Emulate { dir } => {
+            lab::emulate::emulate(&dir, &mut std::io::stdout())?;
+            String::new()
         }
-    }
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
 }

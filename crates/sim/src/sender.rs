@@ -1,11 +1,12 @@
-//! What a simulated UDP flow sends, and when: the `flowlab_traffic::Pacer` the real engine
-//! polls, built the same way from the same `TrafficSpec` (or constant rate) and seed, here
-//! polled in virtual time. This is the one place the simulator drives a sender, so moving to
-//! a fuller sans-IO sender core changes only this file.
+//! What a simulated UDP flow sends, and when: the engine's sans-IO sender core
+//! (`flowlab_traffic::sender::SenderCore`) over the same pacers, built from the same
+//! `TrafficSpec` (or constant rate) and seed, here driven in virtual time. This is the one
+//! place the simulator drives a sender.
 
 use flowlab_results::meter::SenderMeter;
+use flowlab_traffic::sender::{Poll, SendPolicy, SenderCore};
 use flowlab_traffic::{
-    preset, Action, EndCondition, PacedSchedule, Pacer, PacerConfig, Source, TrafficSpec,
+    preset, EndCondition, PacedSchedule, Pacer, PacerConfig, Source, TrafficSpec,
 };
 
 /// The smallest payload the engine sends (its probe header), and the largest (a UDP datagram
@@ -16,6 +17,8 @@ const MAX_PAYLOAD: u32 = 65_507;
 pub(crate) const UDP_HEADERS: u32 = 28;
 /// The fewest emissions of each sub-flow run ahead to estimate a model's load.
 const MIN_PROBE: u64 = 100;
+/// Largest train the core lists at once (as the engine's); virtual time sends it at once.
+const MAX_TRAIN: u64 = 64;
 
 /// What a simulated UDP flow sends.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,10 +82,9 @@ pub(crate) struct Transmit {
     pub deadline_ns: u64,
 }
 
-/// The pacers of one flow's sub-flows.
+/// The sender core of one flow's sub-flows (a sub-flow is one of the core's flows).
 pub(crate) struct FlowSender {
-    pacers: Vec<Pacer>,
-    size: u32,
+    core: SenderCore,
 }
 
 fn no_files(path: &str) -> Result<Vec<u8>, String> {
@@ -133,14 +135,14 @@ fn config(schedule: Option<PacedSchedule>, end: EndCondition) -> PacerConfig {
         end,
         // Virtual time is never late and sends each packet on its own deadline.
         train_window_ns: 0,
-        max_batch: u64::MAX,
+        max_batch: MAX_TRAIN,
         max_lateness_ns: u64::MAX,
     }
 }
 
 impl FlowSender {
-    /// The pacers of `spec` starting at `start_ns`; `seed` seeds the model (sub-flow `i` from
-    /// [`TrafficSpec::source_for`]).
+    /// The core over `spec`'s sub-flows starting at `start_ns`; `seed` seeds the model
+    /// (sub-flow `i` from [`TrafficSpec::source_for`]).
     pub(crate) fn new(
         spec: &SendSpec,
         start_ns: u64,
@@ -154,7 +156,8 @@ impl FlowSender {
                     let source = t
                         .source_for(seed, i, &no_files)
                         .map_err(|e| e.to_string())?;
-                    Ok(Pacer::from_source(source, start_ns, config(None, end)))
+                    let pacer = Pacer::from_source(source, start_ns, config(None, end));
+                    Ok((pacer, start_ns))
                 })
                 .collect::<Result<Vec<_>, String>>()?,
             None => {
@@ -168,52 +171,49 @@ impl FlowSender {
                         let start = start_ns.saturating_add(stagger * i);
                         let s = PacedSchedule::new(start, spec.rate_bps, spec.size)
                             .map_err(|e| e.to_string())?;
-                        Ok(Pacer::new(config(Some(s), end)))
+                        Ok((Pacer::new(config(Some(s), end)), start))
                     })
                     .collect::<Result<Vec<_>, String>>()?
             }
         };
-        Ok(FlowSender {
-            pacers,
+        let policy = SendPolicy {
             size: spec.size,
+            min_size: MIN_PAYLOAD,
+            max_size: MAX_PAYLOAD,
+            drop_refused: spec.traffic.is_none(),
+            ack_timeout_ns: None,
+        };
+        Ok(FlowSender {
+            core: SenderCore::new(pacers, policy),
         })
     }
 
-    /// Appends the packets due by `now_ns` to `out` (sub-flow by sub-flow) and says when
-    /// the next is due; `None` when every sub-flow is done.
+    /// Appends the packets due by `now_ns` to `out`, train by train as the core hands them
+    /// out (the earliest due sub-flow first), and says when the next is due; `None` when
+    /// every sub-flow is done. The simulated socket takes every packet (a path too narrow
+    /// loses it later, at the sender's interface).
     pub(crate) fn poll(&mut self, now_ns: u64, out: &mut Vec<Transmit>) -> Option<u64> {
-        let mut next: Option<u64> = None;
-        for (sub, pacer) in self.pacers.iter_mut().enumerate() {
-            loop {
-                match pacer.poll(now_ns) {
-                    Action::Done => break,
-                    Action::Wait { until_ns } => {
-                        next = Some(next.map_or(until_ns, |t| t.min(until_ns)));
-                        break;
-                    }
-                    Action::Send { first, count } => {
-                        for seq in first..first.saturating_add(count) {
-                            let payload = pacer
-                                .size(seq)
-                                .map_or(self.size, |s| s.clamp(MIN_PAYLOAD, MAX_PAYLOAD));
-                            out.push(Transmit {
-                                sub: sub as u32,
-                                seq,
-                                payload,
-                                deadline_ns: pacer.deadline(seq).unwrap_or(now_ns),
-                            });
-                        }
-                        pacer.advance(count);
-                    }
+        loop {
+            match self.core.poll(now_ns) {
+                Poll::Done => return None,
+                Poll::Wait { until_ns } => return Some(until_ns),
+                Poll::Transmit { flow } => {
+                    let train = self.core.train();
+                    out.extend(train.iter().map(|p| Transmit {
+                        sub: flow as u32,
+                        seq: p.seq,
+                        payload: p.size,
+                        deadline_ns: p.due_ns.unwrap_or(now_ns),
+                    }));
+                    self.core.handle_sent(train.len());
                 }
             }
         }
-        next
     }
 
     /// Measures each sub-flow shaped to a contract against it, as the engine does.
     pub(crate) fn hold_to_contracts(&self, meter: &mut SenderMeter) {
-        for (i, pacer) in self.pacers.iter().enumerate() {
+        for (i, pacer) in self.core.pacers().enumerate() {
             if let Some(c) = pacer.contract() {
                 meter.hold_to_contract(i, c);
             }
@@ -222,7 +222,7 @@ impl FlowSender {
 
     /// Hands the pacers' own figures (missed slots, shaper reports) to `meter` at the end.
     pub(crate) fn finish(&self, meter: &mut SenderMeter) {
-        for (i, pacer) in self.pacers.iter().enumerate() {
+        for (i, pacer) in self.core.pacers().enumerate() {
             meter.set_missed_slots(i, pacer.missed_slots());
             if let Some(r) = pacer.contract_report() {
                 meter.set_shaper_report(i, r);
@@ -391,6 +391,29 @@ mod tests {
         let o = offered(&spec, 1, 10_000_000, None, 20_000);
         assert_eq!(o.packets, 20);
         assert_eq!(o.wire_bps, 2 * 8_000_000 * 1028 / 1000);
+    }
+
+    #[test]
+    fn a_burst_longer_than_a_train_leaves_whole_at_its_instant_with_sizes_clamped() {
+        // 100 packets back to back every 10 ms, each below the probe header's size.
+        let spec = model("burst:n=100,every=10ms,size=10", 1);
+        let mut s = FlowSender::new(&spec, 2_000, until(25_000_000), 1).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.poll(1_000, &mut out), Some(2_000));
+        assert!(out.is_empty());
+        assert_eq!(s.poll(2_000, &mut out), Some(10_002_000));
+        assert_eq!(out.len(), 100, "more than one {MAX_TRAIN}-packet train");
+        for (k, t) in out.iter().enumerate() {
+            assert_eq!((t.sub, t.seq, t.deadline_ns), (0, k as u64, 2_000));
+            assert_eq!(t.payload, MIN_PAYLOAD);
+        }
+        out.clear();
+        assert_eq!(s.poll(10_002_000, &mut out), Some(20_002_000));
+        assert_eq!(out.first().map(|t| t.seq), Some(100));
+        out.clear();
+        // The last burst is due before the end; nothing after it.
+        assert_eq!(s.poll(20_002_000, &mut out), None);
+        assert_eq!(out.len(), 100);
     }
 
     #[test]

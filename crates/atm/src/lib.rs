@@ -12,6 +12,8 @@
 //!   checked view [`Cell`] and the parsed [`CellHeader`] / [`CellRepr`].
 //! - [`aal5`]: CPCS-PDU layout and CRC-32, allocation-free [`Segmenter`], per-VC
 //!   [`Reassembler`] with error counters.
+//! - [`frame`]: AAL5 frames delimited on cell metadata ([`FrameDelimiter`]): which frames
+//!   survive cell loss.
 //! - [`encap`]: RFC 2684 LLC/SNAP and VC-mux, bridged 802.3, PPPoA/PPPoE, LANE, Classical IP
 //!   MTU, IPv4 fragmentation, and [`cells_per_packet`] (checked against Linux `sch_cake`).
 //! - [`link`]: ATM25, E1, DS-3 PLCP, OC-3c, OC-12c and custom lines as exact cell times;
@@ -42,6 +44,7 @@
 pub mod aal5;
 pub mod cell;
 pub mod encap;
+pub mod frame;
 pub mod gcra;
 pub mod link;
 pub mod replicate;
@@ -51,6 +54,7 @@ pub mod time;
 pub use aal5::{cells_for_payload, Aal5Counters, Aal5Error, Pdu, Reassembler, Segmenter};
 pub use cell::{Cell, CellError, CellHeader, CellRepr, HeaderFormat, PayloadType};
 pub use encap::{cells_per_packet, fragment_sizes, Encapsulation};
+pub use frame::{Delimited, FrameDelimiter};
 pub use gcra::{Contract, Gcra, LeakyBucket, Policer, PolicingAction, Shaper};
 pub use link::{LineRate, Link, PhysicalLayer};
 pub use replicate::{ConstantCellSource, PointToMultipoint, RecirculationLoop};

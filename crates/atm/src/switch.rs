@@ -536,6 +536,30 @@ impl OutputPort {
         (self.occupancy > 0).then_some(self.slot_ns)
     }
 
+    /// When the next end-of-frame cell will have left if no other cell arrives: the cells
+    /// ahead of it in service order (higher categories first, FIFO within one) each take one
+    /// slot. `None` if no queued cell ends a frame. A real-time driver sleeps until then
+    /// instead of waking for every cell, and asks again after each arrival.
+    pub fn next_end_of_frame_ns(&self) -> Option<u64> {
+        let mut ahead = 0u64;
+        for queue in &self.queues {
+            match queue.iter().position(|q| q.cell.is_end_of_frame()) {
+                Some(p) => return Some(self.slot_end_after(ahead + p as u64)),
+                None => ahead += queue.len() as u64,
+            }
+        }
+        None
+    }
+
+    /// The end of the slot `cells_before` slots after the next free one.
+    fn slot_end_after(&self, cells_before: u64) -> u64 {
+        let steps = u128::from(cells_before) + 1;
+        let rem = self.slot_rem + steps * self.step_rem;
+        let whole = u128::from(self.step_whole) * steps + rem / self.den;
+        self.slot_ns
+            .saturating_add(u64::try_from(whole).unwrap_or(u64::MAX))
+    }
+
     /// Takes the cell that starts transmission in the slot beginning at or before `now_ns`,
     /// choosing the highest-priority queue. Call it at [`OutputPort::poll_timeout`] for exact
     /// priority decisions.
@@ -875,6 +899,40 @@ mod tests {
         }
         out.extend(drain(p));
         out
+    }
+
+    /// [`run`] without the final drain: the port keeps what is still queued.
+    fn run_without_drain(p: &mut OutputPort, frames: &[Arrival]) {
+        let mut now = 0u64;
+        for (k, f) in frames.iter().enumerate() {
+            now += f.gap_ns;
+            for i in 0..f.frame_len {
+                while let Some(t) = p.poll_timeout().filter(|&t| t <= now) {
+                    p.poll_transmit(t);
+                }
+                let last = i + 1 == f.frame_len;
+                let _ = p.enqueue(now, CellMeta::user_data(VcId(f.vc), k as u32, last));
+                now += 1_000;
+            }
+        }
+    }
+
+    proptest! {
+        /// With no further arrivals, the predicted end of the next frame is the `tx_end` of
+        /// the first end-of-frame cell that leaves, whatever the mix of categories.
+        #[test]
+        fn next_end_of_frame_predicts_the_departure(frames in arrivals(), cut in 0usize..120, slotted: bool) {
+            let mut config = PortConfig::new(LineRate::from_cells_per_second(353_207).unwrap(), 500);
+            config.slotted = slotted;
+            let mut p = OutputPort::new(config);
+            for c in ServiceCategory::ALL {
+                p.add_vc(c);
+            }
+            run_without_drain(&mut p, &frames[..cut.min(frames.len())]);
+            let predicted = p.next_end_of_frame_ns();
+            let first_end = drain(&mut p).into_iter().find(|d| d.cell.is_end_of_frame());
+            prop_assert_eq!(predicted, first_end.map(|d| d.tx_end_ns));
+        }
     }
 
     proptest! {

@@ -57,18 +57,20 @@ pub enum LabCommand {
     },
     /// List labs and their hosts.
     Status,
+    /// Run a lab's emulator (`lab up` starts it in the lab's emulator namespace).
+    #[command(hide = true)]
+    Emulate { dir: PathBuf },
 }
 
 pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
     let run_dir = args.run_dir.unwrap_or_else(lab::default_run_dir);
-    let text = match args.command {
+    let out = match args.command {
         LabCommand::Up {
             file,
             no_agents,
             port,
         } => format::lab_up(&host::lab_up(&file, run_dir, port, !no_agents)?),
         LabCommand::Down { name } => format::lab_down(&lab::down(name.as_deref(), &run_dir)?),
-        LabCommand::Status => format::lab_status(&lab::status(&run_dir)?),
         LabCommand::Exec { lab, host, command } => {
             use std::os::unix::process::CommandExt as _;
             let ns = lab::find_node(&run_dir, lab.as_deref(), &host)?;
@@ -76,7 +78,12 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             let err = lab::exec_command(&ns, &command).exec();
             return Err(anyhow::anyhow!("running `ip netns exec {ns}`: {err}"));
         }
+        LabCommand::Status => format::lab_status(&lab::status(&run_dir)?),
+        LabCommand::Emulate { dir } => {
+            lab::emulate::emulate(&dir, &mut std::io::stdout())?;
+            String::new()
+        }
     };
-    print!("{text}");
+    print!("{out}");
     Ok(ExitCode::SUCCESS)
 }

@@ -51,7 +51,10 @@ fn udp_2mbit_500b_arrives_at_2mbit_within_1pct_without_loss() {
         2e6,
         0.01
     ));
-    assert_eq!(f64_at(&v, "/summary/packets_sent"), 1500.0);
+    // Every slot sent, or skipped as hopelessly late on a loaded machine; none lost.
+    let skipped = f64_at(&v, "/summary/lost_by_sender");
+    assert_eq!(f64_at(&v, "/summary/packets_sent") + skipped, 1500.0);
+    assert!(skipped <= 5.0, "{skipped} slots skipped");
     assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0);
     assert_eq!(v["summary"]["arrival_clock"], "kernel");
     // Inter-arrival mean is the 2 ms interval.

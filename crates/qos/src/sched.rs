@@ -609,40 +609,25 @@ pub struct Departure {
 
 const NS_PER_SEC: u128 = 1_000_000_000;
 
-/// An output port: a classifier, a scheduler and a link of `rate_bps`. Transmission is
-/// non-preemptive and takes `size * 8 / rate` seconds.
-///
-/// End times are computed from the start of the current busy period
+/// A line's clock: when each packet handed to an idle or busy line of `rate_bps` starts and
+/// ends. End times count from the start of the busy period
 /// (`start + ceil(bits_so_far * 10^9 / rate)`), so back-to-back packets never accumulate
-/// rounding. A packet enqueued at `t` while the link is idle starts at `t`.
-///
-/// Drive it with [`Port::enqueue`] and, whenever `now >= poll_timeout()`,
-/// [`Port::poll_transmit`] until it returns `None`. Late polling is safe: departures are
-/// computed at their exact times and queued until polled (so poll before the backlog of
-/// finished departures grows large).
+/// rounding.
 #[derive(Debug, Clone)]
-pub struct Port<S> {
+pub struct LineClock {
     rate_bps: u64,
-    sched: S,
-    classifier: Classifier,
-    current: Option<Departure>,
-    done: VecDeque<Departure>,
     busy_start_ns: u64,
     busy_bits: u128,
     busy_end_ns: u64,
 }
 
-impl<S: Scheduler> Port<S> {
-    pub fn new(rate_bps: u64, sched: S, classifier: Classifier) -> Result<Port<S>, QosError> {
+impl LineClock {
+    pub fn new(rate_bps: u64) -> Result<LineClock, QosError> {
         if rate_bps == 0 {
             return Err(QosError::ZeroRate);
         }
-        Ok(Port {
+        Ok(LineClock {
             rate_bps,
-            sched,
-            classifier,
-            current: None,
-            done: VecDeque::new(),
             busy_start_ns: 0,
             busy_bits: 0,
             busy_end_ns: 0,
@@ -653,10 +638,84 @@ impl<S: Scheduler> Port<S> {
         self.rate_bps
     }
 
+    /// When the line is free again.
+    pub fn busy_until_ns(&self) -> u64 {
+        self.busy_end_ns
+    }
+
+    /// Sends `bytes` handed over at `at_ns`: (first bit, last bit) on the line, never before
+    /// the previous packet ended, even if the caller's time went back.
+    pub fn send(&mut self, at_ns: u64, bytes: u32) -> (u64, u64) {
+        let start = at_ns.max(self.busy_end_ns);
+        if at_ns > self.busy_end_ns || self.busy_bits == 0 {
+            self.busy_start_ns = start;
+            self.busy_bits = 0;
+        }
+        self.busy_bits += u128::from(bytes) * 8;
+        let offset = (self.busy_bits * NS_PER_SEC).div_ceil(u128::from(self.rate_bps));
+        let end = u64::try_from(u128::from(self.busy_start_ns) + offset).unwrap_or(u64::MAX);
+        self.busy_end_ns = end;
+        (start, end)
+    }
+}
+
+/// An output port: a classifier, a scheduler, a transmit ring and a link of `rate_bps`.
+/// Transmission is non-preemptive and takes `size * 8 / rate` seconds.
+///
+/// End times are computed from the start of the current busy period
+/// (`start + ceil(bits_so_far * 10^9 / rate)`), so back-to-back packets never accumulate
+/// rounding. A packet enqueued at `t` while the link is idle starts at `t`.
+///
+/// The transmit ring (as on a NIC) holds packets the scheduler has already handed over; its
+/// head is on the wire. A ring of 1 (the default) is a pure scheduler: the next packet is
+/// chosen only when the line frees.
+///
+/// Drive it with [`Port::enqueue`] and, whenever `now >= poll_timeout()`,
+/// [`Port::poll_transmit`] until it returns `None`. Late polling is safe: departures are
+/// computed at their exact times and queued until polled. A packet enqueued at exactly the
+/// time a transmission ends, before that end is polled, competes for the next turn of the
+/// line; polled first, the turn is already given. The simulator relies on this: its events
+/// at one time run in insertion order.
+#[derive(Debug, Clone)]
+pub struct Port<S> {
+    line: LineClock,
+    sched: S,
+    classifier: Classifier,
+    /// Packets handed over by the scheduler; the head is on the wire while `current` is set.
+    ring: VecDeque<Dequeued>,
+    ring_size: usize,
+    /// The head's (start, end) on the wire.
+    current: Option<(u64, u64)>,
+    done: VecDeque<Departure>,
+}
+
+impl<S: Scheduler> Port<S> {
+    pub fn new(rate_bps: u64, sched: S, classifier: Classifier) -> Result<Port<S>, QosError> {
+        Ok(Port {
+            line: LineClock::new(rate_bps)?,
+            sched,
+            classifier,
+            ring: VecDeque::new(),
+            ring_size: 1,
+            current: None,
+            done: VecDeque::new(),
+        })
+    }
+
+    /// The same port with a transmit ring of `packets` (at least 1, the packet on the wire).
+    pub fn with_tx_ring(mut self, packets: usize) -> Port<S> {
+        self.ring_size = packets.max(1);
+        self
+    }
+
+    pub fn rate_bps(&self) -> u64 {
+        self.line.rate_bps()
+    }
+
     /// Transmission time of `size` bytes from an idle link, rounded up to the nanosecond.
     pub fn tx_time_ns(&self, size: u32) -> u64 {
         let bits = u128::from(size) * 8;
-        u64::try_from((bits * NS_PER_SEC).div_ceil(u128::from(self.rate_bps))).unwrap_or(u64::MAX)
+        u64::try_from((bits * NS_PER_SEC).div_ceil(u128::from(self.rate_bps()))).unwrap_or(u64::MAX)
     }
 
     /// Classifies the packet and offers it to its class.
@@ -667,11 +726,9 @@ impl<S: Scheduler> Port<S> {
 
     /// Offers a packet to an explicit class (bypassing the classifier).
     pub fn enqueue_class(&mut self, now_ns: u64, class: usize, packet: PacketMeta) -> Verdict {
-        self.advance(now_ns);
+        self.advance(now_ns.saturating_sub(1));
         let v = self.sched.enqueue(now_ns, class, packet);
-        if self.current.is_none() {
-            self.start_next(now_ns);
-        }
+        self.fill(now_ns);
         v
     }
 
@@ -685,13 +742,18 @@ impl<S: Scheduler> Port<S> {
     pub fn poll_timeout(&self) -> Option<u64> {
         self.done
             .front()
-            .or(self.current.as_ref())
             .map(|d| d.end_ns)
+            .or(self.current.map(|(_, end)| end))
     }
 
-    /// The packet on the wire, if any.
-    pub fn in_flight(&self) -> Option<&Departure> {
-        self.current.as_ref()
+    /// Packets held: in the scheduler, in the ring (the one on the wire included) and
+    /// finished but not yet polled.
+    pub fn backlog_packets(&self) -> usize {
+        let queued: usize = (0..self.sched.num_classes())
+            .filter_map(|c| self.sched.backlog(c))
+            .map(|(n, _)| n)
+            .sum();
+        queued + self.ring.len() + self.done.len()
     }
 
     pub fn scheduler(&self) -> &S {
@@ -708,39 +770,37 @@ impl<S: Scheduler> Port<S> {
 
     /// Completes every transmission that ends by `now_ns`, starting the next back to back.
     fn advance(&mut self, now_ns: u64) {
-        while let Some(cur) = self.current {
-            if cur.end_ns > now_ns {
-                break;
-            }
-            self.done.push_back(cur);
+        while let Some((start_ns, end_ns)) = self.current.filter(|&(_, end)| end <= now_ns) {
             self.current = None;
-            self.start_next(cur.end_ns);
+            if let Some(d) = self.ring.pop_front() {
+                self.done.push_back(Departure {
+                    class: d.class,
+                    packet: d.packet,
+                    enqueued_ns: d.enqueued_ns,
+                    start_ns,
+                    end_ns,
+                });
+            }
+            self.fill(end_ns);
         }
     }
 
-    fn start_next(&mut self, at_ns: u64) {
-        let Some(d) = self.sched.dequeue(at_ns) else {
+    /// Moves packets from the scheduler into the ring and starts the head if the line is
+    /// idle.
+    fn fill(&mut self, at_ns: u64) {
+        while self.ring.len() < self.ring_size {
+            match self.sched.dequeue(at_ns) {
+                Some(d) => self.ring.push_back(d),
+                None => break,
+            }
+        }
+        if self.current.is_some() {
+            return;
+        }
+        let Some(head) = self.ring.front() else {
             return;
         };
-        // Never before the previous transmission ended, even if the caller's time went back.
-        let start = at_ns.max(d.enqueued_ns).max(self.busy_end_ns);
-        let bits = u128::from(d.packet.size) * 8;
-        if self.busy_bits > 0 && start == self.busy_end_ns {
-            self.busy_bits += bits;
-        } else {
-            self.busy_start_ns = start;
-            self.busy_bits = bits;
-        }
-        let offset = (self.busy_bits * NS_PER_SEC).div_ceil(u128::from(self.rate_bps));
-        let end = u64::try_from(u128::from(self.busy_start_ns) + offset).unwrap_or(u64::MAX);
-        self.busy_end_ns = end;
-        self.current = Some(Departure {
-            class: d.class,
-            packet: d.packet,
-            enqueued_ns: d.enqueued_ns,
-            start_ns: start,
-            end_ns: end,
-        });
+        self.current = Some(self.line.send(at_ns, head.packet.size));
     }
 }
 
@@ -1045,6 +1105,51 @@ mod tests {
         assert_eq!(l_max_over_c, 6_315_790);
         assert_eq!(ef.start_ns - ef.enqueued_ns, l_max_over_c);
         assert_eq!(p.poll_transmit(u64::MAX).unwrap().packet.id, 2);
+    }
+
+    fn pq_port(ring: usize) -> Port<StrictPriority> {
+        let classifier = Classifier::new(1).rule(Rule::to_class(0).dscp(EF));
+        let sched = StrictPriority::new(&[QueueLimit::Unlimited, QueueLimit::Unlimited]).unwrap();
+        Port::new(8_000_000, sched, classifier) // 1 byte/µs
+            .unwrap()
+            .with_tx_ring(ring)
+    }
+
+    /// A packet enqueued at the very nanosecond the line frees, before that end is polled,
+    /// competes for the line; polled first, the turn was already given.
+    #[test]
+    fn port_arrival_at_the_end_of_a_transmission_competes_unless_polled_first() {
+        for (poll_first, want) in [(false, [1, 3, 2]), (true, [1, 2, 3])] {
+            let mut p = pq_port(1);
+            p.enqueue(0, pkt(1, 100));
+            p.enqueue(0, pkt(2, 100));
+            let mut order = Vec::new();
+            if poll_first {
+                order.extend(std::iter::from_fn(|| p.poll_transmit(100_000)));
+            }
+            p.enqueue(100_000, pkt(3, 100).with_dscp(EF));
+            order.extend(std::iter::from_fn(|| p.poll_transmit(u64::MAX)));
+            let ids: Vec<u64> = order.iter().map(|d| d.packet.id).collect();
+            assert_eq!(ids, want, "poll first: {poll_first}");
+        }
+    }
+
+    /// Packets already in the transmit ring are committed: an EF packet arriving later waits
+    /// behind them, however high its priority.
+    #[test]
+    fn port_tx_ring_commits_packets_before_the_scheduler_sees_later_ones() {
+        for (ring, want) in [(1, [1, 4, 2, 3]), (3, [1, 2, 3, 4])] {
+            let mut p = pq_port(ring);
+            for id in 1..=3 {
+                p.enqueue(0, pkt(id, 100));
+            }
+            p.enqueue(50_000, pkt(4, 100).with_dscp(EF));
+            let ids: Vec<u64> = std::iter::from_fn(|| p.poll_transmit(u64::MAX))
+                .map(|d| d.packet.id)
+                .collect();
+            assert_eq!(ids, want, "ring {ring}");
+            assert_eq!(p.backlog_packets(), 0);
+        }
     }
 
     proptest! {

@@ -68,6 +68,9 @@ fn offered(spec: &TestSpec) -> String {
             spec.flows
         );
     }
+    if spec.modelled() {
+        return model_offered(spec);
+    }
     let rate = match (spec.rate_bps, spec.flows) {
         (None, _) => "as fast as possible".to_string(),
         (Some(r), 1) => format_rate(r as f64),
@@ -85,6 +88,32 @@ fn offered(spec: &TestSpec) -> String {
         (None, None) => "no end".into(),
     };
     format!("{rate} in {} B packets for {end}", spec.size)
+}
+
+/// A traffic model decides rates and sizes, not `--rate` and `--size`: its mean rate over its
+/// first 10 s (run ahead, as the agent does), all flows together.
+fn model_offered(spec: &TestSpec) -> String {
+    let sources: Vec<_> = (0..spec.flows as usize)
+        .filter_map(|i| spec.source_for(i).ok().flatten())
+        .collect();
+    let end = match (spec.duration_ns, spec.count) {
+        (Some(d), _) => format!(" for {}", format_duration_ns(d as f64)),
+        (None, Some(n)) => format!(" for {n} packets per flow"),
+        (None, None) => String::new(),
+    };
+    let flows = match spec.flows {
+        1 => String::new(),
+        n => format!(" over {n} flows"),
+    };
+    if sources.is_empty() {
+        return format!("a traffic model{flows}{end}");
+    }
+    let unlimited = flowlab_traffic::contract::TokenBucket::new(u64::MAX / 16, u32::MAX);
+    let load = flowlab_traffic::load::offered_load(sources, 10_000_000_000, 200_000, unlimited);
+    format!(
+        "a traffic model offering {} on average{flows}{end}",
+        format_rate(load.mean_bps)
+    )
 }
 
 pub fn headline(options: &TestOptions) -> String {
@@ -895,6 +924,23 @@ mod tests {
             "{}",
             offered(&spec)
         );
+    }
+
+    /// Issue 12: `--traffic poisson:pps=2000,...` (12.3 Mbit/s sent) was announced as
+    /// "1.00 Mbit/s in 1200 B packets".
+    #[test]
+    fn a_model_is_announced_by_what_it_offers() {
+        let mut spec = TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway);
+        spec.traffic =
+            Some(flowlab_traffic::TrafficSpec::parse("poisson:pps=2000,size=768").unwrap());
+        let text = offered(&spec);
+        // 2000 packets/s of 768 B: 12.3 Mbit/s, give or take the Poisson draw.
+        assert!(text.starts_with("a traffic model offering 12."), "{text}");
+        assert!(
+            text.ends_with("Mbit/s on average for 10.0 s") || text.contains("on average for 10"),
+            "{text}"
+        );
+        assert!(!text.contains("1200 B"), "{text}");
     }
 
     /// Issue 12: 6 points × 2 repetitions were announced as "12 points stored".

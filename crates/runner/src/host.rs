@@ -63,9 +63,10 @@ pub fn lab_up(file: &Path, run_dir: PathBuf, port: u16, agents: bool) -> anyhow:
     let mut opts = UpOptions::new(run_dir);
     opts.file = Some(name.clone());
     opts.agent_port = port;
+    let exe = std::env::current_exe().context("finding the flowlab binary for the agents")?;
+    opts.emulator_exe = Some(exe.clone());
     if agents {
-        opts.agent_exe =
-            Some(std::env::current_exe().context("finding the flowlab binary for the agents")?);
+        opts.agent_exe = Some(exe);
     }
     lab::up(&spec, &opts).map_err(|e| match e {
         lab::LabError::Spec(e) => anyhow::anyhow!(e.with_file(&name)),

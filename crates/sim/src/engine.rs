@@ -18,17 +18,14 @@ use std::collections::{BinaryHeap, VecDeque};
 use flowlab_atm::gcra::{Policer, PolicerVerdict};
 use flowlab_atm::replicate::LoopStep;
 use flowlab_atm::{
-    cells_per_packet, CellMeta, Contract, Departure, Encapsulation, ExactNs, OutputPort,
+    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, OutputPort,
     PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
 };
-use flowlab_qos::classify::{Classifier, Rule};
-use flowlab_qos::sched::{
-    ClassSpec as QClassSpec, Drr, Fifo, PqWfq, QueueLimit, Scheduler, StrictPriority, Wfq,
-};
+use flowlab_link::diffserv::DiffServPort;
 use flowlab_qos::tcp::{
     connect, Ack, Data, ReceiverConfig, Segment, SenderConfig, TcpReceiver, TcpSender,
 };
-use flowlab_qos::{PacketMeta, Verdict};
+use flowlab_qos::PacketMeta;
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::EchoReport;
 use flowlab_stats::LatencyStats;
@@ -39,7 +36,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::report::{
     BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
 };
-use crate::scenario::{Model, NodeKind, Protocol, SchedKind, SchedSpec};
+use crate::scenario::{Model, NodeKind, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
@@ -230,22 +227,12 @@ enum IfaceKind {
     /// A cell-level port: every ATM switch port, and a host's ATM adapter.
     Atm(Box<OutputPort>),
     /// A packet scheduler, over an IP link or (on routers) over ATM via AAL5.
-    Ip(IpIface),
+    Ip(Box<IpIface>),
 }
 
 struct IpIface {
-    sched: Box<dyn Scheduler>,
-    classifier: Classifier,
-    class_names: Vec<String>,
-    /// The transmit ring: packets handed from the scheduler to the line; the head is on the
-    /// wire. A ring of 1 is a pure scheduler.
-    ring: VecDeque<PacketMeta>,
-    ring_size: usize,
-    rate_bps: u64,
-    busy_start: u64,
-    busy_bits: u128,
-    busy_end: u64,
-    cur: Option<(u64, u64)>,
+    /// Meters, classifier, scheduler, transmit ring and line: the emulator's port too.
+    port: DiffServPort,
     over_atm: Option<Encapsulation>,
     packets_dropped: u64,
 }
@@ -308,14 +295,6 @@ struct Pkt {
     payload: Payload,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Reasm {
-    active: bool,
-    frame: u32,
-    count: u32,
-    broken: bool,
-}
-
 struct Stream {
     flow: usize,
     reverse: bool,
@@ -325,7 +304,8 @@ struct Stream {
     inflight: VecDeque<Pkt>,
     base: u32,
     next_frame: u32,
-    reasm: Vec<Reasm>,
+    /// AAL5 receivers, one per node of the path.
+    reasm: Vec<FrameDelimiter>,
     police_hop: Option<usize>,
     policer: Option<Policer>,
     shaper: Option<Shaper>,
@@ -338,31 +318,13 @@ impl Stream {
     /// good frame. A frame is good only if exactly its own cells arrived; a lost last cell
     /// merges two frames and both fail the CRC.
     fn reassemble(&mut self, hop: usize, cell: CellMeta) -> bool {
-        let frame = cell.frame;
-        let Some(r) = self.reasm.get_mut(hop) else {
+        let Some(done) = self.reasm.get_mut(hop).and_then(|r| r.push(&cell)) else {
             return false;
         };
-        if !r.active {
-            *r = Reasm {
-                active: true,
-                frame,
-                count: 0,
-                broken: false,
-            };
-        } else if r.frame != frame {
-            r.broken = true;
-            r.frame = frame;
-        }
-        r.count += 1;
-        if !cell.is_end_of_frame() {
-            return false;
-        }
-        let r = std::mem::take(r);
-        let expected = frame
+        done.frame
             .checked_sub(self.base)
             .and_then(|d| self.inflight.get(d as usize))
-            .map(|p| p.cells);
-        !r.broken && expected == Some(r.count)
+            .is_some_and(|p| done.is_intact(p.cells))
     }
 }
 
@@ -541,54 +503,6 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     })
 }
 
-fn build_scheduler(spec: &SchedSpec) -> Box<dyn Scheduler> {
-    let limits: Vec<QueueLimit> = spec.classes.iter().map(|c| c.limit).collect();
-    let weighted = |cs: &[crate::scenario::ClassSpec]| -> Vec<QClassSpec> {
-        cs.iter()
-            .map(|c| QClassSpec::new(c.weight.max(1), c.limit))
-            .collect()
-    };
-    // The scenario was validated (classes non-empty, weights > 0), so these cannot fail; a
-    // FIFO is the fallback that keeps the engine panic-free regardless.
-    let fallback = || -> Box<dyn Scheduler> {
-        Box::new(Fifo::new(limits.len().max(1), QueueLimit::Unlimited).expect("one class"))
-    };
-    match spec.kind {
-        SchedKind::Fifo => Fifo::new(
-            spec.classes.len(),
-            limits.first().copied().unwrap_or(QueueLimit::Unlimited),
-        )
-        .map(|s| Box::new(s) as Box<dyn Scheduler>)
-        .unwrap_or_else(|_| fallback()),
-        SchedKind::Priority => StrictPriority::new(&limits)
-            .map(|s| Box::new(s) as Box<dyn Scheduler>)
-            .unwrap_or_else(|_| fallback()),
-        SchedKind::Wfq => Wfq::new(&weighted(&spec.classes))
-            .map(|s| Box::new(s) as Box<dyn Scheduler>)
-            .unwrap_or_else(|_| fallback()),
-        SchedKind::Drr => Drr::new(&weighted(&spec.classes))
-            .map(|s| Box::new(s) as Box<dyn Scheduler>)
-            .unwrap_or_else(|_| fallback()),
-        SchedKind::PqWfq => {
-            let k = spec.classes.iter().take_while(|c| c.priority).count();
-            PqWfq::new(&limits[..k], &weighted(&spec.classes[k..]))
-                .map(|s| Box::new(s) as Box<dyn Scheduler>)
-                .unwrap_or_else(|_| fallback())
-        }
-    }
-}
-
-fn contract_of(c: &crate::scenario::ContractSpec, cdvt_ns: u64) -> Option<Contract> {
-    let peak = ExactNs::new(424 * 1_000_000_000, u128::from(c.pcr_bps))?;
-    match c.scr_bps {
-        None => Contract::cbr(peak, cdvt_ns).ok(),
-        Some(scr) => {
-            let sus = ExactNs::new(424 * 1_000_000_000, u128::from(scr))?;
-            Contract::vbr(peak, cdvt_ns, sus, c.mbs).ok()
-        }
-    }
-}
-
 impl<'m> Sim<'m> {
     pub(crate) fn new(m: &'m Model, seed: u64) -> Sim<'m> {
         let mut ifaces = Vec::with_capacity(m.links.len() * 2);
@@ -600,38 +514,20 @@ impl<'m> Sim<'m> {
                         let buffer = if from_kind == NodeKind::Host {
                             a.host_buffer_cells
                         } else {
-                            a.buffer_cells
+                            a.port.buffer_cells
                         };
-                        let mut cfg = PortConfig::new(a.line, buffer);
-                        if from_kind == NodeKind::AtmSwitch {
-                            cfg.epd_threshold = a.epd;
-                            cfg.ppd = a.ppd;
-                            cfg.clp1_threshold = a.clp_threshold;
-                        }
+                        let cfg = if from_kind == NodeKind::AtmSwitch {
+                            a.port.port_config(buffer)
+                        } else {
+                            PortConfig::new(a.port.line, buffer)
+                        };
                         IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
                     }
-                    _ => {
-                        let mut classifier = Classifier::new(l.sched.default_class);
-                        for (i, c) in l.sched.classes.iter().enumerate() {
-                            for &d in &c.dscps {
-                                classifier.push(Rule::to_class(i).dscp(d));
-                            }
-                        }
-                        IfaceKind::Ip(IpIface {
-                            sched: build_scheduler(&l.sched),
-                            classifier,
-                            class_names: l.sched.classes.iter().map(|c| c.name.clone()).collect(),
-                            ring: VecDeque::new(),
-                            ring_size: l.tx_ring.max(1),
-                            rate_bps: l.rate_bps.max(1),
-                            busy_start: 0,
-                            busy_bits: 0,
-                            busy_end: 0,
-                            cur: None,
-                            over_atm: l.atm.as_ref().map(|a| a.encap),
-                            packets_dropped: 0,
-                        })
-                    }
+                    _ => IfaceKind::Ip(Box::new(IpIface {
+                        port: DiffServPort::new(&l.sched, l.rate_bps, l.tx_ring),
+                        over_atm: l.atm.as_ref().map(|a| a.port.encap),
+                        packets_dropped: 0,
+                    })),
                 };
                 ifaces.push(Iface {
                     name: format!("{}->{}", m.nodes[from].name, m.nodes[to].name),
@@ -642,7 +538,7 @@ impl<'m> Sim<'m> {
                     flight: VecDeque::new(),
                     wake: NEVER,
                     arrive_wake: NEVER,
-                    atm_encap: l.atm.as_ref().map(|a| a.encap),
+                    atm_encap: l.atm.as_ref().map(|a| a.port.encap),
                     to_switch: m.nodes[to].kind == NodeKind::AtmSwitch,
                     bgs: Vec::new(),
                     sink: true,
@@ -672,14 +568,14 @@ impl<'m> Sim<'m> {
                     })
                     .flatten();
                 let policer = police_hop.and(f.contract.as_ref()).and_then(|c| {
-                    contract_of(c, c.cdvt_ns)
+                    c.contract(c.cdvt_ns)
                         .map(|k| Policer::new(k, f.police.unwrap_or(PolicingAction::Drop)))
                 });
                 let shaper = (!reverse && f.shape)
                     .then(|| {
                         f.contract
                             .as_ref()
-                            .and_then(|c| contract_of(c, 0))
+                            .and_then(|c| c.contract(0))
                             .map(Shaper::new)
                     })
                     .flatten();
@@ -692,7 +588,7 @@ impl<'m> Sim<'m> {
                 streams.push(Stream {
                     flow: fi,
                     reverse,
-                    reasm: vec![Reasm::default(); path.len()],
+                    reasm: vec![FrameDelimiter::default(); path.len()],
                     path,
                     ifaces: hops,
                     dscp: f.dscp,
@@ -879,7 +775,7 @@ impl<'m> Sim<'m> {
         let iface = &mut self.ifaces[i];
         let next = match &iface.kind {
             IfaceKind::Atm(p) => p.poll_timeout(),
-            IfaceKind::Ip(ip) => ip.cur.map(|(_, end)| end),
+            IfaceKind::Ip(ip) => ip.port.poll_timeout(),
         };
         if iface.deferred.is_some() {
             self.undefer(i);
@@ -1164,10 +1060,9 @@ impl<'m> Sim<'m> {
                 };
                 let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now)
                     .with_dscp(self.streams[s].dscp);
-                if ip.sched.enqueue(now, ip.classifier.classify(&pkt), pkt) != Verdict::Queued {
+                if ip.port.enqueue(now, pkt).is_err() {
                     ip.packets_dropped += 1;
                 }
-                ip_fill(ip, now);
                 self.ensure_iface(i);
             }
         }
@@ -1253,31 +1148,27 @@ impl<'m> Sim<'m> {
                 }
             }
             IfaceKind::Ip(ip) => {
-                while let Some((start, end)) = ip.cur.filter(|&(_, e)| e <= now) {
-                    ip.cur = None;
-                    if let Some(pkt) = ip.ring.pop_front() {
-                        let stream = pkt.flow;
-                        let frame = pkt.id as u32;
-                        match ip.over_atm {
-                            None => iface.flight.push_back((
-                                end.saturating_add(delay),
-                                Unit::Packet { stream, frame },
-                            )),
-                            Some(_) => {
-                                let n = u64::from(pkt.size / 53).max(1);
-                                let span = end - start;
-                                for j in 0..n {
-                                    let t = start + (span * (j + 1)).div_ceil(n);
-                                    let cell = CellMeta::user_data(VcId(stream), frame, j + 1 == n);
-                                    iface
-                                        .flight
-                                        .push_back((t.saturating_add(delay), Unit::Cell(cell)));
-                                    self.cells_sent += 1;
-                                }
+                while let Some(d) = ip.port.poll_transmit(now) {
+                    let (start, end, pkt) = (d.start_ns, d.end_ns, d.packet);
+                    let stream = pkt.flow;
+                    let frame = pkt.id as u32;
+                    match ip.over_atm {
+                        None => iface
+                            .flight
+                            .push_back((end.saturating_add(delay), Unit::Packet { stream, frame })),
+                        Some(_) => {
+                            let n = u64::from(pkt.size / 53).max(1);
+                            let span = end - start;
+                            for j in 0..n {
+                                let t = start + (span * (j + 1)).div_ceil(n);
+                                let cell = CellMeta::user_data(VcId(stream), frame, j + 1 == n);
+                                iface
+                                    .flight
+                                    .push_back((t.saturating_add(delay), Unit::Cell(cell)));
+                                self.cells_sent += 1;
                             }
                         }
                     }
-                    ip_fill(ip, end);
                 }
             }
         }
@@ -1655,17 +1546,15 @@ impl<'m> Sim<'m> {
                 }
                 IfaceKind::Ip(ip) => {
                     let classes: Vec<ClassReport> = ip
-                        .class_names
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(k, name)| {
-                            ip.sched.counters(k).map(|c| ClassReport {
-                                name: name.clone(),
-                                enqueued: c.enqueued,
-                                sent: c.sent,
-                                dropped: c.dropped,
-                                sent_bytes: c.sent_bytes,
-                            })
+                        .port
+                        .classes()
+                        .into_iter()
+                        .map(|c| ClassReport {
+                            name: c.name,
+                            enqueued: c.enqueued,
+                            sent: c.sent,
+                            dropped: c.dropped,
+                            sent_bytes: c.sent_bytes,
                         })
                         .collect();
                     if classes.iter().all(|c| c.enqueued == 0 && c.dropped == 0) {
@@ -1713,32 +1602,6 @@ impl<'m> Sim<'m> {
             backgrounds: bgs,
             events: self.events,
             cells: self.cells_sent,
-        }
-    }
-}
-
-/// Moves packets from the scheduler into the transmit ring and starts the head if the line
-/// is idle; transmission times come from the busy period's start so they never drift.
-fn ip_fill(ip: &mut IpIface, now: u64) {
-    while ip.ring.len() < ip.ring_size {
-        match ip.sched.dequeue(now) {
-            Some(d) => ip.ring.push_back(d.packet),
-            None => break,
-        }
-    }
-    if ip.cur.is_none() {
-        if let Some(head) = ip.ring.front() {
-            if now > ip.busy_end || ip.busy_bits == 0 {
-                ip.busy_start = now.max(ip.busy_end);
-                ip.busy_bits = 0;
-            }
-            let start = now.max(ip.busy_end);
-            ip.busy_bits += u128::from(head.size) * 8;
-            let end = ip.busy_start as u128
-                + (ip.busy_bits * 1_000_000_000).div_ceil(u128::from(ip.rate_bps));
-            let end = u64::try_from(end).unwrap_or(u64::MAX);
-            ip.busy_end = end;
-            ip.cur = Some((start, end));
         }
     }
 }

@@ -5,11 +5,10 @@
 //! unknown node, SCR above PCR, no path) can still point at the line that caused it. The whole
 //! file, every sweep point included, is checked before anything runs.
 
-use flowlab_atm::{Encapsulation, LineRate, PhysicalLayer, PolicingAction, ServiceCategory};
-use flowlab_qos::sched::QueueLimit;
-use flowlab_spanned::{
-    count_values, expand_values, FileError, Item, Reader, SweepValue, Unit, Value,
-};
+use flowlab_atm::{PolicingAction, ServiceCategory};
+use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
+use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
+use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
 use crate::sender::{parse_traffic, SendSpec};
@@ -40,15 +39,6 @@ const LINK_KEYS: &[&str] = &[
     "scheduler",
     "classes",
     "tx_ring",
-];
-const CLASS_KEYS: &[&str] = &[
-    "name",
-    "dscp",
-    "weight",
-    "priority",
-    "buffer",
-    "buffer_packets",
-    "default",
 ];
 const FLOW_KEYS: &[&str] = &[
     "name",
@@ -100,28 +90,6 @@ const NODE_KINDS: &[(&str, NodeKind)] = &[
     ("ip-router", NodeKind::IpRouter),
     ("router", NodeKind::IpRouter),
 ];
-const SERVICES: &[(&str, ServiceCategory)] = &[
-    ("cbr", ServiceCategory::Cbr),
-    ("rt-vbr", ServiceCategory::RtVbr),
-    ("rtvbr", ServiceCategory::RtVbr),
-    ("nrt-vbr", ServiceCategory::NrtVbr),
-    ("nrtvbr", ServiceCategory::NrtVbr),
-    ("vbr", ServiceCategory::NrtVbr),
-    ("ubr", ServiceCategory::Ubr),
-];
-const SCHEDULERS: &[(&str, SchedKind)] = &[
-    ("fifo", SchedKind::Fifo),
-    ("priority", SchedKind::Priority),
-    ("pq", SchedKind::Priority),
-    ("wfq", SchedKind::Wfq),
-    ("drr", SchedKind::Drr),
-    ("pq-wfq", SchedKind::PqWfq),
-];
-const POLICING: &[(&str, Option<PolicingAction>)] = &[
-    ("drop", Some(PolicingAction::Drop)),
-    ("tag", Some(PolicingAction::TagClp)),
-    ("none", None),
-];
 const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true)];
 
 /// What a node is.
@@ -138,41 +106,12 @@ pub(crate) struct NodeSpec {
     pub kind: NodeKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SchedKind {
-    Fifo,
-    Priority,
-    Wfq,
-    Drr,
-    PqWfq,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct ClassSpec {
-    pub name: String,
-    pub dscps: Vec<u8>,
-    pub weight: u32,
-    pub priority: bool,
-    pub limit: QueueLimit,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct SchedSpec {
-    pub kind: SchedKind,
-    pub classes: Vec<ClassSpec>,
-    pub default_class: usize,
-}
-
+/// The ATM side of a link: the port every link shares with emulated ones, and the buffer of
+/// a host's adapter.
 #[derive(Debug, Clone)]
 pub(crate) struct AtmSpec {
-    pub phy: String,
-    pub line: LineRate,
-    pub buffer_cells: usize,
+    pub port: PortSpec,
     pub host_buffer_cells: usize,
-    pub epd: Option<usize>,
-    pub ppd: bool,
-    pub clp_threshold: Option<usize>,
-    pub encap: Encapsulation,
 }
 
 /// One link; it carries traffic both ways, each way with its own output port.
@@ -196,14 +135,6 @@ pub(crate) enum Protocol {
     Udp(SendSpec),
     Ping { interval_ns: u64 },
     Tcp,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ContractSpec {
-    pub pcr_bps: u64,
-    pub cdvt_ns: u64,
-    pub scr_bps: Option<u64>,
-    pub mbs: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -308,37 +239,6 @@ impl Scenario {
     pub fn duration_ns(&self) -> u64 {
         self.variants.first().map_or(0, |v| v.model.duration_ns)
     }
-}
-
-fn phy_by_name(name: &str) -> Option<PhysicalLayer> {
-    let n: String = name
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect::<String>()
-        .to_ascii_lowercase();
-    Some(match n.as_str() {
-        "e1" => PhysicalLayer::E1,
-        "atm25" => PhysicalLayer::Atm25,
-        "ds3" | "ds3plcp" => PhysicalLayer::Ds3Plcp,
-        "oc3" | "oc3c" | "stm1" => PhysicalLayer::Oc3c,
-        "oc12" | "oc12c" | "stm4" => PhysicalLayer::Oc12c,
-        _ => return None,
-    })
-}
-
-fn encap_by_name(name: &str) -> Option<Encapsulation> {
-    Some(match name.to_ascii_lowercase().as_str() {
-        "llc-snap" | "llc" | "clip" => Encapsulation::LlcSnapRouted,
-        "vc-mux" | "vcmux" | "null" => Encapsulation::VcMuxRouted,
-        "llc-bridged" => Encapsulation::LlcBridged8023,
-        "vc-mux-bridged" => Encapsulation::VcMuxBridged8023,
-        "pppoa-llc" => Encapsulation::PppoaLlc,
-        "pppoa" | "pppoa-vc-mux" => Encapsulation::PppoaVcMux,
-        "pppoe-llc" | "pppoe" => Encapsulation::PppoeLlc,
-        "pppoe-vc-mux" => Encapsulation::PppoeVcMux,
-        "lane" => Encapsulation::Lane8023,
-        _ => return None,
-    })
 }
 
 /// Parses and validates a scenario file's text.
@@ -660,9 +560,9 @@ fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> 
     let atm = read_atm(&l)?;
     let rate = l.bit_rate("rate", NOT_MAX)?;
     let rate_bps = match (&atm, rate) {
-        (Some(a), None) => a.line.cell_bit_rate().round() as u64,
-        (Some(a), Some(r)) if r as f64 > a.line.cell_bit_rate() + 0.5 => {
-            let msg = format!("{r} bit/s is above the {} line's cell rate", a.phy);
+        (Some(a), None) => a.port.line.cell_bit_rate().round() as u64,
+        (Some(a), Some(r)) if r as f64 > a.port.line.cell_bit_rate() + 0.5 => {
+            let msg = format!("{r} bit/s is above the {} line's cell rate", a.port.phy);
             return Err(l.error(l.required("rate")?, "rate", msg));
         }
         (_, Some(r)) => r,
@@ -683,9 +583,9 @@ fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> 
     if mtu > 65_535 {
         return mtu_error(format!("{mtu} is above the IPv4 maximum 65535"));
     }
-    let link_limit = queue_limit(&l)?.unwrap_or(QueueLimit::Packets(1000));
+    let link_limit = queue_limit(&l)?.unwrap_or(DEFAULT_LIMIT);
     Ok(LinkSpec {
-        sched: build_sched(&l, link_limit)?,
+        sched: read_sched(&l, link_limit)?,
         tx_ring: l.positive("tx_ring")?.unwrap_or(1) as usize,
         name,
         a,
@@ -697,147 +597,15 @@ fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> 
     })
 }
 
-/// `buffer` (bytes) or `buffer_packets`.
-fn queue_limit(r: &Reader) -> Result<Option<QueueLimit>, ScenarioError> {
-    Ok(match (r.bytes("buffer")?, r.positive("buffer_packets")?) {
-        (Some(b), _) => Some(QueueLimit::Bytes(b)),
-        (None, Some(p)) => Some(QueueLimit::Packets(p.min(u64::from(u32::MAX)) as u32)),
-        (None, None) => None,
-    })
-}
-
 /// The ATM side of a link with a `phy`.
 fn read_atm(l: &Reader) -> Result<Option<AtmSpec>, ScenarioError> {
-    let Some(p) = l.string("phy")? else {
+    let Some(port) = read_port(l)? else {
         return Ok(None);
     };
-    let phy = phy_by_name(p).ok_or_else(|| {
-        let msg = format!("unknown {p:?}: expected E1, ATM25, DS3, OC-3c or OC-12c");
-        l.error(
-            l.table().get("phy").unwrap_or(&Item::string(l.line(), "")),
-            "phy",
-            msg,
-        )
-    })?;
-    let encap = match (l.string("encap")?, l.get("encap")) {
-        (Some(e), Some(item)) => encap_by_name(e).ok_or_else(|| {
-            let msg = format!("unknown {e:?}: expected llc-snap, vc-mux, llc-bridged, vc-mux-bridged, pppoa, pppoa-llc, pppoe, pppoe-vc-mux or lane");
-            l.error(item, "encap", msg)
-        })?,
-        _ => Encapsulation::LlcSnapRouted,
-    };
-    let buffer_cells = l.positive("buffer_cells")?.unwrap_or(1000) as usize;
-    let epd = l.count("epd")?.map(|x| x as usize);
-    if let (Some(e), Some(item)) = (epd, l.get("epd")) {
-        if e >= buffer_cells {
-            let msg = format!("threshold {e} must be below buffer_cells {buffer_cells}");
-            return Err(l.error(item, "epd", msg));
-        }
-    }
     Ok(Some(AtmSpec {
-        phy: phy.name().to_string(),
-        line: phy.line_rate(),
-        buffer_cells,
+        port,
         host_buffer_cells: l.positive("host_buffer_cells")?.unwrap_or(1 << 16) as usize,
-        epd,
-        ppd: l.bool("ppd")?.unwrap_or(false),
-        clp_threshold: l.count("clp_threshold")?.map(|x| x as usize),
-        encap,
     }))
-}
-
-fn build_sched(l: &Reader, link_limit: QueueLimit) -> Result<SchedSpec, ScenarioError> {
-    let kind = l
-        .choice("scheduler", SCHEDULERS)?
-        .unwrap_or(SchedKind::Fifo);
-    let mut classes = Vec::new();
-    let mut default_class = None;
-    for (i, cl) in l.tables("classes")?.iter().enumerate() {
-        let cl = cl.named("");
-        cl.only(CLASS_KEYS)?;
-        let priority = cl.bool("priority")?.unwrap_or(false);
-        if priority && kind == SchedKind::PqWfq && classes.iter().any(|x: &ClassSpec| !x.priority) {
-            return Err(FileError::at(
-                cl.line(),
-                "classes: priority classes must come first",
-            ));
-        }
-        if cl.bool("default")?.unwrap_or(false) {
-            default_class = Some(i);
-        }
-        classes.push(ClassSpec {
-            name: match cl.string("name")? {
-                Some(n) => n.to_string(),
-                None => format!("class{i}"),
-            },
-            dscps: class_dscps(&cl)?,
-            weight: cl.positive("weight")?.unwrap_or(1).min(u64::from(u32::MAX)) as u32,
-            priority,
-            limit: queue_limit(&cl)?.unwrap_or(link_limit),
-        });
-    }
-    if classes.is_empty() {
-        if kind != SchedKind::Fifo {
-            let item = l.get("scheduler").map_or(l.line(), Item::line);
-            return Err(FileError::at(item, "scheduler: needs classes"));
-        }
-        classes.push(ClassSpec {
-            name: "all".into(),
-            dscps: Vec::new(),
-            weight: 1,
-            priority: false,
-            limit: link_limit,
-        });
-    }
-    if kind == SchedKind::PqWfq && classes.iter().all(|x| x.priority) {
-        return Err(l.table_error("pq-wfq: needs at least one class without priority = true"));
-    }
-    let default_class = default_class.unwrap_or(classes.len() - 1);
-    Ok(SchedSpec {
-        kind,
-        classes,
-        default_class,
-    })
-}
-
-/// A class's `dscp`: one code point or a list, by name or number.
-fn class_dscps(cl: &Reader) -> Result<Vec<u8>, ScenarioError> {
-    let Some(d) = cl.get("dscp") else {
-        return Ok(Vec::new());
-    };
-    let items = match d.as_array() {
-        Some(a) => a.to_vec(),
-        None => vec![d.clone()],
-    };
-    items
-        .iter()
-        .map(|item| dscp_of(item).map_err(|m| d.error(format!("dscp: {m}"))))
-        .collect()
-}
-
-/// A DSCP by name (`ef`, `af11`, `cs5`, `be`) or number 0..=63.
-fn dscp_of(item: &Item) -> Result<u8, String> {
-    match item.value() {
-        Value::String(s) => flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string()),
-        Value::Integer(x) if (0..64).contains(x) => Ok(*x as u8),
-        _ => Err("expected a name (ef, af11, cs5, be) or 0..=63".into()),
-    }
-}
-
-/// `service`, in any case (`CBR`, `rt-VBR`).
-fn service(r: &Reader) -> Result<Option<ServiceCategory>, ScenarioError> {
-    let Some(text) = r.string("service")? else {
-        return Ok(None);
-    };
-    let lower = text.to_ascii_lowercase();
-    match SERVICES.iter().find(|(name, _)| *name == lower) {
-        Some((_, s)) => Ok(Some(*s)),
-        None => Err(r.error(
-            r.required("service")?,
-            "service",
-            format!("unknown {text:?}: expected cbr, rt-vbr, nrt-vbr or ubr"),
-        )),
-    }
 }
 
 /// When a source stops: `start + duration`, at most the end of the run.
@@ -860,7 +628,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
     if let Protocol::Udp(s) = &mut protocol {
         s.size = size;
     }
-    let contract = flow_contract(&f)?;
+    let contract = read_contract(&f)?;
     let police = f.choice("police", POLICING)?.flatten();
     let shape = f.bool("shape")?.unwrap_or(false);
     if (police.is_some() || shape) && contract.is_none() {
@@ -884,7 +652,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         count: f.positive("count")?,
         start_ns,
         stop_ns: stop_ns(&f, start_ns, run_ns)?,
-        service: service(&f)?.unwrap_or(ServiceCategory::Ubr),
+        service: read_service(&f)?.unwrap_or(ServiceCategory::Ubr),
         contract,
         police,
         shape,
@@ -1062,28 +830,6 @@ fn flow_size(
 }
 
 /// The ATM traffic contract, when the flow has a `pcr`.
-fn flow_contract(f: &Reader) -> Result<Option<ContractSpec>, ScenarioError> {
-    let scr = f.bit_rate("scr", NOT_MAX)?;
-    let Some(pcr_bps) = f.bit_rate("pcr", NOT_MAX)? else {
-        return match f.get("scr") {
-            Some(item) => Err(f.error(item, "scr", "needs pcr")),
-            None => Ok(None),
-        };
-    };
-    if let (Some(s), Some(item)) = (scr, f.get("scr")) {
-        if s > pcr_bps {
-            let m = format!("{s} bit/s is above pcr {pcr_bps} bit/s");
-            return Err(f.error(item, "scr", m));
-        }
-    }
-    Ok(Some(ContractSpec {
-        pcr_bps,
-        cdvt_ns: f.duration_ns("cdvt")?.unwrap_or(0),
-        scr_bps: scr,
-        mbs: f.positive("mbs")?.unwrap_or(1).min(u64::from(u32::MAX)) as u32,
-    }))
-}
-
 /// The Reno model's settings; `size` is the flow's IP packet size.
 fn flow_tcp(f: &Reader, size: u32) -> Result<TcpSpec, ScenarioError> {
     let window = f.bytes("window")?.unwrap_or(64 * 1024);
@@ -1135,7 +881,7 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         passes: b.positive("passes")?.unwrap_or(1).min(1024) as usize,
         loop_delay_ns: b.duration_ns("loop_delay")?.unwrap_or(10_000),
         cells_per_frame: b.positive("cells_per_frame")?.unwrap_or(1).min(1365) as u32,
-        service: service(&b)?.unwrap_or(ServiceCategory::Ubr),
+        service: read_service(&b)?.unwrap_or(ServiceCategory::Ubr),
         clp: b.bool("clp")?.unwrap_or(false),
         start_ns,
         stop_ns: stop_ns(&b, start_ns, run_ns)?,

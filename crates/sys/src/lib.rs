@@ -11,6 +11,7 @@ mod cmsg;
 pub mod cpu;
 pub mod host;
 pub mod netlink;
+pub mod packet;
 pub mod poll;
 pub mod raw;
 pub mod signal;

@@ -4,13 +4,15 @@
 //! directly inside the two namespaces (nothing ever appears in the caller's namespace); a
 //! switch is a Linux bridge in its own namespace. Hosts with more than one link forward, and
 //! every host gets shortest-path routes to every subnet (see [`plan`]). Links may be
-//! rate-limited (tbf on each egress direction) and delayed (netem, where the kernel has it).
+//! rate-limited (tbf on each egress direction) and delayed (netem, where the kernel has it), or
+//! emulated: run through flowlab's emulator, in a namespace of its own (see [`emulate`]).
 //!
 //! What was created is recorded in `<run dir>/<lab>/state.json` before anything is created,
 //! so that `down` can undo a lab even after a crash; and `down` also finds namespaces with the
 //! lab's prefix that no state mentions. Deleting a namespace deletes its veths and bridges, so
 //! cleanup is: stop every process inside the lab's namespaces, then delete the namespaces.
 
+pub mod emulate;
 pub mod plan;
 pub mod spec;
 
@@ -79,6 +81,19 @@ pub struct LabState {
     pub complete: bool,
     pub plan: Plan,
     pub agents: Vec<AgentState>,
+    /// The emulator of the lab's emulated links, if it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator: Option<EmulatorState>,
+}
+
+/// The emulator process `up` started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmulatorState {
+    pub ns: String,
+    pub pid: u32,
+    pub log: PathBuf,
+    /// Its counters and timing, rewritten every second (see `flowlab_emu::EmuReport`).
+    pub report: PathBuf,
 }
 
 /// An agent started by `up`.
@@ -131,7 +146,13 @@ impl LabState {
                 Some(a) if pid_alive(a.pid) => a.addr.clone(),
                 Some(a) => format!("{} (not running)", a.addr),
                 None if n.kind == NodeKind::Switch => "(switch)".into(),
-                None => "-".into(),
+                None => match &self.emulator {
+                    Some(e) if n.kind == NodeKind::Emulator && pid_alive(e.pid) => {
+                        format!("(emulator, report {})", e.report.display())
+                    }
+                    Some(_) if n.kind == NodeKind::Emulator => "(emulator, not running)".into(),
+                    _ => "-".into(),
+                },
             };
             let mut name = n.name.clone();
             if n.router {
@@ -218,6 +239,8 @@ pub struct UpOptions {
     pub file: Option<String>,
     /// How long each agent may take to listen.
     pub agent_timeout: Duration,
+    /// The flowlab binary to run `lab emulate` with, for labs with emulated links.
+    pub emulator_exe: Option<PathBuf>,
 }
 
 impl UpOptions {
@@ -228,6 +251,7 @@ impl UpOptions {
             agent_port: AGENT_PORT,
             file: None,
             agent_timeout: Duration::from_secs(10),
+            emulator_exe: None,
         }
     }
 }
@@ -288,10 +312,12 @@ pub fn up_with(
         complete: false,
         plan,
         agents: Vec::new(),
+        emulator: None,
     };
     let result = state
         .save(&dir)
         .and_then(|()| create(runner, &state.plan).map_err(LabError::from))
+        .and_then(|()| start_emulator(spec, opts, &dir, &mut state))
         .and_then(|()| match &opts.agent_exe {
             Some(exe) => start_agents(exe, opts, &dir, &mut state),
             None => Ok(()),
@@ -333,8 +359,9 @@ fn create(r: &dyn Runner, plan: &Plan) -> Result<(), NetnsError> {
                 "net.ipv4.conf.default.rp_filter=0",
             ],
             NodeKind::Host => &[],
-            // A switch only bridges: no IPv6 link-local chatter of its own on the segment.
-            NodeKind::Switch => &[
+            // A switch only bridges, the emulator only copies frames: no IPv6 link-local
+            // chatter of their own on the segment.
+            NodeKind::Switch | NodeKind::Emulator => &[
                 "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1",
             ],
@@ -349,35 +376,20 @@ fn create(r: &dyn Runner, plan: &Plan) -> Result<(), NetnsError> {
         }
     }
     for l in &plan.links {
-        let (na, nb) = (&plan.nodes[l.a.0], &plan.nodes[l.b.0]);
-        let (da, db) = (&na.ifaces[l.a.1].dev, &nb.ifaces[l.b.1].dev);
-        r.run(
-            "ip",
-            &[
-                "-n", &na.ns, "link", "add", da, "type", "veth", "peer", "name", db, "netns",
-                &nb.ns,
-            ],
-        )?;
-        for (n, i) in [(na, l.a.1), (nb, l.b.1)] {
-            let (ns, f) = (n.ns.as_str(), &n.ifaces[i]);
-            let dev = f.dev.as_str();
-            if n.kind == NodeKind::Switch {
-                r.run("ip", &["-n", ns, "link", "set", dev, "master", BRIDGE])?;
-            }
-            r.run("ip", &["-n", ns, "link", "set", dev, "up"])?;
-            if let Some(a) = f.addr4 {
-                let a = format!("{a}/{}", f.prefix4);
-                r.run("ip", &["-n", ns, "addr", "add", &a, "dev", dev])?;
-            }
-            if let Some(a) = f.addr6 {
-                let a = format!("{a}/{}", f.prefix6);
-                r.run("ip", &["-n", ns, "addr", "add", &a, "dev", dev, "nodad"])?;
-            }
-            if let Some(s) = &f.shaping {
-                for args in s.tc_commands(ns, dev) {
-                    r.run("tc", &strs(&args))?;
-                }
-            }
+        let Some((e, ea, eb)) = l.via else {
+            veth_pair(r, plan, l.a, l.b)?;
+            continue;
+        };
+        veth_pair(r, plan, l.a, (e, ea))?;
+        veth_pair(r, plan, (e, eb), l.b)?;
+        // The emulator models MTU-sized frames: the hosts' stacks must hand it no
+        // multi-segment GSO buffers (their checksums it carries as the kernel left them).
+        for (n, i) in [l.a, l.b] {
+            let (ns, dev) = (&plan.nodes[n].ns, &plan.nodes[n].ifaces[i].dev);
+            r.run(
+                "ip",
+                &["-n", ns, "link", "set", "dev", dev, "gso_max_segs", "1"],
+            )?;
         }
     }
     wait_not_tentative(r, plan, Duration::from_secs(5))?;
@@ -397,6 +409,46 @@ fn create(r: &dyn Runner, plan: &Plan) -> Result<(), NetnsError> {
                     "-n", ns, "-6", "route", "add", &d6, "via", &v6, "dev", &rt.dev,
                 ],
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates the veth pair between interface `a.1` of node `a.0` and `b.1` of `b.0`, then
+/// brings each end up with its bridge port, addresses and shaping.
+fn veth_pair(
+    r: &dyn Runner,
+    plan: &Plan,
+    a: (usize, usize),
+    b: (usize, usize),
+) -> Result<(), NetnsError> {
+    let (na, nb) = (&plan.nodes[a.0], &plan.nodes[b.0]);
+    let (da, db) = (&na.ifaces[a.1].dev, &nb.ifaces[b.1].dev);
+    r.run(
+        "ip",
+        &[
+            "-n", &na.ns, "link", "add", da, "type", "veth", "peer", "name", db, "netns", &nb.ns,
+        ],
+    )?;
+    for (n, i) in [(na, a.1), (nb, b.1)] {
+        let (ns, f) = (n.ns.as_str(), &n.ifaces[i]);
+        let dev = f.dev.as_str();
+        if n.kind == NodeKind::Switch {
+            r.run("ip", &["-n", ns, "link", "set", dev, "master", BRIDGE])?;
+        }
+        r.run("ip", &["-n", ns, "link", "set", dev, "up"])?;
+        if let Some(a) = f.addr4 {
+            let a = format!("{a}/{}", f.prefix4);
+            r.run("ip", &["-n", ns, "addr", "add", &a, "dev", dev])?;
+        }
+        if let Some(a) = f.addr6 {
+            let a = format!("{a}/{}", f.prefix6);
+            r.run("ip", &["-n", ns, "addr", "add", &a, "dev", dev, "nodad"])?;
+        }
+        if let Some(s) = &f.shaping {
+            for args in s.tc_commands(ns, dev) {
+                r.run("tc", &strs(&args))?;
+            }
         }
     }
     Ok(())
@@ -440,38 +492,17 @@ fn start_agents(
     for n in state.plan.nodes.iter().filter(|n| n.kind == NodeKind::Host) {
         let pidfile = dir.join(format!("{}.pid", n.name));
         let log = dir.join(format!("{}.log", n.name));
-        let logf = fs::File::create(&log).map_err(io_err(format!("creating {}", log.display())))?;
-        let logf2 = logf
-            .try_clone()
-            .map_err(io_err(format!("opening {}", log.display())))?;
-        // `setsid -f` forks, so the agent is nobody's child (no zombie, no terminal's
-        // Ctrl-C); the shell writes its own pid and then becomes `ip netns exec`, which
-        // becomes the agent: the pidfile holds the agent's pid.
-        let status = Command::new("setsid")
-            .args(["-f", "sh", "-c", "echo $$ > \"$0\"; exec \"$@\""])
-            .arg(&pidfile)
-            .args(["ip", "netns", "exec", &n.ns])
-            .arg(exe)
-            .args([
-                "serve",
-                "--bind",
-                "::",
-                "--port",
-                &port,
-                "--quiet",
-                "--allow-relay",
-            ])
-            .stdin(Stdio::null())
-            .stdout(logf)
-            .stderr(logf2)
-            .status()
-            .map_err(|e| LabError::Agent(format!("cannot run `setsid` (util-linux): {e}")))?;
-        if !status.success() {
-            return Err(LabError::Agent(format!(
-                "starting the agent on {} failed: setsid {status}",
-                n.name
-            )));
-        }
+        let args = [
+            "serve",
+            "--bind",
+            "::",
+            "--port",
+            &port,
+            "--quiet",
+            "--allow-relay",
+        ];
+        spawn_detached(&n.ns, exe, &args, &pidfile, &log)
+            .map_err(|e| LabError::Agent(format!("starting the agent on {}: {e}", n.name)))?;
         let first_v4 = n.ifaces.iter().find_map(|i| i.addr4);
         let addr = match first_v4 {
             Some(a) => format!("{a}:{port}"),
@@ -493,9 +524,97 @@ fn start_agents(
     Ok(())
 }
 
+/// Starts `exe args` detached inside namespace `ns`, its pid in `pidfile`, its output in
+/// `log`.
+fn spawn_detached(
+    ns: &str,
+    exe: &Path,
+    args: &[&str],
+    pidfile: &Path,
+    log: &Path,
+) -> Result<(), String> {
+    let logf = fs::File::create(log).map_err(|e| format!("creating {}: {e}", log.display()))?;
+    let logf2 = logf
+        .try_clone()
+        .map_err(|e| format!("opening {}: {e}", log.display()))?;
+    // `setsid -f` forks, so the process is nobody's child (no zombie, no terminal's
+    // Ctrl-C); the shell writes its own pid and then becomes `ip netns exec`, which
+    // becomes the process: the pidfile holds its pid.
+    let status = Command::new("setsid")
+        .args(["-f", "sh", "-c", "echo $$ > \"$0\"; exec \"$@\""])
+        .arg(pidfile)
+        .args(["ip", "netns", "exec", ns])
+        .arg(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(logf)
+        .stderr(logf2)
+        .status()
+        .map_err(|e| format!("cannot run `setsid` (util-linux): {e}"))?;
+    if !status.success() {
+        return Err(format!("setsid {status}"));
+    }
+    Ok(())
+}
+
+/// Starts the emulator if the lab has emulated links, and waits until it has opened them.
+fn start_emulator(
+    spec: &LabSpec,
+    opts: &UpOptions,
+    dir: &Path,
+    state: &mut LabState,
+) -> Result<(), LabError> {
+    let Some(node) = state
+        .plan
+        .nodes
+        .iter()
+        .find(|n| n.kind == NodeKind::Emulator)
+    else {
+        return Ok(());
+    };
+    let Some(exe) = &opts.emulator_exe else {
+        return Err(LabError::Refused(
+            "the lab has emulated links, but no flowlab binary was given to run the emulator"
+                .into(),
+        ));
+    };
+    let file = dir.join(emulate::LAB_FILE);
+    fs::write(&file, &spec.source).map_err(io_err(format!("writing {}", file.display())))?;
+    let (pidfile, log) = (dir.join("emulator.pid"), dir.join("emulator.log"));
+    let dir_arg = dir.display().to_string();
+    spawn_detached(&node.ns, exe, &["lab", "emulate", &dir_arg], &pidfile, &log)
+        .map_err(|e| LabError::Agent(format!("starting the emulator: {e}")))?;
+    let deadline = Instant::now() + opts.agent_timeout;
+    let pid = wait_for("the emulator", emulate::READY, &pidfile, &log, deadline)?;
+    state.emulator = Some(EmulatorState {
+        ns: node.ns.clone(),
+        pid,
+        log,
+        report: dir.join(emulate::REPORT_FILE),
+    });
+    Ok(())
+}
+
 /// Polls an agent's pidfile and log until it says "listening on", it dies, or `deadline`.
 fn wait_listening(
     host: &str,
+    pidfile: &Path,
+    log: &Path,
+    deadline: Instant,
+) -> Result<u32, LabError> {
+    wait_for(
+        &format!("the agent on {host}"),
+        "listening on",
+        pidfile,
+        log,
+        deadline,
+    )
+}
+
+/// Polls a process's pidfile and log until the log has `marker`, it dies, or `deadline`.
+fn wait_for(
+    who: &str,
+    marker: &str,
     pidfile: &Path,
     log: &Path,
     deadline: Instant,
@@ -509,20 +628,20 @@ fn wait_listening(
         }
         let text = fs::read_to_string(log).unwrap_or_default();
         if let Some(p) = pid {
-            if text.contains("listening on") {
+            if text.contains(marker) {
                 return Ok(p);
             }
             if !pid_alive(p) {
                 let last = text.lines().rev().find(|l| !l.trim().is_empty());
                 return Err(LabError::Agent(format!(
-                    "the agent on {host} exited: {}",
+                    "{who} exited: {}",
                     last.unwrap_or("(no output)")
                 )));
             }
         }
         if Instant::now() > deadline {
             return Err(LabError::Agent(format!(
-                "the agent on {host} did not listen in time (log: {})",
+                "{who} did not start in time (log: {})",
                 log.display()
             )));
         }

@@ -43,13 +43,19 @@ pub fn lab_of_ns(ns: &str) -> Option<&str> {
     (!lab.is_empty() && !node.is_empty()).then_some(lab)
 }
 
-/// Whether a node is a host (runs an agent, may route) or a switch (a bridge).
+/// Whether a node is a host (runs an agent, may route), a switch (a bridge) or the
+/// emulator's namespace (the middle of every emulated link).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     Host,
     Switch,
+    Emulator,
 }
+
+/// The emulator's node: a name no host or switch can have (they start with a letter or
+/// digit), so its namespace `fl-<lab>-_emu` never clashes.
+pub const EMULATOR_NODE: &str = "_emu";
 
 /// One namespace of the lab.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,20 +163,56 @@ pub struct RoutePlan {
     pub hops: u32,
 }
 
-/// A veth pair to create: node index and interface index at each end.
+/// A link to create: node index and interface index at each end. An emulated link is two
+/// veth pairs through the emulator's node: `a` to its interface `via.1`, its interface
+/// `via.2` to `b`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkPlan {
     pub a: (usize, usize),
     pub b: (usize, usize),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<(usize, usize, usize)>,
 }
 
 /// Everything `lab up` creates, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub lab: String,
-    /// Hosts (file order), then switches.
+    /// Hosts (file order), then switches, then the emulator if a link is emulated.
     pub nodes: Vec<NodePlan>,
     pub links: Vec<LinkPlan>,
+}
+
+/// Adds the emulator's interfaces for one more emulated link (`e<k>a` towards `a`, `e<k>b`
+/// towards `b`), and the emulator's node first if needed: (node, iface a, iface b).
+fn emulator_ends(lab: &str, nodes: &mut Vec<NodePlan>, a: &str, b: &str) -> (usize, usize, usize) {
+    let e = match nodes.iter().position(|n| n.kind == NodeKind::Emulator) {
+        Some(e) => e,
+        None => {
+            nodes.push(NodePlan {
+                name: EMULATOR_NODE.into(),
+                ns: ns_of(lab, EMULATOR_NODE),
+                kind: NodeKind::Emulator,
+                router: false,
+                ifaces: Vec::new(),
+                routes: Vec::new(),
+            });
+            nodes.len() - 1
+        }
+    };
+    let k = nodes[e].ifaces.len() / 2;
+    for (side, peer) in [("a", a), ("b", b)] {
+        nodes[e].ifaces.push(IfacePlan {
+            dev: format!("e{k}{side}"),
+            peer: peer.to_string(),
+            addr4: None,
+            prefix4: 0,
+            addr6: None,
+            prefix6: 0,
+            shaping: None,
+        });
+    }
+    (e, 2 * k, 2 * k + 1)
 }
 
 /// An IP subnet shared by some hosts: a point-to-point link or a switch.
@@ -246,9 +288,14 @@ impl Plan {
             let (fa, fb) = (nodes[ia].ifaces.len(), nodes[ib].ifaces.len());
             nodes[ia].ifaces.push(mk(&l.b));
             nodes[ib].ifaces.push(mk(&l.a));
+            let via = l
+                .emulate
+                .as_ref()
+                .map(|_| emulator_ends(lab, &mut nodes, &l.a, &l.b));
             links.push(LinkPlan {
                 a: (ia, fa),
                 b: (ib, fb),
+                via,
             });
             let addr = |nodes: &mut Vec<NodePlan>, (n, f): (usize, usize), a4, a6, p4| {
                 let i = &mut nodes[n].ifaces[f];

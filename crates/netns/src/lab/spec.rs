@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use flowlab_link::config::EmulateSpec;
 use flowlab_spanned::{FileError, Item, Reader};
 
 /// Longest lab, host or switch name: a node's interfaces are called `to-<peer>`, and
@@ -22,12 +23,14 @@ pub const MIN_FRAME: u64 = 1514;
 pub type SpecError = FileError;
 
 const SECTIONS: &[&str] = &["lab", "host", "switch", "link"];
-const LINK_KEYS: &[&str] = &["a", "b", "rate", "burst", "buffer", "delay"];
+const LINK_KEYS: &[&str] = &["a", "b", "rate", "burst", "buffer", "delay", "emulate"];
 
 /// A validated lab description.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LabSpec {
     pub name: String,
+    /// The file's text, kept for the emulator (which reads its links' models from it).
+    pub source: String,
     pub hosts: Vec<NodeSpec>,
     pub switches: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
@@ -42,7 +45,7 @@ pub struct NodeSpec {
 }
 
 /// A `[[link]]` between two hosts, or a host and a switch (then `a` or `b` is the switch).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LinkSpec {
     pub a: String,
     pub b: String,
@@ -54,6 +57,9 @@ pub struct LinkSpec {
     pub buffer_bytes: Option<u64>,
     /// One-way delay added on each egress direction (needs netem).
     pub delay_ns: Option<u64>,
+    /// The link runs through the user-space emulator with these models (each direction
+    /// alike) instead of tbf and netem.
+    pub emulate: Option<EmulateSpec>,
     pub line: usize,
 }
 
@@ -176,8 +182,26 @@ fn read_link(l: &Reader, hosts: &[NodeSpec], switches: &[NodeSpec]) -> Result<Li
         burst_bytes: bytes("burst")?,
         buffer_bytes: bytes("buffer")?,
         delay_ns,
+        emulate: read_emulate(l)?,
         line,
     })
+}
+
+/// A link's `emulate` table: the emulator replaces tbf and netem on that link, so their
+/// keys may not sit beside it.
+fn read_emulate(l: &Reader) -> Result<Option<EmulateSpec>, SpecError> {
+    let Some(item) = l.get("emulate") else {
+        return Ok(None);
+    };
+    if let Some(key) = ["rate", "burst", "buffer", "delay"]
+        .into_iter()
+        .find(|k| l.get(k).is_some())
+    {
+        let m = format!("{key}: an emulated link takes its {key} inside `emulate`");
+        return Err(l.required(key)?.error(m));
+    }
+    let e = Reader::of(item, "emulate")?;
+    flowlab_link::config::read(&e).map(Some)
 }
 
 impl LabSpec {
@@ -228,6 +252,7 @@ impl LabSpec {
         }
         Ok(LabSpec {
             name,
+            source: text.to_string(),
             hosts,
             switches,
             links,

@@ -321,3 +321,82 @@ fn namespace_names() {
     ];
     assert_eq!(format_table(&rows), "A    BB\nCCC  D\n");
 }
+
+#[test]
+fn emulated_links_go_through_the_emulators_namespace() {
+    let spec = example("emulated.toml");
+    assert!(spec.links.iter().all(|l| l.emulate.is_some()));
+    let plan = Plan::new(&spec).unwrap();
+    let emu = plan.nodes.last().unwrap();
+    assert_eq!(
+        (emu.kind, emu.ns.as_str()),
+        (NodeKind::Emulator, "fl-emulated-_emu")
+    );
+    let devs: Vec<&str> = emu.ifaces.iter().map(|i| i.dev.as_str()).collect();
+    assert_eq!(devs, ["e0a", "e0b", "e1a", "e1b"]);
+    assert!(emu
+        .ifaces
+        .iter()
+        .all(|i| i.addr4.is_none() && i.shaping.is_none()));
+    let e = plan.nodes.len() - 1;
+    assert_eq!(plan.links[1].via, Some((e, 2, 3)));
+    // The hosts keep their addresses and routes as on a plain link.
+    assert_eq!(
+        plan.node("b").unwrap().ifaces[0].addr4,
+        Some(Ipv4Addr::new(10, 77, 0, 6))
+    );
+    let links = emulate::emulated_links(&spec, &plan);
+    let names: Vec<(&str, &str, &str)> = links
+        .iter()
+        .map(|l| (l.name.as_str(), l.iface_a.as_str(), l.iface_b.as_str()))
+        .collect();
+    assert_eq!(names, [("a-r", "e0a", "e0b"), ("r-b", "e1a", "e1b")]);
+}
+
+#[test]
+fn an_emulated_link_is_two_veth_pairs_without_gso_and_no_qdisc() {
+    let spec = LabSpec::parse(
+        "[lab]\nname = \"em\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+         [[link]]\na = \"a\"\nb = \"b\"\nemulate = { delay = \"1ms\" }\n",
+    )
+    .unwrap();
+    let fake = Fake::with(|_| Ok(String::new()));
+    create(&fake, &Plan::new(&spec).unwrap()).unwrap();
+    let log = fake.log().join("\n");
+    for want in [
+        "ip netns add fl-em-_emu",
+        "ip -n fl-em-a link add to-b type veth peer name e0a netns fl-em-_emu",
+        "ip -n fl-em-_emu link add e0b type veth peer name to-a netns fl-em-b",
+        "ip -n fl-em-a link set dev to-b gso_max_segs 1",
+        "ip -n fl-em-b link set dev to-a gso_max_segs 1",
+        "net.ipv6.conf.all.disable_ipv6=1",
+    ] {
+        assert!(log.contains(want), "missing {want:?} in\n{log}");
+    }
+    assert!(!log.contains("tc "), "{log}");
+}
+
+#[test]
+fn emulate_keys_are_checked_with_lines() {
+    let text = |link: &str| {
+        format!("[lab]\nname = \"em\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\n{link}\n")
+    };
+    for (link, want) in [
+        (
+            "rate = \"1M\"\nemulate = { delay = \"1ms\" }",
+            "line 10: rate: an emulated link takes its rate inside `emulate`",
+        ),
+        ("emulate = { delay = \"1ms\", colour = 2 }", "colour"),
+        (
+            "emulate = { phy = \"E1\", epd = 5000 }",
+            "below buffer_cells",
+        ),
+        ("emulate = 3", "emulate"),
+    ] {
+        let e = LabSpec::parse(&text(link)).unwrap_err().to_string();
+        assert!(e.contains(want), "{link}: {e}");
+    }
+    // Emulated links need no qdisc from the kernel.
+    let spec = LabSpec::parse(&text("emulate = { delay = \"5ms\" }")).unwrap();
+    spec.check_kernel(|_| false).unwrap();
+}

@@ -1,0 +1,221 @@
+//! One direction of one emulated link, on its own thread: read what arrived, run it through
+//! the chain, release what is due, wait for the next departure or arrival.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flowlab_link::chain::Chain;
+use flowlab_link::{Event, LinkModel, Verdict};
+use flowlab_stats::LatencyStats;
+use flowlab_sys::clock::{monotonic_ns, pace_until, realtime_minus_monotonic_ns};
+use flowlab_sys::packet::FrameSocket;
+use flowlab_sys::udp::{enable_rx_timestamps, enable_rxq_ovfl, RecvBatch};
+
+use crate::frame::{describe, Store};
+use crate::report::{DepthSample, DirectionReport};
+
+/// A frame released later than this after its departure time counts as late.
+pub const LATE_NS: u64 = 50_000;
+/// Sleep until this long before a departure, then spin: wake-ups on this machine land
+/// within tens of microseconds (the engine's pacer measured the same).
+pub const SPIN_NS: u64 = 30_000;
+/// Frames held per direction (about 100 MB of 1500-byte frames): above the impairments'
+/// default limit, so the model's limit decides first.
+pub const STORE_LIMIT: usize = 65_536;
+/// Depth samples kept (100 ms apart: the last 16 minutes).
+pub const DEPTH_SAMPLES: usize = 10_000;
+const SAMPLE_EVERY_NS: u64 = 100_000_000;
+/// Longest sleep without a departure due, so a stop request is seen.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+/// Frames read per system call; a jumbo frame fits a slot.
+const BATCH: usize = 64;
+const MAX_FRAME: usize = 9216 + 18;
+
+/// The two interfaces of a direction: frames come in on one and leave by the other.
+pub struct Endpoints {
+    ingress: FrameSocket,
+    egress: FrameSocket,
+}
+
+impl Endpoints {
+    /// Opens the interfaces named `ingress` (reading, with kernel receive stamps) and
+    /// `egress` (sending only).
+    pub fn open(ingress: &str, egress: &str) -> io::Result<Endpoints> {
+        let index = |name: &str| flowlab_sys::raw::interface_named(name).map(|i| i.index);
+        let rx = FrameSocket::open(index(ingress)?, true)?;
+        enable_rx_timestamps(&rx)?;
+        enable_rxq_ovfl(&rx)?;
+        Ok(Endpoints {
+            ingress: rx,
+            egress: FrameSocket::open(index(egress)?, false)?,
+        })
+    }
+}
+
+/// A direction's state; [`Direction::run`] drives it until stopped.
+pub struct Direction {
+    ends: Endpoints,
+    chain: Chain,
+    store: Store,
+    batch: RecvBatch,
+    report: DirectionReport,
+    shared: Arc<Mutex<DirectionReport>>,
+    release_error: LatencyStats,
+    depth: VecDeque<DepthSample>,
+    /// The model's clock: never goes back.
+    model_ns: u64,
+    realtime_offset_ns: i64,
+    start_ns: u64,
+    next_sample_ns: u64,
+}
+
+impl Direction {
+    pub fn new(ends: Endpoints, chain: Chain, shared: Arc<Mutex<DirectionReport>>) -> Direction {
+        let report = shared
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_else(|e| e.into_inner().clone());
+        let start_ns = monotonic_ns();
+        Direction {
+            ends,
+            chain,
+            store: Store::new(STORE_LIMIT),
+            batch: RecvBatch::new(BATCH, MAX_FRAME),
+            report,
+            shared,
+            release_error: LatencyStats::new(),
+            depth: VecDeque::new(),
+            model_ns: start_ns,
+            realtime_offset_ns: realtime_minus_monotonic_ns(),
+            start_ns,
+            next_sample_ns: start_ns,
+        }
+    }
+
+    /// Serves the direction until `stop` is set, then publishes its last report.
+    pub fn run(mut self, stop: &AtomicBool) {
+        let _ = flowlab_sys::clock::set_thread_timer_slack_ns(1);
+        while !stop.load(Ordering::Relaxed) {
+            self.receive();
+            self.release();
+            self.sample();
+            self.wait();
+        }
+        self.publish();
+    }
+
+    /// Offers every frame waiting on the ingress to the chain, at its kernel receive time.
+    fn receive(&mut self) {
+        loop {
+            let n = match self.ends.ingress.receive(&mut self.batch) {
+                Ok(n) => n,
+                Err(_) => return,
+            };
+            for i in 0..n {
+                let meta = self.batch.meta(i);
+                let arrival = meta.kernel_rx_ns.map_or_else(monotonic_ns, |rt| {
+                    (rt as i64).saturating_sub(self.realtime_offset_ns).max(0) as u64
+                });
+                self.model_ns = self.model_ns.max(arrival);
+                if let Some(d) = meta.rxq_drops {
+                    self.report.emulator_drops.ingress_overflow = u64::from(d);
+                }
+                self.offer(i);
+            }
+            if n < self.batch.capacity() {
+                return;
+            }
+        }
+    }
+
+    fn offer(&mut self, i: usize) {
+        let bytes = self.batch.payload(i);
+        let Some(id) = self.store.insert(bytes) else {
+            self.report.emulator_drops.store_full += 1;
+            return;
+        };
+        self.report.frames_received += 1;
+        match self.chain.enqueue(self.model_ns, describe(id, bytes)) {
+            Verdict::Queued => {}
+            Verdict::Duplicated => self.store.add_ref(id),
+            Verdict::Dropped(_) => self.store.release(id),
+        }
+    }
+
+    /// Handles every event due by now: departures are sent, losses forgotten.
+    fn release(&mut self) {
+        self.model_ns = self.model_ns.max(monotonic_ns());
+        while let Some(event) = self.chain.dequeue(self.model_ns) {
+            match event {
+                Event::Depart { frame, at_ns } => self.send(frame.id, at_ns),
+                Event::Drop { frame, .. } => self.store.release(frame.id),
+                Event::Copy { frame } => self.store.add_ref(frame.id),
+            }
+        }
+    }
+
+    fn send(&mut self, id: u64, at_ns: u64) {
+        if let Some(bytes) = self.store.bytes(id) {
+            match self.ends.egress.send(bytes) {
+                Ok(true) => self.report.frames_sent += 1,
+                Ok(false) => self.report.emulator_drops.egress_full += 1,
+                Err(_) => self.report.emulator_drops.send_errors += 1,
+            }
+            let error = monotonic_ns().saturating_sub(at_ns);
+            self.release_error.push(error.min(i64::MAX as u64) as i64);
+            if error > LATE_NS {
+                self.report.late += 1;
+            }
+        }
+        self.store.release(id);
+    }
+
+    /// Sleeps until just before the next departure (or an arrival), then spins to it.
+    fn wait(&mut self) {
+        let now = monotonic_ns();
+        let timeout = match self.chain.next_event_ns() {
+            Some(t) if t <= now => return,
+            Some(t) if t - now <= SPIN_NS => {
+                pace_until(t, SPIN_NS);
+                return;
+            }
+            Some(t) => Duration::from_nanos(t - now - SPIN_NS).min(IDLE_WAIT),
+            None => IDLE_WAIT,
+        };
+        let _ = flowlab_sys::poll::wait_readable(&[self.ends.ingress.as_fd()], timeout);
+    }
+
+    /// Every 100 ms: the stages' depths, and the report for readers.
+    fn sample(&mut self) {
+        let now = monotonic_ns();
+        if now < self.next_sample_ns {
+            return;
+        }
+        self.next_sample_ns = now + SAMPLE_EVERY_NS;
+        let mut depth = Vec::new();
+        self.chain.depth(&mut depth);
+        if self.depth.len() == DEPTH_SAMPLES {
+            self.depth.pop_front();
+        }
+        self.depth.push_back(DepthSample {
+            t_ms: (now - self.start_ns) / 1_000_000,
+            depth,
+        });
+        self.realtime_offset_ns = realtime_minus_monotonic_ns();
+        self.publish();
+    }
+
+    fn publish(&mut self) {
+        self.report.release_error = self.release_error.summary();
+        self.report.stages.clear();
+        self.chain.report(&mut self.report.stages);
+        self.report.depth = self.depth.iter().cloned().collect();
+        if let Ok(mut shared) = self.shared.lock() {
+            shared.clone_from(&self.report);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The real-time link emulator: frames read from one veth end of an emulated lab link run
+//! through the link's model chain (`flowlab-link`, the simulator's models) and are written
+//! to the other end at their modelled departure times.
+//!
+//! Each direction of each link is a thread ([`direction`]): it reads the frames waiting on
+//! its ingress interface (AF_PACKET, kernel receive stamps as arrival times), offers them to
+//! the chain, holds their bytes in a bounded store, sleeps until shortly before the next
+//! departure, spins the rest, and sends. A frame already late is sent at once and counted;
+//! a frame the emulator itself cannot hold (store full, interface queue full) is counted
+//! apart from the model's losses. The emulator's own error (release time minus modelled
+//! departure) is reported as percentiles with the model's counters ([`report`]).
+//!
+//! The emulator changes nothing on any interface: it only reads and writes frames, so a
+//! crash leaves the lab as configured (its emulated links then carry nothing).
+
+#![forbid(unsafe_code)]
+
+pub mod direction;
+mod frame;
+pub mod report;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flowlab_link::config::EmulateSpec;
+
+pub use direction::{Direction, Endpoints};
+pub use report::{DirectionReport, EmuReport, LinkReport};
+
+/// One emulated link: its two interfaces in the emulator's namespace (towards `a`, towards
+/// `b`) and its model.
+#[derive(Debug, Clone)]
+pub struct EmuLink {
+    /// `a-b`.
+    pub name: String,
+    pub a: String,
+    pub b: String,
+    pub iface_a: String,
+    pub iface_b: String,
+    pub spec: EmulateSpec,
+}
+
+/// How often the report file is rewritten while running.
+const REPORT_EVERY: Duration = Duration::from_secs(1);
+
+/// The emulator of some links, their interfaces open.
+pub struct Emulator {
+    dirs: Vec<(Direction, Arc<Mutex<DirectionReport>>)>,
+}
+
+/// Opens both interfaces of every link (and fails, changing nothing, if one cannot be).
+pub fn open(links: &[EmuLink]) -> std::io::Result<Emulator> {
+    let mut dirs = Vec::new();
+    for l in links {
+        let ways = [
+            (&l.a, &l.b, &l.iface_a, &l.iface_b),
+            (&l.b, &l.a, &l.iface_b, &l.iface_a),
+        ];
+        for (k, (from, to, ingress, egress)) in ways.into_iter().enumerate() {
+            let ends = Endpoints::open(ingress, egress)?;
+            let shared = Arc::new(Mutex::new(DirectionReport::new(&l.name, from, to)));
+            let chain = l.spec.build(k as u64);
+            dirs.push((Direction::new(ends, chain, shared.clone()), shared));
+        }
+    }
+    Ok(Emulator { dirs })
+}
+
+fn collect(reports: &[Arc<Mutex<DirectionReport>>]) -> EmuReport {
+    EmuReport::from_directions(reports.iter().map(|r| {
+        r.lock()
+            .map_or_else(|e| e.into_inner().clone(), |g| g.clone())
+    }))
+}
+
+impl Emulator {
+    /// Runs every direction on its own thread until `stop` is set, rewriting `report_path`
+    /// (JSON) every second and at the end; returns the final report.
+    pub fn run(self, stop: &AtomicBool, report_path: &Path) -> std::io::Result<EmuReport> {
+        let reports: Vec<_> = self.dirs.iter().map(|(_, r)| r.clone()).collect();
+        std::thread::scope(|s| {
+            for (d, _) in self.dirs {
+                s.spawn(move || d.run(stop));
+            }
+            let mut written = std::time::Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                if written.elapsed() >= REPORT_EVERY {
+                    let _ = collect(&reports).write(report_path);
+                    written = std::time::Instant::now();
+                }
+            }
+        });
+        let last = collect(&reports);
+        last.write(report_path)?;
+        Ok(last)
+    }
+}

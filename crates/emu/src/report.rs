@@ -1,0 +1,142 @@
+//! What the emulator reports: per link direction, the model's counters by stage, the
+//! emulator's own timing error and its own drops, and queue depths over time. Written as
+//! JSON (`emulator.json` in the lab's state directory) while running and at the end.
+
+use std::io;
+use std::path::Path;
+
+use flowlab_link::StageReport;
+use flowlab_stats::LatencySummary;
+use serde::{Deserialize, Serialize};
+
+/// Version of the report's layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Frames the emulator itself lost (apart from the model's losses).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmulatorDrops {
+    /// The store of held frames was full.
+    pub store_full: u64,
+    /// The egress interface's queue was full at release.
+    pub egress_full: u64,
+    /// Sending failed otherwise.
+    pub send_errors: u64,
+    /// Frames the kernel dropped before the emulator read them (socket buffer full).
+    pub ingress_overflow: u64,
+}
+
+/// The depth of each stage (frames, or cells for ATM) at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepthSample {
+    /// Milliseconds since the emulator started.
+    pub t_ms: u64,
+    pub depth: Vec<u64>,
+}
+
+/// One direction of one link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionReport {
+    pub link: String,
+    pub from: String,
+    pub to: String,
+    pub frames_received: u64,
+    pub frames_sent: u64,
+    /// Frames released more than [`crate::direction::LATE_NS`] after their departure
+    /// time (sent at once, never dropped for it).
+    pub late: u64,
+    pub emulator_drops: EmulatorDrops,
+    /// Release time minus modelled departure time, over every frame sent.
+    pub release_error: Option<LatencySummary>,
+    /// The model's counters, one entry per stage.
+    pub stages: Vec<StageReport>,
+    /// Stage depths every 100 ms (the most recent [`crate::direction::DEPTH_SAMPLES`]).
+    pub depth: Vec<DepthSample>,
+}
+
+impl DirectionReport {
+    pub fn new(link: &str, from: &str, to: &str) -> DirectionReport {
+        DirectionReport {
+            link: link.into(),
+            from: from.into(),
+            to: to.into(),
+            frames_received: 0,
+            frames_sent: 0,
+            late: 0,
+            emulator_drops: EmulatorDrops::default(),
+            release_error: None,
+            stages: Vec::new(),
+            depth: Vec::new(),
+        }
+    }
+}
+
+/// One link: its two directions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    pub name: String,
+    pub directions: Vec<DirectionReport>,
+}
+
+/// Everything the emulator of one lab reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmuReport {
+    pub schema_version: u32,
+    pub links: Vec<LinkReport>,
+}
+
+impl EmuReport {
+    /// Groups direction reports by link, in the order given.
+    pub fn from_directions(dirs: impl IntoIterator<Item = DirectionReport>) -> EmuReport {
+        let mut links: Vec<LinkReport> = Vec::new();
+        for d in dirs {
+            match links.iter_mut().find(|l| l.name == d.link) {
+                Some(l) => l.directions.push(d),
+                None => links.push(LinkReport {
+                    name: d.link.clone(),
+                    directions: vec![d],
+                }),
+            }
+        }
+        EmuReport {
+            schema_version: SCHEMA_VERSION,
+            links,
+        }
+    }
+
+    /// Reads a report written by [`EmuReport::write`].
+    pub fn load(path: &Path) -> io::Result<EmuReport> {
+        let text = std::fs::read_to_string(path)?;
+        serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// Writes the report as JSON, atomically (a reader never sees half a file).
+    pub fn write(&self, path: &Path) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directions_group_by_link_and_round_trip_through_json() {
+        let r = EmuReport::from_directions([
+            DirectionReport::new("a-b", "a", "b"),
+            DirectionReport::new("c-d", "c", "d"),
+            DirectionReport::new("a-b", "b", "a"),
+        ]);
+        assert_eq!(r.links.len(), 2);
+        assert_eq!(r.links[0].directions[1].from, "b");
+        let dir = std::env::temp_dir().join(format!("flowlab-emu-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("emulator.json");
+        r.write(&path).unwrap();
+        assert_eq!(EmuReport::load(&path).unwrap(), r);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

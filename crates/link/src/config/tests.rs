@@ -1,0 +1,188 @@
+use super::*;
+use crate::{run_virtual, Event, Frame};
+
+/// The `emulate` table of `text` (the inline table's body).
+fn load(body: &str) -> Result<EmulateSpec, FileError> {
+    let root = flowlab_spanned::parse(&format!("emulate = {{ {body} }}\n")).expect("toml");
+    let doc = Reader::of(&root, "")?;
+    read(&Reader::of(doc.required("emulate")?, "emulate")?)
+}
+
+fn err(body: &str) -> String {
+    load(body).expect_err(body).to_string()
+}
+
+#[test]
+fn keys_choose_the_stages() {
+    let s = load(r#"delay = "10ms""#).unwrap();
+    assert!(s.ip.is_none() && s.atm.is_none());
+    assert_eq!(s.impair.as_ref().unwrap().delay_ns, 10_000_000);
+    let s = load(r#"rate = "10M", buffer = "32KiB""#).unwrap();
+    let ip = s.ip.unwrap();
+    assert_eq!(ip.rate_bps, 10_000_000);
+    assert_eq!(ip.sched.classes[0].limit, QueueLimit::Bytes(32 * 1024));
+    let s = load(r#"phy = "OC-3c", encap = "vc-mux", epd = 500, ppd = true"#).unwrap();
+    let atm = s.atm.unwrap();
+    assert_eq!(
+        (atm.port.phy.as_str(), atm.port.epd, atm.port.ppd),
+        ("OC-3c", Some(500), true)
+    );
+    assert!(s.ip.is_none());
+    // ATM under a scheduler: the port runs at the cell rate unless shaped lower.
+    let s = load(
+        r#"phy = "E1", scheduler = "pq-wfq", classes = [{ dscp = "ef", priority = true }, { name = "be" }]"#,
+    )
+    .unwrap();
+    assert_eq!(s.ip.unwrap().rate_bps, 1_920_000);
+}
+
+use flowlab_qos::sched::QueueLimit;
+
+#[test]
+fn loss_forms() {
+    let loss = |body: &str| load(body).unwrap().impair.unwrap().loss;
+    assert_eq!(loss(r#"loss = "1%""#), LossModel::Random { p: 0.01 });
+    assert_eq!(loss("loss = 0.5"), LossModel::Random { p: 0.5 });
+    let LossModel::GilbertElliott { p, r, .. } = loss(r#"loss = "2%", loss_burst = 4"#) else {
+        panic!("gilbert");
+    };
+    assert_eq!(r, 0.25);
+    assert!((p / (p + r) - 0.02).abs() < 1e-12);
+    assert_eq!(
+        loss("gemodel = { p = 0.01, r = 0.3, loss_bad = 0.9 }"),
+        LossModel::GilbertElliott {
+            p: 0.01,
+            r: 0.3,
+            loss_bad: 0.9,
+            loss_good: 0.0
+        }
+    );
+    let cells = load(r#"phy = "OC-3c", cell_loss = 1e-4"#)
+        .unwrap()
+        .atm
+        .unwrap();
+    assert_eq!(cells.cell_loss, LossModel::Random { p: 1e-4 });
+}
+
+#[test]
+fn bad_tables_are_one_line_errors() {
+    for (body, want) in [
+        ("", "nothing to emulate"),
+        (r#"delay = "1ms", colour = 1"#, "colour"),
+        (r#"loss = "150%""#, "between 0 and 1"),
+        ("loss_burst = 3", "needs loss"),
+        (r#"loss = 0.1, gemodel = { p = 0.1, r = 0.2 }"#, "not both"),
+        ("gemodel = { p = 0.1 }", "r: missing"),
+        (r#"epd = 10, delay = "1ms""#, "needs phy"),
+        (r#"phy = "OC-48""#, "unknown"),
+        (
+            r#"phy = "E1", rate = "3M""#,
+            "above the E1 line's cell rate",
+        ),
+        (
+            r#"scheduler = "pq-wfq", classes = [{ dscp = "ef" }]"#,
+            "needs rate",
+        ),
+        (
+            r#"phy = "E1", vcs = [{ police = "drop" }]"#,
+            "needs a contract",
+        ),
+        (r#"distribution = "gamma", delay = "1ms""#, "'gamma' is not"),
+        (r#"delay = "2m""#, "at most 60s"),
+    ] {
+        let e = err(body);
+        assert!(e.contains(want), "{body}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}
+
+/// A DiffServ edge onto an ATM VC with a propagation delay: a frame leaves the edge when
+/// its cells' worth of bits has, becomes cells, and arrives after the delay.
+#[test]
+fn a_chain_hands_frames_down_at_their_departure_times() {
+    let s = load(r#"phy = "E1", rate = "424k", delay = "10ms""#).unwrap();
+    let mut chain = s.build(0);
+    let f = Frame {
+        id: 1,
+        len: 100,
+        dscp: 0,
+    };
+    let (events, _) = run_virtual(&mut chain, [(0, f)]);
+    // 3 cells: 3 ms through the 424 kbit/s edge, then 3 E1 cell slots from there, then 10 ms.
+    let line = flowlab_atm::PhysicalLayer::E1.line_rate();
+    let slot = line.first_slot_at_or_after(0, 3_000_000);
+    let want = line.cell_departure_ns(0, slot + 2) + 10_000_000;
+    assert_eq!(
+        events,
+        [Event::Depart {
+            frame: f,
+            at_ns: want
+        }]
+    );
+    let mut r = Vec::new();
+    chain.report(&mut r);
+    let stages: Vec<&str> = r.iter().map(|s| s.stage.as_str()).collect();
+    assert_eq!(stages, ["diffserv", "atm", "impair"]);
+}
+
+#[test]
+fn a_chain_reports_copies_and_late_drops() {
+    let s = load(r#"phy = "OC-3c", cell_loss = 0.5, duplicate = 1.0"#).unwrap();
+    let mut chain = s.build(0);
+    let frames = (0..100).map(|i| {
+        (
+            i * 1_000_000,
+            Frame {
+                id: i,
+                len: 1500,
+                dscp: 0,
+            },
+        )
+    });
+    let (events, _) = run_virtual(&mut chain, frames);
+    let copies = events
+        .iter()
+        .filter(|e| matches!(e, Event::Copy { .. }))
+        .count();
+    let departs = events
+        .iter()
+        .filter(|e| matches!(e, Event::Depart { .. }))
+        .count();
+    let drops = events
+        .iter()
+        .filter(|e| matches!(e, Event::Drop { .. }))
+        .count();
+    // Almost every frame loses a cell; the few that pass are sent twice.
+    assert_eq!(departs, 2 * copies);
+    assert_eq!(drops + copies, 100);
+}
+
+/// The examples of docs/emulation.md.
+#[test]
+fn the_documented_examples_load() {
+    let docs = include_str!("../../../../docs/emulation.md");
+    let examples: Vec<&str> = docs
+        .split("emulate = {")
+        .skip(1)
+        .map(|rest| {
+            // Up to the closing brace at depth 0.
+            let mut depth = 1;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += i32::from(c == '{') - i32::from(c == '}');
+                    depth == 0
+                })
+                .map_or(rest.len(), |(i, _)| i);
+            &rest[..end]
+        })
+        .collect();
+    assert!(examples.len() >= 4);
+    for body in examples {
+        let spec = load(body).unwrap_or_else(|e| panic!("{body}: {e}"));
+        spec.build(0);
+    }
+    let six = load(r#"phy = "OC-3c", rate = "6M", delay = "95ms""#).unwrap();
+    assert_eq!(six.ip.unwrap().rate_bps, 6_000_000);
+    assert_eq!(six.impair.unwrap().delay_ns, 95_000_000);
+}

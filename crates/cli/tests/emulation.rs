@@ -172,11 +172,12 @@ fn an_atm_links_throughput_matches_the_simulators() {
         return;
     }
     // A DS-3 (96,000 cells/s) offered more than it carries: 1500-byte IP packets take 32
-    // cells, so both carry 3,000 packets/s, 35.3 Mbit/s of UDP payload.
+    // cells, so both carry 3,000 packets/s, 35.3 Mbit/s of UDP payload. A tenth over, not
+    // more: the control connection shares the overloaded queue.
     let lab = EmuLab::up("a", r#"phy = "DS3", buffer_cells = 2000, epd = 1500"#);
-    let v = lab.test_a_to_b(&["--rate", "45M", "--size", "1472", "-d", "3s"]);
+    let v = lab.test_a_to_b(&["--rate", "39M", "--size", "1472", "-d", "3s"]);
     let emulated = f64_at(&v, "/summary/receiver_goodput_bps");
-    let simulated = simulated_goodput(r#"phy = "DS3""#, "45M", "1500B");
+    let simulated = simulated_goodput(r#"phy = "DS3""#, "39M", "1500B");
     assert!(
         (emulated - simulated).abs() <= 0.05 * simulated,
         "emulated {emulated}, simulated {simulated}"

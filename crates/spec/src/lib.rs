@@ -371,6 +371,9 @@ impl SocketOptions {
             if value.is_some_and(|v| v > MAX_BUFFER) {
                 return refuse(format!("{what} exceeds the largest of {MAX_BUFFER} B"));
             }
+            if value == Some(0) {
+                return refuse(format!("a {what} is at least 1 B"));
+            }
         }
         if self.dscp.is_some_and(|d| d > 63) {
             return refuse("a DSCP is 0..=63");

@@ -2,9 +2,9 @@
 //! and the point's sweep values substituted, each flow mapped into a validated `TestSpec`.
 
 use flowlab_spanned::{FileError, Item as TomlItem, Reader, Table};
+use flowlab_spec::Param;
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_traffic::TrafficSpec;
-use flowlab_units::Rate;
 
 use super::sweep::Target;
 use super::{capped, read_name, substitute, substitute_table, Flow, Host, SweepPoint, Vars};
@@ -173,49 +173,25 @@ fn apply(r: &Reader, spec: &mut TestSpec, key: &str) -> Result<(), FileError> {
     let Some(item) = r.get(key) else {
         return Ok(());
     };
-    let too_large = |n: u64| r.error(item, key, format!("{n} B is too large"));
-    match key {
-        "traffic" => spec.traffic = read_traffic(r)?,
-        "rate" => {
-            spec.rate_bps = match r.rate(key)? {
-                Some(Rate::BitsPerSec(b)) => Some(b),
-                _ => None,
-            }
-        }
-        "size" => {
-            let n = r.bytes(key)?.unwrap_or(0);
-            spec.size = u32::try_from(n).map_err(|_| too_large(n))?;
-        }
-        "duration" => spec.duration_ns = r.duration_ns(key)?,
-        "count" => spec.count = r.count(key)?,
-        "interval" => spec.interval_ns = r.duration_ns(key)?,
-        "dscp" => {
-            let text = item.scalar_text().unwrap_or_default();
-            let dscp = flowlab_qos::classify::parse_dscp(&text).map_err(|_| {
-                r.error(
-                    item,
-                    key,
-                    format!("'{text}' is not ef, af11..af43, cs0..cs7, be or 0..63"),
-                )
-            })?;
-            spec.socket.dscp = Some(dscp);
-        }
-        "flows" => spec.flows = capped(r, key, MAX_PARALLEL)?.unwrap_or(1),
-        "congestion" => spec.socket.congestion = r.string(key)?.map(str::to_string),
-        "send_buffer" | "recv_buffer" => {
-            let n = r.bytes(key)?.unwrap_or(0);
-            if n == 0 {
-                return Err(r.error(item, key, "a socket buffer is at least 1 B"));
-            }
-            let n = Some(u32::try_from(n).map_err(|_| too_large(n))?);
-            match key {
-                "send_buffer" => spec.socket.send_buffer = n,
-                _ => spec.socket.recv_buffer = n,
-            }
-        }
-        _ => unreachable!("SPEC_KEYS and apply name the same keys"),
+    // A model's files are read relative to the experiment file.
+    if key == "traffic" {
+        spec.traffic = read_traffic(r)?;
+        return Ok(());
     }
-    Ok(())
+    // `flows` has the file's own cap (a plan multiplies it).
+    if key == "flows" {
+        spec.flows = capped(r, key, MAX_PARALLEL)?.unwrap_or(1);
+        return Ok(());
+    }
+    // Every other key is a parameter: the same typed `set` as sweeps and the CLI's points.
+    let text = item.scalar_text().unwrap_or_default();
+    let param: Param = key
+        .parse()
+        .map_err(|e: flowlab_spec::SpecError| r.error(item, key, e))?;
+    let value = param
+        .parse_value(&text)
+        .map_err(|e| r.error(item, key, e))?;
+    spec.set(param, value).map_err(|e| r.error(item, key, e))
 }
 
 /// `TestSpec::validate`, its refusal put at the line of the key that caused it: the first

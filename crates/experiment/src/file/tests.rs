@@ -521,6 +521,11 @@ fn refusals_of_test_spec_validate_name_the_key_at_fault() {
             "send buffer exceeds the largest",
         ),
         (
+            "recv_buffer = 0",
+            "recv_buffer",
+            "a receive buffer is at least 1 B",
+        ),
+        (
             "congestion = \"no such thing\"",
             "congestion",
             "not a congestion control name",

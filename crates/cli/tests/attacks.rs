@@ -280,17 +280,20 @@ fn a_silent_client_loses_its_slot() {
     let mut peer = ControlPeer::connect(&agent.addr);
     assert_eq!(peer.request(spec)["type"], "accepted");
     peer.send(&json!({"type": "start"}));
+    slot_frees_within(&agent, Duration::from_secs(8), || {});
+}
+
+/// Tries a short test on the agent's single slot every half second (calling `meanwhile`
+/// before each try) until one runs, failing past `within`; how long that took.
+fn slot_frees_within(agent: &Agent, within: Duration, mut meanwhile: impl FnMut()) -> Duration {
     let start = Instant::now();
     loop {
-        let o = flowlab(&["test", &agent.addr, "-d", "1s", "--no-store"]);
+        meanwhile();
+        let o = flowlab(&["test", &agent.addr, "-n", "10", "--no-store"]);
         if o.status.success() {
-            break;
+            return start.elapsed();
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(8),
-            "slot still held: {}",
-            stderr(&o)
-        );
+        assert!(start.elapsed() < within, "slot still held: {}", stderr(&o));
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -331,26 +334,12 @@ fn a_client_that_stops_reading_loses_its_slot() {
         }
     }
     peer.send(&json!({"type": "finish"}));
-    let stopped_reading = Instant::now();
     let heartbeat = peer.frame(&json!({"type": "heartbeat"}));
-    loop {
-        // Until the agent gives up on this connection.
+    // Heartbeats go on until the agent gives up on this connection.
+    let waited = slot_frees_within(&agent, Duration::from_secs(25), || {
         let _ = peer.stream.write_all(&heartbeat);
-        let o = flowlab(&["test", &agent.addr, "-n", "10", "--no-store"]);
-        if o.status.success() {
-            break;
-        }
-        assert!(
-            stopped_reading.elapsed() < Duration::from_secs(25),
-            "slot still held: {}",
-            stderr(&o)
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    eprintln!(
-        "slot free {:?} after the client stopped reading",
-        stopped_reading.elapsed()
-    );
+    });
+    eprintln!("slot free {waited:?} after the client stopped reading");
 }
 
 /// A number (kB) or count from the agent process's /proc status.

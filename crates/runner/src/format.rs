@@ -93,9 +93,6 @@ fn offered(spec: &TestSpec) -> String {
 /// A traffic model decides rates and sizes, not `--rate` and `--size`: its mean rate over its
 /// first 10 s (run ahead, as the agent does), all flows together.
 fn model_offered(spec: &TestSpec) -> String {
-    let sources: Vec<_> = (0..spec.flows as usize)
-        .filter_map(|i| spec.source_for(i).ok().flatten())
-        .collect();
     let end = match (spec.duration_ns, spec.count) {
         (Some(d), _) => format!(" for {}", format_duration_ns(d as f64)),
         (None, Some(n)) => format!(" for {n} packets per flow"),
@@ -105,15 +102,14 @@ fn model_offered(spec: &TestSpec) -> String {
         1 => String::new(),
         n => format!(" over {n} flows"),
     };
-    if sources.is_empty() {
-        return format!("a traffic model{flows}{end}");
-    }
     let unlimited = flowlab_traffic::contract::TokenBucket::new(u64::MAX / 16, u32::MAX);
-    let load = flowlab_traffic::load::offered_load(sources, 10_000_000_000, 200_000, unlimited);
-    format!(
-        "a traffic model offering {} on average{flows}{end}",
-        format_rate(load.mean_bps)
-    )
+    match spec.offered_load(10_000_000_000, 200_000, unlimited) {
+        Ok(Some(load)) => format!(
+            "a traffic model offering {} on average{flows}{end}",
+            format_rate(load.mean_bps)
+        ),
+        _ => format!("a traffic model{flows}{end}"),
+    }
 }
 
 pub fn headline(options: &TestOptions) -> String {

@@ -3,6 +3,8 @@
 
 use std::ops::Range;
 
+use flowlab_traffic::contract::TokenBucket;
+use flowlab_traffic::load::{offered_load, OfferedLoad};
 use flowlab_traffic::sender::{Batching, SendPolicy, SenderCore};
 use flowlab_traffic::{EndCondition, PacedSchedule, Pacer, PacerConfig, Source, TransactionConfig};
 
@@ -46,6 +48,24 @@ impl TestSpec {
         spec.source_for(self.seed, index as u64, &no_files)
             .map(Some)
             .map_err(|e| e.to_string())
+    }
+
+    /// The load every flow's model offers together over its first `horizon_ns` (at most
+    /// `max_packets`), each packet checked against `bucket`: what an agent admits and what a
+    /// headline announces. `None` without a model.
+    pub fn offered_load(
+        &self,
+        horizon_ns: u64,
+        max_packets: usize,
+        bucket: TokenBucket,
+    ) -> Result<Option<OfferedLoad>, String> {
+        if !self.modelled() {
+            return Ok(None);
+        }
+        let sources = (0..self.flows as usize)
+            .filter_map(|i| self.source_for(i).transpose())
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(Some(offered_load(sources, horizon_ns, max_packets, bucket)))
     }
 
     /// The schedule and end of a flow starting at `start_ns`.

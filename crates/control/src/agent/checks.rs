@@ -8,7 +8,6 @@ use std::time::Duration;
 use flowlab_spec::{format_mac, parse_mac, Protocol, TestSpec};
 use flowlab_sys::{netlink, raw};
 use flowlab_traffic::contract::TokenBucket;
-use flowlab_traffic::load::offered_load;
 use flowlab_traffic::sender::SendCap;
 use flowlab_units::format_rate;
 
@@ -85,15 +84,14 @@ fn check_load(spec: &TestSpec, max: u64) -> Result<(), String> {
     if traffic.transactions().is_some() {
         return Ok(());
     }
-    let sources = (0..spec.flows as usize)
-        .filter_map(|i| spec.source_for(i).transpose())
-        .collect::<Result<Vec<_>, String>>()?;
     let horizon = spec
         .duration_ns
         .map_or(LOAD_HORIZON, Duration::from_nanos)
         .min(LOAD_HORIZON);
     let bucket = TokenBucket::new(max, SendCap::burst_bytes(max));
-    let load = offered_load(sources, horizon.as_nanos() as u64, LOAD_MAX_PACKETS, bucket);
+    let Some(load) = spec.offered_load(horizon.as_nanos() as u64, LOAD_MAX_PACKETS, bucket)? else {
+        return Ok(());
+    };
     match load.first_excess_ns {
         Some(at) => Err(format!(
             "the traffic model offers {} over {flows} flow(s) and passes {} {:.0} ms in",

@@ -145,8 +145,8 @@ impl Summary2 {
         let received = receiving.and_then(|r| r.receiver.as_ref());
         let mut s = Summary2 {
             sender: sender_name.to_string(),
-            client_cpu: client.and_then(|c| c.cpu),
-            agent_cpu: agent.and_then(|a| a.cpu),
+            client_cpu: client.and_then(|c| c.cpu.clone()),
+            agent_cpu: agent.and_then(|a| a.cpu.clone()),
             client_role_cpu: client.and_then(|c| c.role_cpu),
             agent_role_cpu: agent.and_then(|a| a.role_cpu),
             transactions: client.and_then(|c| c.transactions.clone()),

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
 use flowlab_experiment::Step;
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
-use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
+use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
 use flowlab_store::{Run, RunInfo};
@@ -188,17 +188,46 @@ fn latency_line(label: &str, d: &LatencySummary) -> String {
     )
 }
 
-fn cpu_text(c: Option<&CpuLoad>) -> String {
-    c.map_or("unknown".into(), |c| {
+/// An end's CPU: its role's threads first (the one figure sweeps and JSON call the role's
+/// CPU), then its whole process and its host over the same time.
+fn cpu_lines(label: &str, cpu: Option<&CpuLoad>, role: Option<&RoleCpu>) -> String {
+    let role_line = role.map_or("test threads unknown".into(), |c| {
+        let spin = match c.pacing_spin_pct {
+            0.0 => String::new(),
+            spin => format!(", of which pacing spin {spin:.1}%"),
+        };
+        let per_packet = c.ns_per_packet.map_or(String::new(), |ns| {
+            format!("; {} per packet", format_duration_ns(ns))
+        });
         format!(
-            "process {:.1}% user + {:.1}% system of one core, peak memory {:.1} MiB, host {:.1}% of {} cores",
+            "{:.1}% of one core in its test threads ({:.1}% user + {:.1}% system){spin}{per_packet}",
+            c.total_pct(),
+            c.user_pct,
+            c.system_pct
+        )
+    });
+    let mut out = format!("  {label:<19}{role_line}\n");
+    if let Some(c) = cpu {
+        let busiest = c
+            .host_softirq_per_cpu_pct
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        let _ = writeln!(
+            out,
+            "  {:<19}process {:.1}% ({:.1}% user + {:.1}% system), peak memory {:.1} MiB; host {:.1}% busy of {} cores, softirq {:.1}%{} (host-wide)",
+            "",
+            c.process_user_pct + c.process_system_pct,
             c.process_user_pct,
             c.process_system_pct,
             c.process_max_rss_bytes as f64 / f64::from(1u32 << 20),
             c.host_pct,
-            c.cores
-        )
-    })
+            c.cores,
+            c.host_softirq_pct,
+            busiest.map_or(String::new(), |b| format!(", busiest CPU {b:.1}%"))
+        );
+    }
+    out
 }
 
 /// Drops at the receiving socket as the kernel counts them: buffers, which hold many
@@ -213,15 +242,6 @@ fn socket_drops_text(r: &TestResult) -> String {
         (Some(d), false) => d.to_string(),
         (Some(d), true) => format!("{d} buffers (GRO on: each holds up to 64 datagrams)"),
     }
-}
-
-fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
-    c.map_or(String::new(), |c| {
-        format!(
-            "; its test threads {:.1}% user + {:.1}% system",
-            c.user_pct, c.system_pct
-        )
-    })
 }
 
 fn side_name(r: Option<&SideReport>) -> String {
@@ -435,17 +455,15 @@ pub fn render(r: &TestResult) -> String {
         Some(t) => render_transactions(r, t, &mut out),
         None => render_packets(r, &mut out),
     }
-    let _ = writeln!(
-        out,
-        "  {:<19}{}",
-        format!("CPU client ({})", side_name(r.client.as_ref())),
-        cpu_text(s.client_cpu.as_ref()) + &role_cpu_text(s.client_role_cpu.as_ref())
+    out += &cpu_lines(
+        &format!("CPU client ({})", side_name(r.client.as_ref())),
+        s.client_cpu.as_ref(),
+        s.client_role_cpu.as_ref(),
     );
-    let _ = writeln!(
-        out,
-        "  {:<19}{}",
-        format!("CPU agent ({})", side_name(r.agent.as_ref())),
-        cpu_text(s.agent_cpu.as_ref()) + &role_cpu_text(s.agent_role_cpu.as_ref())
+    out += &cpu_lines(
+        &format!("CPU agent ({})", side_name(r.agent.as_ref())),
+        s.agent_cpu.as_ref(),
+        s.agent_role_cpu.as_ref(),
     );
     let sending = match r.spec.direction {
         Direction::Reverse => r.agent.as_ref(),
@@ -739,8 +757,8 @@ pub fn demo_row(name: &str, runs: &[TestResult]) -> String {
         mean(&|r: &TestResult| r.summary.round_trip.as_ref().map(f))
             .map_or("-".into(), format_duration_ns)
     };
-    let cpu = |f: fn(&TestResult) -> Option<&flowlab_results::RoleCpu>| {
-        mean(&|r: &TestResult| f(r).map(|c| c.user_pct + c.system_pct - c.pacing_spin_pct))
+    let cpu = |f: fn(&TestResult) -> Option<&RoleCpu>| {
+        mean(&|r: &TestResult| f(r).map(RoleCpu::total_pct))
             .map_or("-".into(), |v| format!("{v:.1}%"))
     };
     let protocol = protocol_name(first.spec.protocol);

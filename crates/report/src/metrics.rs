@@ -95,9 +95,8 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         ("agent", "agent_role_cpu", "agent_cpu"),
     ] {
         let role = s.get(role_cpu).filter(|c| !c.is_null());
-        let total = role.map(|c| {
-            num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0)
-        });
+        let total = role
+            .map(|c| num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0));
         put(&format!("cpu_{end}_pct"), total);
         put(
             &format!("pacing_spin_{end}_pct"),

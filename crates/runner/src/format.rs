@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
+use flowlab_control::{
+    AgentConfig, AgentStats, Summary2, TestOptions, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION,
+};
 use flowlab_experiment::Step;
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
@@ -230,17 +232,18 @@ fn cpu_lines(label: &str, cpu: Option<&CpuLoad>, role: Option<&RoleCpu>) -> Stri
     out
 }
 
-/// Drops at the receiving socket as the kernel counts them: buffers, which hold many
-/// datagrams each when GRO coalesces.
-fn socket_drops_text(r: &TestResult) -> String {
-    let gro = [&r.client, &r.agent]
-        .iter()
-        .filter_map(|side| side.as_ref()?.receiver.as_ref())
-        .any(|rx| rx.gro);
-    match (r.summary.lost_at_receiver_socket, gro) {
-        (None, _) => "0 (kernel reported none)".into(),
-        (Some(d), false) => d.to_string(),
-        (Some(d), true) => format!("{d} buffers (GRO on: each holds up to 64 datagrams)"),
+/// Packets dropped at the receiving socket: exact, or bounds when GRO buffers were dropped.
+fn socket_drops_text(s: &Summary2) -> String {
+    match (
+        s.lost_at_receiver_socket,
+        s.receive_buffers_dropped,
+        s.lost_at_receiver_socket_max,
+    ) {
+        (Some(n), _, _) => n.to_string(),
+        (None, Some(least), Some(most)) => format!(
+            "{least} to {most} ({least} GRO receive buffers of up to {GRO_MAX_SEGMENTS} datagrams)"
+        ),
+        _ => "unknown (the kernel does not tell)".into(),
     }
 }
 
@@ -389,7 +392,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
         s.loss_pct,
         s.reordered,
         s.duplicates,
-        socket_drops_text(r)
+        socket_drops_text(s)
     );
     if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
         let _ = writeln!(

@@ -159,6 +159,7 @@ pub fn udp_ping<S: DatagramSocket>(
         error: send_error,
         worker_cpu_ns: (0, 0),
     };
+    count_socket_drops(socks, &mut meter);
     let received = ReceiverOutcome {
         report: meter.report(None),
         log: meter.take_log(),
@@ -180,8 +181,8 @@ struct Prepared {
     kernel_stamps: bool,
 }
 
-/// Prepares receiving sockets: kernel timestamps, drop counters, GRO when asked, busy polling
-/// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
+/// Prepares receiving sockets: kernel timestamps, GRO when asked, busy polling when asked.
+/// Failures are not fatal: the report then says user-space time.
 fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool) -> Prepared {
     let mut gro_on = gro;
     let mut kernel_stamps = true;
@@ -195,7 +196,6 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool)
     }
     for sock in socks {
         kernel_stamps &= udp::enable_rx_timestamps(sock).is_ok();
-        let _ = udp::enable_rxq_ovfl(sock);
         if gro {
             gro_on &= udp::enable_gro(sock).is_ok();
         }
@@ -301,12 +301,23 @@ pub fn udp_receive<S: DatagramSocket>(
     if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
         on_interval(meter.take_interval(index, start, end));
     }
+    count_socket_drops(socks, &mut meter);
     let mut report = meter.report(None);
     report.gro = prepared.gro;
     ReceiverOutcome {
         report,
         log: meter.take_log(),
         error,
+    }
+}
+
+/// Each socket's receive-buffer drops over the test, read at its end (0 when none; unknown
+/// where the kernel does not tell).
+fn count_socket_drops<S: DatagramSocket>(socks: &[S], meter: &mut ReceiverMeter) {
+    for (i, sock) in socks.iter().enumerate() {
+        if let Ok(drops) = udp::socket_drops(sock) {
+            meter.set_socket_drops(i, drops);
+        }
     }
 }
 
@@ -346,9 +357,6 @@ fn record_datagram(
     // Echoes come back to a loopback client; anything else goes one way. On a shared medium
     // (native frames on `lo`) an end also sees the other direction's frames: not ours.
     let expect_echo = meter.expects_echoes();
-    if let Some(drops) = meta.rxq_drops {
-        meter.set_socket_drops(flow_index, u64::from(drops));
-    }
     if meta.truncated {
         return meter.on_malformed();
     }
@@ -415,7 +423,6 @@ pub fn udp_echo<S: DatagramSocket>(
     let mut report = EchoReport::default();
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH as usize);
-    let mut drops = vec![0u64; socks.len()];
     let mut error = None;
     match Readiness::new(socks, spec.busy_poll) {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
@@ -426,9 +433,6 @@ pub fn udp_echo<S: DatagramSocket>(
                     out.clear();
                     for k in 0..n {
                         let meta = batch.meta(k);
-                        if let Some(d) = meta.rxq_drops {
-                            drops[i] = u64::from(d);
-                        }
                         let mut packet = batch.payload(k).to_vec();
                         // Forged or altered packets are not echoed (nor is the echo sealed).
                         let genuine = auth.as_ref().is_none_or(|a| a.verify(&packet));
@@ -474,7 +478,7 @@ pub fn udp_echo<S: DatagramSocket>(
             }
         }
     }
-    let total_drops: u64 = drops.iter().sum();
-    report.socket_buffer_drops = (total_drops > 0).then_some(total_drops);
+    let drops: io::Result<Vec<u64>> = socks.iter().map(udp::socket_drops).collect();
+    report.socket_buffer_drops = drops.ok().map(|d| d.iter().sum());
     (report, error)
 }

@@ -169,3 +169,38 @@ fn paced_role_cpu_agrees_with_proc_stat_and_text_with_json() {
     let _ = std::fs::remove_file(json_path("oneway"));
     let _ = std::fs::remove_file(path);
 }
+
+/// Issue 12: under GRO the kernel counts dropped receive buffers, each a train of datagrams.
+/// A max-rate sender into a small receive buffer on loopback, where every loss is a socket
+/// drop: the packets lost lie within the bounds the buffers give.
+#[test]
+fn gro_socket_drops_bound_the_packets_lost() {
+    let agent = loopback_agent(&[]);
+    let path = json_path("gro");
+    let args = [
+        agent.addr.as_str(),
+        "--rate",
+        "max",
+        "--duration",
+        "1s",
+        "--recv-buffer",
+        "64KiB",
+    ];
+    let (_, _, v) = run_client(&args, &path);
+    let _ = std::fs::remove_file(&path);
+    let s = &v["summary"];
+    let buffers = f64_at(s, "/receive_buffers_dropped");
+    let lost = f64_at(s, "/packets_lost");
+    if v["agent"]["receiver"]["gro"] == true && buffers > 0.0 {
+        assert!(s["lost_at_receiver_socket"].is_null(), "{s}");
+        let most = f64_at(s, "/lost_at_receiver_socket_max");
+        assert!(
+            buffers <= lost && lost <= most,
+            "{buffers} <= {lost} <= {most}"
+        );
+        assert!(most <= 64.0 * buffers, "{most} for {buffers} buffers");
+    } else {
+        // Nothing dropped, or one datagram a buffer: exact.
+        assert_eq!(f64_at(s, "/lost_at_receiver_socket"), buffers, "{s}");
+    }
+}

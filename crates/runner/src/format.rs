@@ -191,7 +191,9 @@ fn latency_line(label: &str, d: &LatencySummary) -> String {
 }
 
 /// An end's CPU: its role's threads first (the one figure sweeps and JSON call the role's
-/// CPU), then its whole process and its host over the same time.
+/// CPU), then its whole process and its host over the same time. The process's user/system
+/// split is left out: the kernel keeps it monotonic over the process's life, so over one test
+/// it can put everything in one column (docs/results-format.md, CPU).
 fn cpu_lines(label: &str, cpu: Option<&CpuLoad>, role: Option<&RoleCpu>) -> String {
     let role_line = role.map_or("test threads unknown".into(), |c| {
         let spin = match c.pacing_spin_pct {
@@ -217,11 +219,9 @@ fn cpu_lines(label: &str, cpu: Option<&CpuLoad>, role: Option<&RoleCpu>) -> Stri
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
         let _ = writeln!(
             out,
-            "  {:<19}process {:.1}% ({:.1}% user + {:.1}% system), peak memory {:.1} MiB; host {:.1}% busy of {} cores, softirq {:.1}%{} (host-wide)",
+            "  {:<19}process {:.1}%, peak memory {:.1} MiB; host {:.1}% busy of {} cores, softirq {:.1}%{} (host-wide)",
             "",
             c.process_user_pct + c.process_system_pct,
-            c.process_user_pct,
-            c.process_system_pct,
             c.process_max_rss_bytes as f64 / f64::from(1u32 << 20),
             c.host_pct,
             c.cores,

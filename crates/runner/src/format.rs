@@ -201,7 +201,7 @@ fn cpu_lines(label: &str, cpu: Option<&CpuLoad>, role: Option<&RoleCpu>) -> Stri
             spin => format!(", of which pacing spin {spin:.1}%"),
         };
         let per_packet = c.ns_per_packet.map_or(String::new(), |ns| {
-            format!("; {} per packet", format_duration_ns(ns))
+            format!("; {} CPU per packet", format_duration_ns(ns))
         });
         format!(
             "{:.1}% of one core in its test threads ({:.1}% user + {:.1}% system){spin}{per_packet}",
@@ -1035,5 +1035,55 @@ mod tests {
             points: Vec::new(),
         };
         assert!(show_run(&run, &[]).contains("\nnetwork   lab three\n"));
+    }
+    #[test]
+    fn cpu_lines_show_the_role_total_with_the_spin_apart_and_the_process_sum() {
+        let role = RoleCpu {
+            user_pct: 67.04,
+            system_pct: 32.9,
+            pacing_spin_pct: 68.7,
+            cpu_ns: 2_998_000_000,
+            wall_ns: 3_000_000_000,
+            ns_per_packet: Some(48_000.0),
+        };
+        let cpu = CpuLoad {
+            process_user_pct: 0.0,
+            process_system_pct: 101.5,
+            host_pct: 53.3,
+            host_softirq_pct: 3.25,
+            host_softirq_per_cpu_pct: vec![6.1, 0.4],
+            cores: 2,
+            process_max_rss_bytes: 14 << 20,
+        };
+        assert_eq!(
+            cpu_lines("CPU client (vm)", Some(&cpu), Some(&role)),
+            "  CPU client (vm)    99.9% of one core in its test threads (67.0% user + 32.9% system), of which pacing spin 68.7%; 48.0 us CPU per packet\n\
+             \x20                    process 101.5%, peak memory 14.0 MiB; host 53.3% busy of 2 cores, softirq 3.2%, busiest CPU 6.1% (host-wide)\n"
+        );
+        assert_eq!(
+            cpu_lines("CPU agent (b)", None, None),
+            "  CPU agent (b)      test threads unknown\n"
+        );
+    }
+
+    #[test]
+    fn socket_drops_are_exact_or_bounded() {
+        let drops = |exact, buffers, most| {
+            socket_drops_text(&Summary2 {
+                lost_at_receiver_socket: exact,
+                receive_buffers_dropped: buffers,
+                lost_at_receiver_socket_max: most,
+                ..Summary2::default()
+            })
+        };
+        assert_eq!(drops(Some(0), Some(0), Some(0)), "0");
+        assert_eq!(
+            drops(None, Some(3), Some(100)),
+            "3 to 100 (3 GRO receive buffers of up to 64 datagrams)"
+        );
+        assert_eq!(
+            drops(None, None, None),
+            "unknown (the kernel does not tell)"
+        );
     }
 }

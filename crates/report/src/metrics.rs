@@ -99,7 +99,7 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
             .map(|c| num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0));
         put(&format!("cpu_{end}_pct"), total);
         put(
-            &format!("pacing_spin_{end}_pct"),
+            &format!("cpu_pacing_spin_{end}_pct"),
             role.and_then(|c| num(c, &["pacing_spin_pct"])),
         );
         put(
@@ -108,7 +108,7 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         );
         put(&format!("host_cpu_{end}_pct"), num(s, &[cpu, "host_pct"]));
         put(
-            &format!("host_softirq_{end}_pct"),
+            &format!("host_cpu_softirq_{end}_pct"),
             num(s, &[cpu, "host_softirq_pct"]),
         );
     }
@@ -213,10 +213,10 @@ mod tests {
         assert_eq!(get("delay_mean_us"), None);
         // The role's CPU includes the pacing spin, which is shown apart, never subtracted.
         assert_eq!(get("cpu_client_pct"), Some(15.0));
-        assert_eq!(get("pacing_spin_client_pct"), Some(4.0));
+        assert_eq!(get("cpu_pacing_spin_client_pct"), Some(4.0));
         assert_eq!(get("cpu_ns_per_packet_client"), Some(1500.0));
         assert_eq!(get("host_cpu_client_pct"), Some(30.0));
-        assert_eq!(get("host_softirq_client_pct"), Some(2.5));
+        assert_eq!(get("host_cpu_softirq_client_pct"), Some(2.5));
         assert_eq!(get("cpu_agent_pct"), None);
         assert_eq!(get("cpu_ns_per_packet_agent"), None);
         assert_eq!(get("transactions_per_sec"), Some(250.0));

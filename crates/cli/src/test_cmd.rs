@@ -55,6 +55,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
         args.duration
             .map(|d| (Param::Duration, V::Duration(nanos(d)))),
     );
+    point.extend(args.echo_every.map(|n| (Param::EchoEvery, V::Number(n))));
     if args.flows != 1 {
         point.push((Param::Flows, V::Number(u64::from(args.flows))));
     }

@@ -380,6 +380,7 @@ pub fn tcp_receive(
         report: meter.report(None),
         log: meter.take_log(),
         error,
+        echo: None,
     }
 }
 

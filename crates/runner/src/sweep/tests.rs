@@ -107,6 +107,7 @@ fn spec() -> TestSpec {
         traffic: None,
         seed: 1,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 

@@ -581,3 +581,56 @@ impl Echoer {
         self.out.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(session: u32, seq: u64, flags: u8) -> Vec<u8> {
+        let mut packet = vec![0u8; 100];
+        let header = ProbeRepr {
+            flags,
+            session,
+            seq,
+            sent_ns: 1_000 + seq,
+            echoed_ns: 0,
+        };
+        assert!(header.emit(&mut packet));
+        packet
+    }
+
+    /// `--echo-every 10`: of a load's packets, 0, 10 and 20 come back marked and stamped;
+    /// another session's packet is malformed, an echo is never echoed again.
+    #[test]
+    fn the_echoer_returns_every_nth_probe_of_its_session() {
+        let ctx = RunContext {
+            session: 7,
+            ..RunContext::default()
+        };
+        let mut echoer = Echoer::new(&ctx, 10);
+        let meta = udp::RecvMeta {
+            kernel_rx_ns: Some(55_000),
+            ..udp::RecvMeta::default()
+        };
+        for seq in 0..25 {
+            echoer.take(&probe(7, seq, 0), &meta);
+        }
+        echoer.take(&probe(8, 30, 0), &meta);
+        echoer.take(&probe(7, 40, flowlab_wire::probe::FLAG_ECHO), &meta);
+        let echoes: Vec<ProbeRepr> = echoer
+            .out
+            .iter()
+            .map(|p| ProbeRepr::parse(p).unwrap())
+            .collect();
+        assert_eq!(
+            echoes.iter().map(|p| p.seq).collect::<Vec<_>>(),
+            [0, 10, 20]
+        );
+        assert!(echoes.iter().all(|p| p.is_echo() && p.echoed_ns == 55_000));
+        assert_eq!(
+            echoes[1].sent_ns, 1_010,
+            "the send stamp goes back unchanged"
+        );
+        assert_eq!(echoer.report.malformed, 1);
+    }
+}

@@ -439,7 +439,7 @@ fn render_round_trips(r: &TestResult, out: &mut String) {
         out.push_str(&latency_line("rtt from schedule", d));
         let _ = writeln!(
             out,
-            "  {:<18} from each packet's scheduled send time, not its departure: a late send adds its lateness",
+            "  {:<18} round trip: from each packet's departure; rtt from schedule: from its slot, so a late send adds its lateness",
             ""
         );
     }

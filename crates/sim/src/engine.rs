@@ -1011,13 +1011,14 @@ impl<'m> Sim<'m> {
         let Some(&i) = self.streams[s].ifaces.get(hop) else {
             return;
         };
+        // First: a replayed delivery may retire earlier packets and move the slots.
+        self.settle(i);
         let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
             return;
         };
         let Some(size) = self.streams[s].inflight.get(idx).map(|p| p.size) else {
             return;
         };
-        self.settle(i);
         let encap = self.ifaces[i].atm_encap;
         match &mut self.ifaces[i].kind {
             IfaceKind::Atm(port) => {

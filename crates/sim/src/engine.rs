@@ -28,7 +28,7 @@ use flowlab_qos::tcp::{
 use flowlab_qos::PacketMeta;
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::EchoReport;
-use flowlab_stats::LatencyStats;
+use flowlab_stats::{rate_over_span, LatencyStats};
 use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -1414,8 +1414,6 @@ impl<'m> Sim<'m> {
             let sender = rt.sender.report();
             let receiver = rt.receiver.report(Some(&rt.sent));
             let one_way = rt.one_way.summary();
-            let end = rt.finished_ns.unwrap_or(f.stop_ns).max(f.start_ns + 1);
-            let span = end - f.start_ns;
             let (goodput_bytes, tcp) = match &rt.source {
                 Source::Tcp(pair) => {
                     let (tx, rx) = &**pair;
@@ -1468,8 +1466,17 @@ impl<'m> Sim<'m> {
                 } else {
                     lost as f64 / sent as f64
                 },
-                throughput_bps: receiver.bytes_received as f64 * 8e9 / span as f64,
-                goodput_bps: goodput_bytes as f64 * 8e9 / span as f64,
+                // Over the receiving span, as a real test's receiver measures.
+                throughput_bps: rate_over_span(
+                    receiver.bytes_received * 8,
+                    receiver.packets.unique,
+                    receiver.duration_ns,
+                ),
+                goodput_bps: rate_over_span(
+                    goodput_bytes * 8,
+                    receiver.packets.unique,
+                    receiver.duration_ns,
+                ),
                 policer: st.policer.as_ref().map(|p| {
                     let c = p.counters();
                     PolicerReport {

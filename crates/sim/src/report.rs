@@ -56,9 +56,10 @@ pub struct FlowReport {
     pub delay_variation_ns: f64,
     /// Packets sent but not delivered (ping: requests without an echo), over packets sent.
     pub loss_ratio: f64,
-    /// IP bytes received per second of the flow's active time.
+    /// IP bytes received per second over the receiving span (first to last arrival,
+    /// `count - 1` gaps), as a real test's receiver measures goodput.
     pub throughput_bps: f64,
-    /// Application bytes delivered (TCP: in order, once) per second of active time.
+    /// Application bytes delivered (TCP: in order, once) per second over the same span.
     pub goodput_bps: f64,
     pub policer: Option<PolicerReport>,
     pub tcp: Option<TcpReport>,

@@ -17,6 +17,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use flowlab_atm::gcra::{Policer, PolicerVerdict};
 use flowlab_atm::replicate::LoopStep;
+use flowlab_atm::switch::Verdict as AtmVerdict;
 use flowlab_atm::{
     cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, OutputPort,
     PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
@@ -287,12 +288,34 @@ enum Payload {
     Ack(Ack),
 }
 
+/// What became of a packet sent on a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Somewhere on its path (a shaper, a queue, a link), or arriving after the end.
+    InFlight,
+    Delivered,
+    /// Dropped: refused by a queue or policer, lost by an impairment, or its frame failed
+    /// reassembly.
+    Dropped,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
     size: u32,
     cells: u32,
     sent_ns: u64,
     payload: Payload,
+    fate: Fate,
+}
+
+impl Pkt {
+    /// The sub-flow whose sequence the packet counts in.
+    fn sub(&self) -> usize {
+        match self.payload {
+            Payload::Udp { sub, .. } | Payload::Echo { sub, .. } => sub as usize,
+            Payload::Seg { .. } | Payload::Ack(_) => 0,
+        }
+    }
 }
 
 struct Stream {
@@ -303,6 +326,8 @@ struct Stream {
     dscp: u8,
     inflight: VecDeque<Pkt>,
     base: u32,
+    /// Some link of the path may deliver out of order (impairment jitter or reordering).
+    reorders: bool,
     next_frame: u32,
     /// AAL5 receivers, one per node of the path.
     reasm: Vec<FrameDelimiter>,
@@ -321,10 +346,63 @@ impl Stream {
         let Some(done) = self.reasm.get_mut(hop).and_then(|r| r.push(&cell)) else {
             return false;
         };
-        done.frame
+        let intact = done
+            .frame
             .checked_sub(self.base)
             .and_then(|d| self.inflight.get(d as usize))
-            .is_some_and(|p| done.is_intact(p.cells))
+            .is_some_and(|p| done.is_intact(p.cells));
+        if !intact {
+            self.dropped(done.frame);
+        }
+        intact
+    }
+
+    /// Packet `frame` was dropped on the way (if it is still awaited).
+    fn dropped(&mut self, frame: u32) {
+        let slot = frame.checked_sub(self.base);
+        if let Some(p) = slot.and_then(|d| self.inflight.get_mut(d as usize)) {
+            if p.fate == Fate::InFlight {
+                p.fate = Fate::Dropped;
+            }
+        }
+    }
+
+    /// Packet `frame` reached the stream's last node: its record, unless it was dropped or
+    /// already delivered (a copy). On a path that keeps order every earlier packet still
+    /// awaited was dropped; settled packets leave the front of `inflight`.
+    fn delivered(&mut self, frame: u32) -> Option<Pkt> {
+        let idx = frame.checked_sub(self.base)? as usize;
+        let p = self.inflight.get_mut(idx)?;
+        if p.fate != Fate::InFlight {
+            return None;
+        }
+        p.fate = Fate::Delivered;
+        let pkt = *p;
+        if !self.reorders {
+            for earlier in self.inflight.iter_mut().take(idx) {
+                if earlier.fate == Fate::InFlight {
+                    earlier.fate = Fate::Dropped;
+                }
+            }
+        }
+        while self
+            .inflight
+            .front()
+            .is_some_and(|p| p.fate != Fate::InFlight)
+        {
+            self.inflight.pop_front();
+            self.base = self.base.wrapping_add(1);
+        }
+        Some(pkt)
+    }
+
+    /// Per sub-flow, packets neither delivered nor dropped.
+    fn in_flight(&self, per_sub: &mut [u64]) {
+        for p in self.inflight.iter().filter(|p| p.fate == Fate::InFlight) {
+            if let Some(n) = per_sub.get_mut(p.sub()) {
+                *n += 1;
+            }
+        }
     }
 }
 
@@ -594,6 +672,7 @@ impl<'m> Sim<'m> {
                     dscp: f.dscp,
                     inflight: VecDeque::new(),
                     base: 0,
+                    reorders: false,
                     next_frame: 0,
                     police_hop,
                     policer,
@@ -988,6 +1067,7 @@ impl<'m> Sim<'m> {
             cells: 0,
             sent_ns: now,
             payload,
+            fate: Fate::InFlight,
         });
         if !st.reverse {
             let fl = &mut self.flows[st.flow];
@@ -1044,7 +1124,9 @@ impl<'m> Sim<'m> {
                         }
                     }
                 } else {
-                    port.enqueue_frame(now, vc, frame, n);
+                    if port.enqueue_frame(now, vc, frame, n) < n {
+                        st.dropped(frame);
+                    }
                     self.ensure_iface(i);
                 }
             }
@@ -1063,6 +1145,7 @@ impl<'m> Sim<'m> {
                     .with_dscp(self.streams[s].dscp);
                 if ip.port.enqueue(now, pkt).is_err() {
                     ip.packets_dropped += 1;
+                    self.streams[s].dropped(frame);
                 }
                 self.ensure_iface(i);
             }
@@ -1080,7 +1163,9 @@ impl<'m> Sim<'m> {
             return;
         };
         if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
-            port.enqueue(now, cell);
+            if port.enqueue(now, cell) != AtmVerdict::Queued {
+                st.dropped(cell.frame);
+            }
         }
         if !st.shape_q.is_empty() {
             if let Some(sh) = st.shaper.as_mut() {
@@ -1235,7 +1320,10 @@ impl<'m> Sim<'m> {
                     match p.police(now, cell.clp) {
                         PolicerVerdict::Pass => {}
                         PolicerVerdict::Tag => cell.clp = true,
-                        PolicerVerdict::Drop => return,
+                        PolicerVerdict::Drop => {
+                            st.dropped(cell.frame);
+                            return;
+                        }
                     }
                 }
             }
@@ -1244,7 +1332,9 @@ impl<'m> Sim<'m> {
             };
             self.settle(i);
             if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
-                port.enqueue(now, cell);
+                if port.enqueue(now, cell) != AtmVerdict::Queued {
+                    self.streams[s].dropped(cell.frame);
+                }
             }
             self.ensure_iface(i);
             return;
@@ -1262,17 +1352,9 @@ impl<'m> Sim<'m> {
             return;
         }
         let st = &mut self.streams[s];
-        let Some(idx) = frame.checked_sub(st.base) else {
+        let Some(pkt) = st.delivered(frame) else {
             return;
         };
-        let Some(pkt) = st.inflight.get(idx as usize).copied() else {
-            return;
-        };
-        // Delivered in order along a fixed path: everything before this frame is settled.
-        for _ in 0..=idx {
-            st.inflight.pop_front();
-        }
-        st.base = frame.wrapping_add(1);
         let f = st.flow;
         let delay = now.saturating_sub(pkt.sent_ns);
         match pkt.payload {
@@ -1405,91 +1487,105 @@ impl<'m> Sim<'m> {
         self.ensure_bg(b);
     }
 
+    /// Flow `fi`'s figures at the end of the run.
+    fn flow_report(&self, fi: usize) -> FlowReport {
+        let m = self.m;
+        let f = &m.flows[fi];
+        let rt = &self.flows[fi];
+        let st = &self.streams[rt.fwd];
+        let sender = rt.sender.report();
+        // Loss counts only packets whose fate is known: drops, not those still on the way.
+        let mut in_flight = vec![0; rt.sent.len()];
+        st.in_flight(&mut in_flight);
+        if rt.echo {
+            self.streams[rt.rev].in_flight(&mut in_flight);
+        }
+        let settled: Vec<u64> = (rt.sent.iter().zip(&in_flight))
+            .map(|(sent, flying)| sent.saturating_sub(*flying))
+            .collect();
+        let receiver = rt.receiver.report(Some(&settled));
+        let one_way = rt.one_way.summary();
+        let (goodput_bytes, tcp) = match &rt.source {
+            Source::Tcp(pair) => {
+                let (tx, rx) = &**pair;
+                let stats = tx.stats();
+                (
+                    rx.delivered(),
+                    Some(TcpReport {
+                        segments_sent: stats.segments_sent,
+                        retransmitted_segments: stats.retransmitted_segments,
+                        fast_retransmits: stats.fast_retransmits,
+                        timeouts: stats.timeouts,
+                        delivered_bytes: rx.delivered(),
+                        finished_ns: rt.finished_ns,
+                        window_shift: tx.window_shift(),
+                        final_cwnd: tx.cwnd(),
+                    }),
+                )
+            }
+            _ => {
+                let hdr = 28u64;
+                let pkts = receiver.packets.unique;
+                (receiver.bytes_received.saturating_sub(pkts * hdr), None)
+            }
+        };
+        let slots: u64 = settled.iter().sum();
+        let sent = slots.max(1);
+        let lost = receiver.packets.lost;
+        FlowReport {
+            name: f.name.clone(),
+            protocol: match f.protocol {
+                Protocol::Udp(_) => "udp",
+                Protocol::Ping { .. } => "ping",
+                Protocol::Tcp => "tcp",
+            }
+            .to_string(),
+            path: st.path.iter().map(|&n| m.nodes[n].name.clone()).collect(),
+            service: format!("{:?}", f.service).to_lowercase(),
+            dscp: f.dscp,
+            packet_bytes: f.size,
+            cells_per_packet: st
+                .ifaces
+                .first()
+                .and_then(|&i| self.ifaces[i].atm_encap)
+                .filter(|_| f.size > 0)
+                .map(|e| cells_per_packet(f.size as usize, e) as u64),
+            delay_variation_ns: one_way.map_or(0.0, |s| s.peak_to_peak_ns),
+            one_way_delay: one_way,
+            loss_ratio: if slots == 0 {
+                0.0
+            } else {
+                lost as f64 / sent as f64
+            },
+            // Over the receiving span, as a real test's receiver measures.
+            throughput_bps: rate_over_span(
+                receiver.bytes_received * 8,
+                receiver.packets.unique,
+                receiver.duration_ns,
+            ),
+            goodput_bps: rate_over_span(
+                goodput_bytes * 8,
+                receiver.packets.unique,
+                receiver.duration_ns,
+            ),
+            policer: st.policer.as_ref().map(|p| {
+                let c = p.counters();
+                PolicerReport {
+                    passed: c.passed,
+                    tagged: c.tagged,
+                    dropped: c.dropped,
+                }
+            }),
+            tcp,
+            in_flight_at_end: in_flight.iter().sum(),
+            sender,
+            receiver,
+        }
+    }
+
     fn reports(self) -> Outcome {
         let m = self.m;
-        let mut flows = Vec::new();
-        for (fi, f) in m.flows.iter().enumerate() {
-            let rt = &self.flows[fi];
-            let st = &self.streams[rt.fwd];
-            let sender = rt.sender.report();
-            let receiver = rt.receiver.report(Some(&rt.sent));
-            let one_way = rt.one_way.summary();
-            let (goodput_bytes, tcp) = match &rt.source {
-                Source::Tcp(pair) => {
-                    let (tx, rx) = &**pair;
-                    let stats = tx.stats();
-                    (
-                        rx.delivered(),
-                        Some(TcpReport {
-                            segments_sent: stats.segments_sent,
-                            retransmitted_segments: stats.retransmitted_segments,
-                            fast_retransmits: stats.fast_retransmits,
-                            timeouts: stats.timeouts,
-                            delivered_bytes: rx.delivered(),
-                            finished_ns: rt.finished_ns,
-                            window_shift: tx.window_shift(),
-                            final_cwnd: tx.cwnd(),
-                        }),
-                    )
-                }
-                _ => {
-                    let hdr = 28u64;
-                    let pkts = receiver.packets.unique;
-                    (receiver.bytes_received.saturating_sub(pkts * hdr), None)
-                }
-            };
-            let slots: u64 = rt.sent.iter().sum();
-            let sent = slots.max(1);
-            let lost = receiver.packets.lost;
-            flows.push(FlowReport {
-                name: f.name.clone(),
-                protocol: match f.protocol {
-                    Protocol::Udp(_) => "udp",
-                    Protocol::Ping { .. } => "ping",
-                    Protocol::Tcp => "tcp",
-                }
-                .to_string(),
-                path: st.path.iter().map(|&n| m.nodes[n].name.clone()).collect(),
-                service: format!("{:?}", f.service).to_lowercase(),
-                dscp: f.dscp,
-                packet_bytes: f.size,
-                cells_per_packet: st
-                    .ifaces
-                    .first()
-                    .and_then(|&i| self.ifaces[i].atm_encap)
-                    .filter(|_| f.size > 0)
-                    .map(|e| cells_per_packet(f.size as usize, e) as u64),
-                delay_variation_ns: one_way.map_or(0.0, |s| s.peak_to_peak_ns),
-                one_way_delay: one_way,
-                loss_ratio: if slots == 0 {
-                    0.0
-                } else {
-                    lost as f64 / sent as f64
-                },
-                // Over the receiving span, as a real test's receiver measures.
-                throughput_bps: rate_over_span(
-                    receiver.bytes_received * 8,
-                    receiver.packets.unique,
-                    receiver.duration_ns,
-                ),
-                goodput_bps: rate_over_span(
-                    goodput_bytes * 8,
-                    receiver.packets.unique,
-                    receiver.duration_ns,
-                ),
-                policer: st.policer.as_ref().map(|p| {
-                    let c = p.counters();
-                    PolicerReport {
-                        passed: c.passed,
-                        tagged: c.tagged,
-                        dropped: c.dropped,
-                    }
-                }),
-                tcp,
-                sender,
-                receiver,
-            });
-        }
+        let flows = (0..m.flows.len()).map(|fi| self.flow_report(fi)).collect();
         let vc_name = |vc: u32| -> String {
             match self.owners.get(vc as usize) {
                 Some(VcOwner::Stream(s)) => {

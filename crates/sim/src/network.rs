@@ -331,6 +331,12 @@ impl SimNetwork {
             }
         }
         client.notes = not_simulated(&f.spec);
+        if r.in_flight_at_end > 0 {
+            client.notes.push(format!(
+                "simulated: {} packets still in flight at the end, not counted as lost by the receiver",
+                r.in_flight_at_end
+            ));
+        }
         SimFlowResult {
             name: f.name.clone(),
             client,

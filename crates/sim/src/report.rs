@@ -54,7 +54,8 @@ pub struct FlowReport {
     pub one_way_delay: Option<LatencySummary>,
     /// Peak-to-peak one-way delay variation (max − min), exact in simulation.
     pub delay_variation_ns: f64,
-    /// Packets sent but not delivered (ping: requests without an echo), over packets sent.
+    /// Packets dropped on the way (ping: a request or its echo), over packets sent less
+    /// those still in flight at the end.
     pub loss_ratio: f64,
     /// IP bytes received per second over the receiving span (first to last arrival,
     /// `count - 1` gaps), as a real test's receiver measures goodput.
@@ -63,6 +64,9 @@ pub struct FlowReport {
     pub goodput_bps: f64,
     pub policer: Option<PolicerReport>,
     pub tcp: Option<TcpReport>,
+    /// Packets neither delivered nor dropped when the run ended: in a shaper's queue, a
+    /// port's buffer or on a link (ping: requests and echoes). Not counted as lost.
+    pub in_flight_at_end: u64,
     pub sender: SenderReport,
     pub receiver: ReceiverReport,
 }

@@ -41,6 +41,8 @@ use crate::scenario::{Model, NodeKind, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
+/// What a receiver report's `arrival_clock` says of the simulator's arrival times.
+const VIRTUAL_CLOCK: &str = "virtual";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
@@ -1503,7 +1505,10 @@ impl<'m> Sim<'m> {
         let settled: Vec<u64> = (rt.sent.iter().zip(&in_flight))
             .map(|(sent, flying)| sent.saturating_sub(*flying))
             .collect();
-        let receiver = rt.receiver.report(Some(&settled));
+        let mut receiver = rt.receiver.report(Some(&settled));
+        if receiver.packets.received > 0 {
+            receiver.arrival_clock = VIRTUAL_CLOCK.to_string();
+        }
         let one_way = rt.one_way.summary();
         let (goodput_bytes, tcp) = match &rt.source {
             Source::Tcp(pair) => {

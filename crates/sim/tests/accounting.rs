@@ -26,6 +26,8 @@ fn a_direct_atm_link_delivers_every_packet() {
     assert_eq!(f.receiver.packets.unique, 125, "{:?}", f.receiver.packets);
     assert_eq!(f.loss_ratio, 0.0);
     assert!(r.runs[0].ports.iter().all(|p| p.cells_dropped == 0));
+    // Simulated arrivals are stamped by the virtual clock, not the kernel.
+    assert_eq!(f.receiver.arrival_clock, "virtual");
 }
 
 /// A TCP flow shaped to 6 Mb/s with a 1 MiB window keeps about a window of segments in its

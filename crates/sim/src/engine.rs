@@ -23,6 +23,8 @@ use flowlab_atm::{
     PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
 };
 use flowlab_link::diffserv::DiffServPort;
+use flowlab_link::impair::Impairments;
+use flowlab_link::{Event as LinkEvent, Frame, LinkModel, Verdict as LinkVerdict};
 use flowlab_qos::tcp::{
     connect, Ack, Data, ReceiverConfig, Segment, SenderConfig, TcpReceiver, TcpSender,
 };
@@ -41,6 +43,8 @@ use crate::scenario::{Model, NodeKind, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
+/// Spreads the run's seed over the impairment stages, one per link direction.
+const STAGE_SEED_MIX: u64 = 0x9e37_79b9_7f4a_7c15;
 /// What a receiver report's `arrival_clock` says of the simulator's arrival times.
 const VIRTUAL_CLOCK: &str = "virtual";
 
@@ -247,6 +251,10 @@ struct Iface {
     rate_bps: u64,
     kind: IfaceKind,
     flight: VecDeque<(u64, Unit)>,
+    /// An IP link's impairment stage: packets leaving the port go through it instead of
+    /// `flight`, and reach the far end when it releases them (in time order, which may not
+    /// be the order they came in).
+    impair: Option<Box<Impairments>>,
     wake: u64,
     arrive_wake: u64,
     atm_encap: Option<Encapsulation>,
@@ -588,6 +596,10 @@ impl<'m> Sim<'m> {
         let mut ifaces = Vec::with_capacity(m.links.len() * 2);
         for l in &m.links {
             for (from, to) in [(l.a, l.b), (l.b, l.a)] {
+                let impair = l.impair.as_ref().map(|c| {
+                    let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
+                    Box::new(Impairments::new(c.clone(), stage_seed))
+                });
                 let from_kind = m.nodes[from].kind;
                 let kind = match (&l.atm, from_kind) {
                     (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
@@ -616,12 +628,14 @@ impl<'m> Sim<'m> {
                     rate_bps: l.rate_bps,
                     kind,
                     flight: VecDeque::new(),
+                    // Its releases need events of their own.
+                    sink: impair.is_none(),
+                    impair,
                     wake: NEVER,
                     arrive_wake: NEVER,
                     atm_encap: l.atm.as_ref().map(|a| a.port.encap),
                     to_switch: m.nodes[to].kind == NodeKind::AtmSwitch,
                     bgs: Vec::new(),
-                    sink: true,
                     queued: 0,
                     deferred: None,
                 });
@@ -659,6 +673,10 @@ impl<'m> Sim<'m> {
                             .map(Shaper::new)
                     })
                     .flatten();
+                let reorders = hops.iter().any(|&i| {
+                    let stage = m.links[i / 2].impair.as_ref();
+                    stage.is_some_and(|c| c.may_reorder())
+                });
                 let sid = streams.len();
                 for &i in &hops {
                     if let IfaceKind::Atm(port) = &mut ifaces[i].kind {
@@ -674,7 +692,7 @@ impl<'m> Sim<'m> {
                     dscp: f.dscp,
                     inflight: VecDeque::new(),
                     base: 0,
-                    reorders: false,
+                    reorders,
                     next_frame: 0,
                     police_hop,
                     policer,
@@ -923,7 +941,12 @@ impl<'m> Sim<'m> {
 
     #[inline]
     fn ensure_arrive(&mut self, i: usize) {
-        if let Some(&(t, _)) = self.ifaces[i].flight.front() {
+        let iface = &self.ifaces[i];
+        let next = match &iface.impair {
+            Some(stage) => stage.next_event_ns(),
+            None => iface.flight.front().map(|&(t, _)| t),
+        };
+        if let Some(t) = next {
             if t < self.ifaces[i].arrive_wake || self.ifaces[i].arrive_wake < self.now {
                 self.ifaces[i].arrive_wake = t;
                 self.push(t, Ev::Arrive(i as u32));
@@ -1240,11 +1263,19 @@ impl<'m> Sim<'m> {
                     let (start, end, pkt) = (d.start_ns, d.end_ns, d.packet);
                     let stream = pkt.flow;
                     let frame = pkt.id as u32;
-                    match ip.over_atm {
-                        None => iface
+                    match (ip.over_atm, iface.impair.as_mut()) {
+                        (None, None) => iface
                             .flight
                             .push_back((end.saturating_add(delay), Unit::Packet { stream, frame })),
-                        Some(_) => {
+                        (None, Some(stage)) => {
+                            let id = (u64::from(stream) << 32) | u64::from(frame);
+                            let (len, dscp) = (pkt.size, pkt.dscp);
+                            let verdict = stage.enqueue(end, Frame { id, len, dscp });
+                            if let LinkVerdict::Dropped(_) = verdict {
+                                self.streams[stream as usize].dropped(frame);
+                            }
+                        }
+                        (Some(_), _) => {
                             let n = u64::from(pkt.size / 53).max(1);
                             let span = end - start;
                             for j in 0..n {
@@ -1273,6 +1304,17 @@ impl<'m> Sim<'m> {
             }
             self.ifaces[i].flight.pop_front();
             self.unit_at(node, to_switch, unit, now);
+        }
+        while let Some(e) = self.ifaces[i]
+            .impair
+            .as_mut()
+            .and_then(|st| st.dequeue(now))
+        {
+            // The stage yields only departures; its drops were seen as it took the packets.
+            if let LinkEvent::Depart { frame, .. } = e {
+                let (stream, frame) = ((frame.id >> 32) as u32, frame.id as u32);
+                self.unit_at(node, to_switch, Unit::Packet { stream, frame }, now);
+            }
         }
         self.ensure_arrive(i);
     }
@@ -1651,6 +1693,7 @@ impl<'m> Sim<'m> {
                         max_occupancy_cells: c.max_occupancy,
                         vcs,
                         classes: Vec::new(),
+                        impair: None,
                     });
                 }
                 IfaceKind::Ip(ip) => {
@@ -1690,6 +1733,11 @@ impl<'m> Sim<'m> {
                         max_occupancy_cells: 0,
                         vcs: Vec::new(),
                         classes,
+                        impair: iface.impair.as_ref().and_then(|stage| {
+                            let mut reports = Vec::new();
+                            stage.report(&mut reports);
+                            reports.pop()
+                        }),
                     });
                 }
             }

@@ -3,12 +3,14 @@
 
 use std::fmt::Write as _;
 
+use flowlab_link::StageReport;
 use flowlab_results::{ReceiverReport, SenderReport};
 use flowlab_stats::LatencySummary;
 use serde::Serialize;
 
-/// Bumped when a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped when a field changes meaning or disappears. 2: `throughput_bps` and `goodput_bps`
+/// over the receiving span, `loss_ratio` without packets in flight at the end.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The result of [`crate::run`]: one run, or one per sweep value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -111,7 +113,7 @@ pub struct ClassReport {
 }
 
 /// One output port (one direction of a link).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PortReport {
     pub name: String,
     /// "atm" (cell port), "ip" or "ip-over-atm" (packet scheduler).
@@ -130,6 +132,9 @@ pub struct PortReport {
     pub max_occupancy_cells: u64,
     pub vcs: Vec<VcReport>,
     pub classes: Vec<ClassReport>,
+    /// The link's impairment stage after this port, when it has one: frames lost by cause,
+    /// copies, reorderings, the most it held (the emulator's report of the same stage).
+    pub impair: Option<StageReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -227,11 +232,21 @@ pub fn render_human(r: &SimReport) -> String {
             } else {
                 let sent: u64 = p.classes.iter().map(|c| c.sent).sum();
                 let dropped: u64 = p.classes.iter().map(|c| c.dropped).sum();
-                let _ = writeln!(
+                let _ = write!(
                     out,
                     "port {:<16} {}  packets sent {:>8} dropped {:>6}",
                     p.name, p.kind, sent, dropped
                 );
+                if let Some(st) = &p.impair {
+                    let _ = write!(
+                        out,
+                        "  impairments lost {} duplicated {} reordered {}",
+                        st.frames_dropped(),
+                        st.duplicated,
+                        st.reordered
+                    );
+                }
+                out.push('\n');
             }
         }
     }

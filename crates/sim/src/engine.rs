@@ -591,56 +591,63 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     })
 }
 
+/// Both directions of every link, each an output port (cells or packets) with its line, its
+/// far end, and its impairment stage, seeded per direction from the run's `seed`.
+fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
+    let mut ifaces = Vec::with_capacity(m.links.len() * 2);
+    for l in &m.links {
+        for (from, to) in [(l.a, l.b), (l.b, l.a)] {
+            let impair = l.impair.as_ref().map(|c| {
+                let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
+                Box::new(Impairments::new(c.clone(), stage_seed))
+            });
+            let from_kind = m.nodes[from].kind;
+            let kind = match (&l.atm, from_kind) {
+                (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
+                    let buffer = if from_kind == NodeKind::Host {
+                        a.host_buffer_cells
+                    } else {
+                        a.port.buffer_cells
+                    };
+                    let cfg = if from_kind == NodeKind::AtmSwitch {
+                        a.port.port_config(buffer)
+                    } else {
+                        PortConfig::new(a.port.line, buffer)
+                    };
+                    IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
+                }
+                _ => IfaceKind::Ip(Box::new(IpIface {
+                    port: DiffServPort::new(&l.sched, l.rate_bps, l.tx_ring),
+                    over_atm: l.atm.as_ref().map(|a| a.port.encap),
+                    packets_dropped: 0,
+                })),
+            };
+            ifaces.push(Iface {
+                name: format!("{}->{}", m.nodes[from].name, m.nodes[to].name),
+                to,
+                delay_ns: l.delay_ns,
+                rate_bps: l.rate_bps,
+                kind,
+                flight: VecDeque::new(),
+                // Its releases need events of their own.
+                sink: impair.is_none(),
+                impair,
+                wake: NEVER,
+                arrive_wake: NEVER,
+                atm_encap: l.atm.as_ref().map(|a| a.port.encap),
+                to_switch: m.nodes[to].kind == NodeKind::AtmSwitch,
+                bgs: Vec::new(),
+                queued: 0,
+                deferred: None,
+            });
+        }
+    }
+    ifaces
+}
+
 impl<'m> Sim<'m> {
     pub(crate) fn new(m: &'m Model, seed: u64) -> Sim<'m> {
-        let mut ifaces = Vec::with_capacity(m.links.len() * 2);
-        for l in &m.links {
-            for (from, to) in [(l.a, l.b), (l.b, l.a)] {
-                let impair = l.impair.as_ref().map(|c| {
-                    let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
-                    Box::new(Impairments::new(c.clone(), stage_seed))
-                });
-                let from_kind = m.nodes[from].kind;
-                let kind = match (&l.atm, from_kind) {
-                    (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
-                        let buffer = if from_kind == NodeKind::Host {
-                            a.host_buffer_cells
-                        } else {
-                            a.port.buffer_cells
-                        };
-                        let cfg = if from_kind == NodeKind::AtmSwitch {
-                            a.port.port_config(buffer)
-                        } else {
-                            PortConfig::new(a.port.line, buffer)
-                        };
-                        IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
-                    }
-                    _ => IfaceKind::Ip(Box::new(IpIface {
-                        port: DiffServPort::new(&l.sched, l.rate_bps, l.tx_ring),
-                        over_atm: l.atm.as_ref().map(|a| a.port.encap),
-                        packets_dropped: 0,
-                    })),
-                };
-                ifaces.push(Iface {
-                    name: format!("{}->{}", m.nodes[from].name, m.nodes[to].name),
-                    to,
-                    delay_ns: l.delay_ns,
-                    rate_bps: l.rate_bps,
-                    kind,
-                    flight: VecDeque::new(),
-                    // Its releases need events of their own.
-                    sink: impair.is_none(),
-                    impair,
-                    wake: NEVER,
-                    arrive_wake: NEVER,
-                    atm_encap: l.atm.as_ref().map(|a| a.port.encap),
-                    to_switch: m.nodes[to].kind == NodeKind::AtmSwitch,
-                    bgs: Vec::new(),
-                    queued: 0,
-                    deferred: None,
-                });
-            }
-        }
+        let mut ifaces = ifaces(m, seed);
 
         let mut streams = Vec::new();
         let mut flows = Vec::new();

@@ -84,10 +84,41 @@ fn jitter_reorders_and_nothing_is_counted_lost_for_it() {
     let p = f.receiver.packets;
     assert_eq!((p.unique, p.lost), (5000, 0), "{p:?}");
     assert!(p.reordered > 100, "{p:?}");
+    assert_eq!(f.in_flight_at_end, 0);
     let d = f.one_way_delay.expect("delays");
     // Uniform on 10 ms ± 5 ms, plus 0.08 ms on the line.
     assert!(d.min_ns >= 5e6 && d.max_ns <= 15.1e6, "{d:?}");
     assert!((d.mean_ns - 10.08e6).abs() < 0.2e6, "{d:?}");
+}
+
+/// Out of order, every packet is still accounted for once: delivered, dropped by the port's
+/// queue or by the stage, or in flight at the end.
+#[test]
+fn reordered_packets_are_each_delivered_dropped_or_in_flight() {
+    let keys = "rate = \"10M\"\nbuffer_packets = 20\ndelay = \"10ms\"\njitter = \"4ms\"\n\
+                reorder = \"5%\"\nloss = \"2%\"\nloss_burst = 2";
+    let flow = "protocol = \"udp\"\nrate = \"12M\"\nsize = \"1000B\"\n";
+    for drain in ["1s", "5ms"] {
+        let text = two_hosts("3s", keys, flow)
+            .replace("[sim]\n", &format!("[sim]\ndrain = \"{drain}\"\n"));
+        let r = run(&load(&text).unwrap(), None);
+        let f = &r.runs[0].flows[0];
+        let p = f.receiver.packets;
+        let port = &r.runs[0].ports[0];
+        let stage = port.impair.as_ref().unwrap();
+        assert_eq!(
+            p.lost,
+            port.dropped_buffer_full + stage.frames_dropped(),
+            "{drain}"
+        );
+        assert_eq!(
+            p.unique + p.lost + f.in_flight_at_end,
+            f.sender.packets_sent,
+            "{drain}"
+        );
+        assert!(p.reordered > 0 && p.lost > 0, "{p:?}");
+        assert_eq!(f.in_flight_at_end > 0, drain == "5ms", "{drain}");
+    }
 }
 
 #[test]

@@ -13,7 +13,7 @@
 //! the reported event count shows it.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use flowlab_atm::gcra::{Policer, PolicerVerdict};
 use flowlab_atm::replicate::LoopStep;
@@ -338,6 +338,8 @@ struct Stream {
     base: u32,
     /// Some link of the path may deliver out of order (impairment jitter or reordering).
     reorders: bool,
+    /// Packets an impairment stage sent twice, by frame, kept for their second arrival.
+    copies: HashMap<u32, Pkt>,
     next_frame: u32,
     /// AAL5 receivers, one per node of the path.
     reasm: Vec<FrameDelimiter>,
@@ -374,6 +376,14 @@ impl Stream {
             if p.fate == Fate::InFlight {
                 p.fate = Fate::Dropped;
             }
+        }
+    }
+
+    /// Packet `frame` was sent twice: its record is kept for the copy.
+    fn copied(&mut self, frame: u32) {
+        let slot = frame.checked_sub(self.base);
+        if let Some(p) = slot.and_then(|d| self.inflight.get(d as usize)) {
+            self.copies.insert(frame, *p);
         }
     }
 
@@ -700,6 +710,7 @@ impl<'m> Sim<'m> {
                     inflight: VecDeque::new(),
                     base: 0,
                     reorders,
+                    copies: HashMap::new(),
                     next_frame: 0,
                     police_hop,
                     policer,
@@ -1277,9 +1288,11 @@ impl<'m> Sim<'m> {
                         (None, Some(stage)) => {
                             let id = (u64::from(stream) << 32) | u64::from(frame);
                             let (len, dscp) = (pkt.size, pkt.dscp);
-                            let verdict = stage.enqueue(end, Frame { id, len, dscp });
-                            if let LinkVerdict::Dropped(_) = verdict {
-                                self.streams[stream as usize].dropped(frame);
+                            let st = &mut self.streams[stream as usize];
+                            match stage.enqueue(end, Frame { id, len, dscp }) {
+                                LinkVerdict::Dropped(_) => st.dropped(frame),
+                                LinkVerdict::Duplicated => st.copied(frame),
+                                LinkVerdict::Queued => {}
                             }
                         }
                         (Some(_), _) => {
@@ -1403,7 +1416,8 @@ impl<'m> Sim<'m> {
             return;
         }
         let st = &mut self.streams[s];
-        let Some(pkt) = st.delivered(frame) else {
+        // A copy's second arrival is delivered again, as a real receiver sees it.
+        let Some(pkt) = st.delivered(frame).or_else(|| st.copies.remove(&frame)) else {
             return;
         };
         let f = st.flow;

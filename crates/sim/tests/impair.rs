@@ -91,6 +91,20 @@ fn jitter_reorders_and_nothing_is_counted_lost_for_it() {
     assert!((d.mean_ns - 10.08e6).abs() < 0.2e6, "{d:?}");
 }
 
+/// A copy reaches the receiver, which counts it as a duplicate, as a real one would.
+#[test]
+fn duplicated_packets_arrive_twice() {
+    let keys = "rate = \"100M\"\ndelay = \"2ms\"\nduplicate = \"10%\"";
+    let flow = "protocol = \"udp\"\nrate = \"8M\"\nsize = \"1000B\"\n";
+    let r = run(&load(&two_hosts("5s", keys, flow)).unwrap(), None);
+    let f = &r.runs[0].flows[0];
+    let p = f.receiver.packets;
+    let copies = r.runs[0].ports[0].impair.as_ref().unwrap().duplicated;
+    assert_eq!((p.unique, p.lost, p.duplicates), (5000, 0, copies), "{p:?}");
+    assert!((400..600).contains(&copies), "{copies}");
+    assert_eq!(p.received, 5000 + copies);
+}
+
 /// Out of order, every packet is still accounted for once: delivered, dropped by the port's
 /// queue or by the stage, or in flight at the end.
 #[test]

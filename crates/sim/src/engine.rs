@@ -1923,5 +1923,19 @@ mod tests {
             .concat();
             same_without_shortcuts(&merge, 200_000_000);
         }
+        // An impaired IP link (its releases always take events) ahead of a sink ATM link.
+        let impaired = [
+            "[sim]\nduration = \"1s\"\n".to_string(),
+            node("a1", "host"),
+            node("r", "ip-router"),
+            node("b", "host"),
+            "[[link]]\nfrom = \"a1\"\nto = \"r\"\nrate = \"100M\"\ndelay = \"1ms\"\n\
+             jitter = \"500us\"\nloss = \"2%\"\nduplicate = \"1%\"\n"
+                .to_string(),
+            link("r", "b", ""),
+            flow("u", "a1", "20M", "1500B"),
+        ]
+        .concat();
+        same_without_shortcuts(&impaired, 200_000_000);
     }
 }

@@ -182,6 +182,35 @@ fn through(chains: &mut [Box<dyn LinkModel>], frames: Vec<(u64, Frame)>) -> Vec<
         .collect()
 }
 
+/// `n` datagrams of 1000 B at 8 Mbit/s from a to b, in an experiment step of seed `seed`.
+fn udp_a_to_b(n: u64, seed: u64) -> SimFlow {
+    let mut spec = TestSpec::new(Protocol::Udp, Direction::Oneway);
+    spec.rate_bps = Some(8_000_000);
+    spec.size = 1000;
+    spec.duration_ns = Some(n * 1_000_000);
+    spec.seed = seed;
+    SimFlow {
+        name: "a-b".into(),
+        from: "a".into(),
+        to: "b".into(),
+        start_offset_ns: 0,
+        spec,
+    }
+}
+
+/// In an experiment, each step's seed seeds the network's impairments: a repetition draws
+/// its own losses, and the same step replays them.
+#[test]
+fn a_steps_seed_draws_its_impairments() {
+    let net = SimNetwork::load(&example("examples/sim/emulated.toml")).unwrap();
+    let lost = |seed| {
+        let out = run_step(&net, &[udp_a_to_b(20_000, seed)]).unwrap();
+        out[0].receiver().receiver.as_ref().unwrap().packets.lost
+    };
+    assert_eq!(lost(7), lost(7));
+    assert_ne!(lost(7), lost(8));
+}
+
 /// examples/lab/emulated.toml through the emulator's models and examples/sim/emulated.toml
 /// in the simulator: 60,000 datagrams of 1000 B at 8 Mbit/s from a to b. The loss ratio
 /// (1 % in bursts of 3, from two different random streams) agrees within 0.3 percentage
@@ -204,18 +233,7 @@ fn the_emulated_lab_and_its_simulated_twin_agree() {
     let lab_min = lab.iter().map(|&(_, d)| d).min().unwrap() as i64;
 
     let net = SimNetwork::load(&example("examples/sim/emulated.toml")).unwrap();
-    let mut spec = TestSpec::new(Protocol::Udp, Direction::Oneway);
-    spec.rate_bps = Some(8_000_000);
-    spec.size = 1000;
-    spec.duration_ns = Some(N * 1_000_000);
-    let flow = SimFlow {
-        name: "a-b".into(),
-        from: "a".into(),
-        to: "b".into(),
-        start_offset_ns: 0,
-        spec,
-    };
-    let out = run_step(&net, &[flow]).unwrap();
+    let out = run_step(&net, &[udp_a_to_b(N, 1)]).unwrap();
     let got = out[0].receiver().receiver.as_ref().unwrap();
     assert_eq!(got.packets.unique + got.packets.lost, N);
     let sim_loss = got.packets.lost as f64 / N as f64;

@@ -198,6 +198,9 @@ pub fn render_human(r: &SimReport) -> String {
                     ms(f.delay_variation_ns)
                 );
             }
+            if f.in_flight_at_end > 0 {
+                let _ = write!(out, "  in flight at end {}", f.in_flight_at_end);
+            }
             if let Some(rtt) = &f.receiver.round_trip {
                 let _ = write!(out, "  rtt mean {}", ms(rtt.mean_ns));
             }

@@ -1,7 +1,7 @@
 //! The simulator's accounting: every packet sent is delivered, lost to a drop, or still in
 //! flight at the end, and rates never exceed what the links can carry.
 
-use flowlab_sim::{load, run};
+use flowlab_sim::{load, render_human, run};
 
 /// Two hosts joined directly by one ATM link, and `flow`.
 fn direct_atm(flow: &str) -> String {
@@ -48,6 +48,11 @@ fn segments_queued_at_the_end_are_in_flight_not_lost() {
     assert_eq!(tcp.retransmitted_segments, 0);
     // Most of the window (115 segments of 9140 B) waits in the shaper.
     assert!(f.in_flight_at_end > 50, "{}", f.in_flight_at_end);
+    let text = render_human(&r);
+    assert!(
+        text.contains(&format!("in flight at end {}", f.in_flight_at_end)),
+        "{text}"
+    );
     assert_eq!(f.loss_ratio, 0.0);
     assert_eq!(f.receiver.packets.lost, 0);
     assert_eq!(

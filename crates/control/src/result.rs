@@ -3,7 +3,7 @@
 
 use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
-use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
+use flowlab_stats::{rate_over_span, LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout; bump on incompatible changes.
@@ -95,15 +95,6 @@ pub struct Summary2 {
     pub agent_role_cpu: Option<RoleCpu>,
     /// Request/response tests: the client's transactions (see docs/results-format.md).
     pub transactions: Option<TransactionReport>,
-}
-
-/// Rate over a span that covers `count` events: `count - 1` gaps, so a paced flow measures at
-/// exactly its rate.
-fn rate_over_span(amount: u64, count: u64, span_ns: u64) -> f64 {
-    if count < 2 || span_ns == 0 {
-        return 0.0;
-    }
-    amount as f64 * (count - 1) as f64 / count as f64 * 1e9 / span_ns as f64
 }
 
 /// Header bytes below the payload per packet, and how they are named.
@@ -262,14 +253,5 @@ mod tests {
         let (bulk, names) = header_overhead(&spec, 256_000.0, true, Some(1448));
         assert_eq!(bulk, 177.0 * 90.0);
         assert!(names.contains("IPv6 40"), "{names}");
-    }
-
-    #[test]
-    fn span_rate_is_exact_for_a_paced_flow() {
-        // 1500 packets of 500 B, 2 ms apart: the span is 1499 gaps.
-        let r = rate_over_span(1500 * 500 * 8, 1500, 1499 * 2_000_000);
-        assert!((r - 2_000_000.0).abs() < 1e-6);
-        assert_eq!(rate_over_span(100, 1, 10), 0.0);
-        assert_eq!(rate_over_span(100, 5, 0), 0.0);
     }
 }

@@ -176,7 +176,8 @@ pub struct ReceiverReport {
     /// RFC 3357 loss periods and loss distance, over all flows; `None` without loss.
     #[serde(default)]
     pub loss_periods: Option<LossPeriods>,
-    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the application.
+    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the
+    /// application, "virtual" when they are a simulator's virtual clock.
     pub arrival_clock: String,
     /// The kernel coalesced datagrams (UDP GRO) on the way up: arrival times are then per
     /// coalesced train.

@@ -412,6 +412,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
         let what = match clock.as_str() {
             "kernel" => "kernel receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME)",
             "user" => "read in the application (CLOCK_REALTIME)",
+            "virtual" => "the simulator's virtual clock",
             other => other,
         };
         let _ = writeln!(out, "  arrival times      {what}");

@@ -119,6 +119,72 @@ fn tbf_at_1mbit_halves_a_2mbit_udp_offer_and_holds_tcp_to_1mbit() {
     );
 }
 
+/// The root qdisc's drop counter of `side`'s veth as `tc -s qdisc` prints it ("dropped N").
+fn tc_drops(pair: &VethPair, side: Side) -> u64 {
+    let o = Command::new("tc")
+        .args([
+            "-n",
+            pair.ns(side),
+            "-s",
+            "qdisc",
+            "show",
+            "dev",
+            pair.dev(side),
+        ])
+        .output()
+        .expect("tc");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let root = text
+        .split("qdisc ")
+        .find(|q| q.contains(" root "))
+        .expect("a root qdisc");
+    let after = root.split("dropped ").nth(1).expect("a drop count");
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a number")
+}
+
+/// Issue 12: packets a tbf on the sender's own veth dropped were reported as lost in the
+/// network. The report now names them, and `tc -s qdisc` agrees.
+#[test]
+fn drops_in_the_senders_own_qdisc_are_attributed_to_it() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("host_qdisc_drops") else {
+        return;
+    };
+    pair.limit_rate(Side::A, 1_000_000, 10_000, 20)
+        .expect("tbf");
+    let _agent = agent_in_b(&pair, AGENT);
+    let before = tc_drops(&pair, Side::A);
+    let v = json(&client_in_a(
+        &pair,
+        &[AGENT, "--rate", "2M", "--size", "1000", "-d", "2s"],
+    ));
+    let tc = tc_drops(&pair, Side::A) - before;
+    let lost = f64_at(&v, "/summary/packets_lost");
+    let at_host = f64_at(&v, "/summary/lost_in_sender_qdisc");
+    let counted = f64_at(&v, "/client/host_qdisc_drops/drops");
+    assert_eq!(v["client"]["host_qdisc_drops"]["qdisc"], "tbf");
+    assert!(
+        lost > 100.0,
+        "a 2 Mbit/s offer through 1 Mbit/s loses: {lost}"
+    );
+    // Every lost datagram was dropped by the tbf; nothing beyond the host.
+    // Every datagram the tbf dropped is named; beyond the host go only those still in its
+    // queue (12.5 kB: 12 packets) when the receiver stopped.
+    assert_eq!(at_host, counted.min(lost));
+    let beyond = f64_at(&v, "/summary/lost_beyond_sender");
+    assert_eq!(at_host + beyond, lost);
+    assert!(beyond <= 12.0, "{beyond} lost beyond the sending host");
+    // tc's window (around the whole command) holds flowlab's, the control connection's drops
+    // too: the two counts agree but for a few.
+    assert!(
+        counted <= tc as f64 && tc as f64 <= counted + 10.0,
+        "flowlab counted {counted}, tc -s qdisc {tc}"
+    );
+}
+
 #[test]
 fn reverse_test_sends_from_the_agent() {
     let Some(pair) = flowlab_netns::skip_unless_netns("reverse") else {

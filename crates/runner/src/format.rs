@@ -215,6 +215,25 @@ fn socket_drops_text(r: &TestResult) -> String {
     }
 }
 
+/// Where the lost packets were lost, when some were and the sender's qdisc was read: "3 in
+/// the sending host's qdisc (tbf on veth0), 0 beyond it".
+fn loss_attribution_text(r: &TestResult) -> Option<String> {
+    let s = &r.summary;
+    let (at_host, beyond) = (s.lost_in_sender_qdisc?, s.lost_beyond_sender?);
+    if s.packets_lost == 0 {
+        return None;
+    }
+    let qdiscs: Vec<String> = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.host_qdisc_drops.as_ref())
+        .map(|d| format!("{} on {}", d.qdisc, d.interface))
+        .collect();
+    Some(format!(
+        "{at_host} in the sending host's qdisc ({}), {beyond} beyond it",
+        qdiscs.join(", ")
+    ))
+}
+
 fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
     c.map_or(String::new(), |c| {
         format!(
@@ -363,7 +382,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        "  lost after sending {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
         s.packets_lost,
         s.packets_sent,
         s.loss_pct,
@@ -371,6 +390,9 @@ fn render_packets(r: &TestResult, out: &mut String) {
         s.duplicates,
         socket_drops_text(r)
     );
+    if let Some(where_lost) = loss_attribution_text(r) {
+        let _ = writeln!(out, "  of which          {where_lost}");
+    }
     if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
         let _ = writeln!(
             out,

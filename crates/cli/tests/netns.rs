@@ -591,6 +591,13 @@ fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
             .all(|f| f["one_way_delay"]["bound_ns"].is_number()),
         "{v:#}"
     );
+    // The clocks were re-probed during the step; namespaces share one clock, so each fitted
+    // drift is ~0 within its bound.
+    for (agent, c) in v["clocks"].as_object().unwrap() {
+        let drift = c["drift_ppm"].as_f64().expect("re-probed during the step");
+        let bound = f64_at(c, "/drift_bound_ppm");
+        assert!(drift.abs() <= bound, "{agent}: drift {drift} ± {bound} ppm");
+    }
 
     // The offered-load search: the highest load with no loss is the bottleneck's rate. The
     // loads step finely near the 10 Mbit/s link (each source's 100 % is 6 Mbit/s).

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::observer::ExperimentStart;
-use crate::outcome::{FlowOutcome, NetworkKind, TrialOutcome};
+use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -645,12 +645,36 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     for (agent, c) in *clocks {
         let _ = writeln!(
             out,
-            "  clock of {agent}: offset {} ± {} from this host",
+            "  clock of {agent}: offset {} ± {} from this host, {}",
             format_duration_ns(c.offset_ns as f64),
-            format_duration_ns(c.bound_ns as f64)
+            format_duration_ns(c.bound_ns as f64),
+            drift_text(c.drift_ppm.zip(c.drift_bound_ppm))
         );
     }
     out
+}
+
+/// A clock drift and its bound, or why there is none yet.
+fn drift_text(drift: Option<(f64, f64)>) -> String {
+    match drift {
+        Some((ppm, bound)) => format!("drift {ppm:+.2} ± {bound:.2} ppm"),
+        None => "drift not yet known (re-probed while the experiment runs)".into(),
+    }
+}
+
+/// A flow's absolute one-way delay, its bound, and how the two clocks drift apart.
+fn one_way_text(o: &OneWay) -> String {
+    let drift = drift_text(o.clock_drift_ppm.zip(o.clock_drift_bound_ppm));
+    if !o.valid {
+        let bound = format_duration_ns(o.bound_ns);
+        return format!("one-way: relative figures only (clock bound {bound}); clocks {drift}");
+    }
+    format!(
+        "one-way min {} ± {}, p99 {}; clocks {drift}",
+        format_duration_ns(o.min_ns),
+        format_duration_ns(o.bound_ns),
+        format_duration_ns(o.p99_ns)
+    )
 }
 
 /// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
@@ -696,6 +720,9 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
                     format_rate(s.receiver_goodput_bps),
                     s.loss_pct
                 );
+                if let Some(o) = &r.one_way {
+                    let _ = writeln!(out, "  {:<width$} {}", "", one_way_text(o));
+                }
             }
             Err(e) => {
                 let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);

@@ -864,3 +864,16 @@ fn a_sweep_interrupted_half_way_resumes_to_the_full_table_and_is_plotted() {
         let _ = std::fs::remove_file(f);
     }
 }
+
+/// The CLI stays a thin layer over the libraries (ARCHITECTURE.md): at most 1,500 lines of
+/// code before its unit tests.
+#[test]
+fn the_cli_stays_thin() {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+    let mut lines = 0;
+    for entry in std::fs::read_dir(src).expect("crates/cli/src") {
+        let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a file");
+        lines += text.split("#[cfg(test)]").next().unwrap_or("").lines().count();
+    }
+    assert!(lines <= 1500, "crates/cli/src has {lines} lines before its tests");
+}

@@ -693,7 +693,9 @@ fn spawn_roles<'scope, 'env>(
                 Data::TcpConnectEach(..) => flowlab_engine::tcp_send(&[], spec, ctx, stop_sending),
             });
             if let Data::Tcp(streams) = data {
-                out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
+                out.tcp_info = streams
+                    .first()
+                    .and_then(flowlab_engine::tcp_info_report_when_acked);
             }
             out.time = time.with_workers(outcome.worker_cpu_ns);
             (out.sender, out.log, out.error) = (Some(outcome.report), outcome.log, outcome.error);

@@ -29,7 +29,7 @@ pub use rr::{
     ResponderOutcome, TransactionOutcome, UDP_RESPONSE_TIMEOUT,
 };
 pub use setup::{configure_tcp, configure_udp};
-pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
+pub use tcp::{tcp_echo, tcp_info_report, tcp_info_report_when_acked, tcp_receive, tcp_send};
 pub use udp::{udp_echo, udp_ping, udp_receive, udp_send};
 
 /// How long a blocking socket call may wait before the loop checks its stop flag again.

@@ -44,6 +44,20 @@ const MAX_CONGESTION_NAME: usize = 15;
 /// Longest interface name (IFNAMSIZ less its NUL).
 const MAX_INTERFACE_NAME: usize = 15;
 
+/// Parses a socket buffer size or TCP window clamp as people type it (`4MiB`): 1 B to
+/// [`MAX_BUFFER`].
+pub fn parse_buffer(s: &str) -> Result<u32, flowlab_units::UnitError> {
+    let bytes = flowlab_units::parse_bytes(s)?;
+    u32::try_from(bytes)
+        .ok()
+        .filter(|&b| b > 0 && b <= MAX_BUFFER)
+        .ok_or_else(|| flowlab_units::UnitError {
+            kind: "size",
+            input: s.to_string(),
+            expected: "a socket buffer is 1 B to 1 GiB",
+        })
+}
+
 /// Why a test description cannot run, in one line a user can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{0}")]

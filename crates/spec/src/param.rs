@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use flowlab_traffic::TrafficSpec;
-use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, Rate};
+use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, parse_switch, Rate};
 
 use crate::{refuse, Direction, Protocol, SpecError, TestSpec};
 
@@ -198,11 +198,7 @@ impl Param {
                 flowlab_qos::classify::parse_dscp(t)
                     .map_err(|_| bad("expected ef, af11..af43, cs0..cs7, be or 0..63".into()))?,
             )),
-            ValueKind::Switch => ParamValue::Switch(match t.to_ascii_lowercase().as_str() {
-                "on" | "yes" | "true" => true,
-                "off" | "no" | "false" => false,
-                _ => return Err(bad("expected on or off".into())),
-            }),
+            ValueKind::Switch => ParamValue::Switch(parse_switch(t).map_err(units)?),
             ValueKind::Text if t.is_empty() => return Err(bad("empty".into())),
             ValueKind::Text => ParamValue::Text(t.to_string()),
             ValueKind::Traffic => {

@@ -241,7 +241,7 @@ fn arrivals(result: &TestResult) -> Option<&ReceiverReport> {
 /// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
 /// (each relative to the controller) along their fitted lines at the middle of the flow's
 /// arrivals. The smallest delay came at an unknown time of the flow, so the bound adds how
-/// far the two clocks drift apart in half its span. Loopback flows have round trips instead.
+/// far the two clocks may drift apart in half its span. Loopback flows have round trips instead.
 fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<OneWay> {
     let (sender_agent, receiver_agent) = match result.spec.direction {
         Direction::Oneway => (&flow.client_agent, &flow.server_agent),
@@ -265,7 +265,9 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
         .zip(sender.drift_bound_ppm)
         .map(|(r, s)| r + s);
     let min_ns = transit_min - rx_off.saturating_sub(tx_off) as f64;
-    let apart_ns = drift_ppm.abs() * 1e-6 * rx.duration_ns as f64 / 2.0;
+    // The fitted drift apart, and its own bound where the flow outlasts the probes' span.
+    let apart_ppm = drift_ppm.abs() + drift_bound_ppm.unwrap_or(0.0);
+    let apart_ns = apart_ppm * 1e-6 * rx.duration_ns as f64 / 2.0;
     let bound_ns = rx_bound.saturating_add(tx_bound) as f64 + apart_ns;
     Some(OneWay {
         min_ns,

@@ -442,6 +442,9 @@ pub struct SweepArgs {
     /// Offered rate (2M, max).
     #[arg(long, short)]
     pub rate: Option<String>,
+    /// Run points whose rate is far beyond the path's link speed (as `flowlab test`).
+    #[arg(long)]
+    pub force_rate: bool,
     /// Bytes per packet.
     #[arg(long, short)]
     pub size: Option<String>,

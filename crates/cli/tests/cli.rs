@@ -98,6 +98,10 @@ fn a_rate_far_beyond_the_path_is_refused_unless_forced() {
         "--force-rate",
     ]);
     assert_one_line_error(&o, "connection refused");
+    // A sweep is refused before its first point for the one point beyond the path.
+    let o = flowlab(&["sweep", "127.0.0.1:1", "--vary", "rate=1M,5T", "-d", "1s"]);
+    assert_one_line_error(&o, "rate 5.00 Tbit/s is far beyond the path");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use flowlab_control::{ClientError, TestOptions, TestRun};
-use flowlab_spec::EgressPath;
+use flowlab_spec::{EgressPath, TestSpec};
 use flowlab_traffic::TrafficSpec;
 
 use crate::observer::{Event, Observer};
@@ -42,19 +42,23 @@ impl std::fmt::Display for RateRefused {
 
 impl std::error::Error for RateRefused {}
 
-/// Refuses a rate far beyond the path to the agent (`TestSpec::check_rate_on`): the
-/// interface the kernel routes the agent's address through, and its link speed. `force`
-/// (`--force-rate`) skips the check.
-pub fn check_path_rate(options: &TestOptions, force: bool) -> anyhow::Result<()> {
+/// Refuses a rate far beyond the path to the agent at `target` (`TestSpec::check_rate_on`),
+/// for each of `specs` (a test, or a sweep's points): the interface the kernel routes the
+/// agent's address through, and its link speed. `force` (`--force-rate`) skips the check.
+pub fn check_path_rate<'a>(
+    target: &str,
+    specs: impl IntoIterator<Item = &'a TestSpec>,
+    force: bool,
+) -> anyhow::Result<()> {
     if force {
         return Ok(());
     }
-    let addr = flowlab_control::client::resolve(&options.target)?;
+    let addr = flowlab_control::client::resolve(target)?;
     let path = egress_path(addr.ip());
-    options
-        .spec
-        .check_rate_on(&path)
-        .map_err(|e| RateRefused(e.0).into())
+    specs.into_iter().try_for_each(|spec| {
+        spec.check_rate_on(&path)
+            .map_err(|e| RateRefused(e.0).into())
+    })
 }
 
 /// The exit status of a command that failed with `e`: 0 for a closed pipe (`flowlab test ...
@@ -116,31 +120,24 @@ pub fn embed_files(traffic: &TrafficSpec) -> anyhow::Result<TrafficSpec> {
 mod tests {
     use super::*;
 
-    fn options(rate_bps: u64) -> TestOptions {
-        TestOptions {
-            target: "127.0.0.1:9".into(),
-            spec: flowlab_spec::TestSpec {
-                rate_bps: Some(rate_bps),
-                ..flowlab_spec::TestSpec::new(
-                    flowlab_spec::Protocol::Udp,
-                    flowlab_spec::Direction::Oneway,
-                )
-            },
-            key: None,
-            drain: std::time::Duration::from_millis(100),
-            interface: None,
-            agent_interface: None,
+    fn spec(rate_bps: u64) -> TestSpec {
+        TestSpec {
+            rate_bps: Some(rate_bps),
+            ..TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway)
         }
     }
 
     #[test]
     fn loopback_takes_the_per_flow_ceiling() {
-        check_path_rate(&options(10_000_000_000), false).unwrap();
-        let e = check_path_rate(&options(5_000_000_000_000), false).unwrap_err();
+        let lo = "127.0.0.1:9";
+        check_path_rate(lo, [&spec(10_000_000_000)], false).unwrap();
+        // A sweep is refused for its one absurd point.
+        let points = [spec(1_000_000), spec(5_000_000_000_000)];
+        let e = check_path_rate(lo, &points, false).unwrap_err();
         assert!(e.to_string().contains("--force-rate"), "{e}");
         assert!(e.to_string().contains("no link speed"), "{e}");
         assert_eq!(exit_code(&e), 2);
-        check_path_rate(&options(5_000_000_000_000), true).unwrap();
+        check_path_rate(lo, &points, true).unwrap();
         let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
         assert_eq!(exit_code(&pipe.into()), 0);
         assert_eq!(exit_code(&anyhow::anyhow!("no agent")), 1);

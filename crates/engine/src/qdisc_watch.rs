@@ -16,8 +16,9 @@ pub struct QdiscWatch {
 }
 
 impl QdiscWatch {
-    /// Reads the drop counter of the root qdisc on the interface that routes `peer`. `None`
-    /// where rtnetlink cannot say, or the interface has no counting qdisc (noqueue).
+    /// Reads the drop counter of the root qdisc on the interface that routes `peer` (a tree
+    /// counts its children's drops at the root; a qdisc counts skbs, so a GSO train dropped
+    /// whole counts once). `None` where rtnetlink cannot say or the root has no counter.
     pub fn start(peer: IpAddr) -> Option<QdiscWatch> {
         let egress = netlink::egress(peer).ok()?;
         Some(QdiscWatch {
@@ -48,9 +49,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_has_no_counting_qdisc_or_counts_from_zero() {
-        // lo has noqueue (no counter) on most hosts; where it has a qdisc, an idle second
-        // drops nothing flowlab sent.
+    fn loopback_is_watched_on_lo() {
+        // Where rtnetlink answers, the route to 127.0.0.1 leaves by lo, read twice alike.
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         if let Some(watch) = QdiscWatch::start(lo) {
             let drops = watch.finish(lo).expect("the same qdisc");

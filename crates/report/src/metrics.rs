@@ -39,8 +39,6 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         ("packets_received", "packets_received"),
         ("packets_lost", "packets_lost"),
         ("lost_by_sender", "lost_by_sender"),
-        ("lost_in_sender_qdisc", "lost_in_sender_qdisc"),
-        ("lost_beyond_sender", "lost_beyond_sender"),
         ("reordered", "reordered"),
         ("duplicates", "duplicates"),
         ("sender_throughput_bps", "sender_throughput_bps"),
@@ -185,7 +183,6 @@ mod tests {
     fn extracts_summary_figures() {
         let r = json!({"summary": {
             "loss_pct": 1.5, "packets_sent": 100, "jitter_ns": 2000.0,
-            "lost_in_sender_qdisc": 1, "lost_beyond_sender": null,
             "round_trip": {"mean_ns": 50000.0, "p99_ns": 90000.0},
             "relative_one_way_delay": null,
             "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0},
@@ -198,8 +195,6 @@ mod tests {
         assert_eq!(get("loss_pct"), Some(1.5));
         assert_eq!(get("packets_sent"), Some(100.0));
         assert_eq!(get("jitter_us"), Some(2.0));
-        assert_eq!(get("lost_in_sender_qdisc"), Some(1.0));
-        assert_eq!(get("lost_beyond_sender"), None);
         assert_eq!(get("rtt_mean_us"), Some(50.0));
         assert_eq!(get("rtt_p99_us"), Some(90.0));
         assert_eq!(get("delay_mean_us"), None);

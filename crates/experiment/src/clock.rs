@@ -13,7 +13,8 @@
 //! (δ_i − δ_min)/2)`, so that at every kept sample the truth lies within `δ_min/2 + r` of the
 //! line. The error of a line against a (linear) true offset is itself linear, so the bound
 //! `B = δ_min/2 + r` holds over the whole span of the samples; beyond it the error can grow
-//! by at most `2B` per span, and [`ClockEstimator::offset_at`] widens the bound accordingly.
+//! by at most `2B` per span, and [`ClockOffset::at`] widens the bound accordingly (the drift's
+//! own bound, `2B/span`).
 
 use std::collections::BTreeMap;
 
@@ -173,15 +174,6 @@ impl ClockEstimator {
             samples: pts.len(),
         })
     }
-
-    /// Server clock minus client clock at client time `t`, and a bound on its error (see
-    /// [`ClockOffset::at`]); `None` before the first sample.
-    ///
-    /// To turn a one-way delay measured as `server_rx − client_tx` into a true one, subtract
-    /// the offset at `client_tx`; the bound carries over unchanged.
-    pub fn offset_at(&self, t: u64) -> Option<(i64, u64)> {
-        Some(self.fit()?.offset().at(t))
-    }
 }
 
 impl ClockFit {
@@ -258,6 +250,9 @@ impl ClockOffset {
     /// between the first and last probes, beyond them widened by the drift's bound for each
     /// ns away (`B·(1 + 2·d/span)`). Without a drift (one window) the offset is taken as
     /// constant and the bound is not widened.
+    ///
+    /// To turn a one-way delay measured as `server_rx − client_tx` into a true one, subtract
+    /// the offset at `client_tx`; the bound carries over unchanged.
     pub fn at(&self, t: u64) -> (i64, u64) {
         let dt = i128::from(t) - i128::from(self.at_ns);
         let drift = self.drift_ppm.unwrap_or(0.0) * 1e-6;
@@ -338,7 +333,7 @@ mod tests {
         assert!((fit.drift - drift).abs() < 2e-6, "drift {}", fit.drift);
         for k in [0u64, 30, 59, 70] {
             let t = start + k * 1_000_000_000;
-            let (off, bound) = est.offset_at(t).unwrap();
+            let (off, bound) = est.fit().unwrap().offset().at(t);
             let truth = true_offset(t - start, offset0, drift) + (drift * start as f64) as i64;
             let err = (off - truth).unsigned_abs();
             assert!(err <= bound, "t+{k}s: error {err} > bound {bound}");
@@ -401,7 +396,7 @@ mod tests {
     #[test]
     fn refuses_inconsistent_samples() {
         let mut est = ClockEstimator::default();
-        assert_eq!(est.offset_at(5), None);
+        assert_eq!(est.fit(), None);
         let bad = ClockSample {
             t1: 10,
             t2: 5,
@@ -431,7 +426,7 @@ mod tests {
         };
         est.add(ok).unwrap();
         // ((990) + (982)) / 2 = 986, rtt 8.
-        assert_eq!(est.offset_at(10_000), Some((986, 4)));
+        assert_eq!(est.fit().unwrap().offset().at(10_000), (986, 4));
     }
 
     proptest! {
@@ -452,7 +447,7 @@ mod tests {
             }
             for k in [0u64, 5, 9] {
                 let t = 1_000_000_000_000 + k * 1_000_000_000;
-                let (off, bound) = est.offset_at(t).unwrap();
+                let (off, bound) = est.fit().unwrap().offset().at(t);
                 let truth = true_offset(t, offset0, drift);
                 // Integer rounding of the synthetic clock adds a few ns.
                 prop_assert!((off - truth).unsigned_abs() <= bound + 4,

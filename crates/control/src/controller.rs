@@ -14,6 +14,10 @@ use crate::result::TestResult;
 /// controller receive (t4); CLOCK_REALTIME ns at each end.
 pub type TimeExchange = (u64, u64, u64, u64);
 
+/// How long a probe's answer may take: a later one is no use for timing, and waiting longer
+/// for one silent agent would keep the others' connections idle past the agent's timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A control connection to an agent that answers clock probes for as long as it is held
 /// (the agent waits up to 10 s between probes): an experiment re-probes on it every few
 /// seconds instead of connecting anew. Dropping it says goodbye.
@@ -42,7 +46,7 @@ impl ClockProbe {
             self.conn
                 .send(&Message::TimeProbe { t1_ns })
                 .map_err(setup)?;
-            match self.conn.recv(Duration::from_secs(5)).map_err(setup)? {
+            match self.conn.recv(PROBE_TIMEOUT).map_err(setup)? {
                 Message::TimeReply {
                     t1_ns: echoed,
                     t2_ns,

@@ -232,16 +232,15 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
     };
     let steps = steps(&experiment, &lab);
     let runner: Box<dyn StepRunner> = match target {
-        Target::Real => {
+        Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
+        Target::Real | Target::Lab(_) => {
+            let kind = match target {
+                Target::Lab(name) => NetworkKind::Lab { name: name.into() },
+                _ => NetworkKind::Real,
+            };
             let reached = reaching_every_agent(&experiment, &steps, &lab)?;
-            Box::new(Network::connect(&reached, key, NetworkKind::Real)?)
-        }
-        Target::Lab(name) => {
-            let reached = reaching_every_agent(&experiment, &steps, &lab)?;
-            let kind = NetworkKind::Lab { name: name.into() };
             Box::new(Network::connect(&reached, key, kind)?)
         }
-        Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
     };
     Ok(Prepared {
         experiment,

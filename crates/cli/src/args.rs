@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use flowlab_spec::parse_buffer;
 use flowlab_store::RunId;
 use flowlab_units::{
-    parse_bytes, parse_count, parse_cpu_list, parse_duration, parse_rate, Rate, UnitError,
+    parse_bit_rate, parse_bytes, parse_count, parse_cpu_list, parse_duration, parse_percent,
+    parse_rate, parse_switch, Rate, UnitError,
 };
 
 #[derive(Parser, Debug)]
@@ -249,15 +251,19 @@ pub struct TestArgs {
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
     #[arg(long)]
     pub busy_poll: bool,
+    /// RTT under the flow's own load: the agent echoes every Nth packet of a one-way UDP
+    /// test back to this client (1..=1000000), which reports their round trips.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub echo_every: Option<u64>,
     /// Run the client on these CPUs only (0, 0,2, 1-3), like iperf3 -A: keeps the sender off
     /// the agent's core on a shared host. Pin the agent with `flowlab serve --cpus`.
     #[arg(long, value_parser = parse_cpus)]
     pub cpus: Option<CpuList>,
     /// Socket send buffer size at both ends (SO_SNDBUF), e.g. 4MiB.
-    #[arg(long, value_parser = parse_socket_buffer)]
+    #[arg(long, value_parser = parse_buffer)]
     pub send_buffer: Option<u32>,
     /// Socket receive buffer size at both ends (SO_RCVBUF), e.g. 256KiB.
-    #[arg(long, value_parser = parse_socket_buffer)]
+    #[arg(long, value_parser = parse_buffer)]
     pub recv_buffer: Option<u32>,
     /// Also let the kernel pace at --rate (SO_MAX_PACING_RATE; UDP only under the fq qdisc).
     #[arg(long)]
@@ -279,17 +285,17 @@ pub struct TestArgs {
     #[arg(long)]
     pub mark: Option<u32>,
     /// TCP_NODELAY at the sender: on or off (default: on for paced flows, off at max rate).
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    #[arg(long, value_name = "on|off", value_parser = parse_switch)]
     pub nodelay: Option<bool>,
     /// TCP maximum segment size (TCP_MAXSEG).
-    #[arg(long, value_parser = parse_socket_buffer)]
+    #[arg(long, value_parser = parse_buffer)]
     pub mss: Option<u32>,
     /// TCP window clamp in bytes (TCP_WINDOW_CLAMP).
-    #[arg(long, value_parser = parse_socket_buffer)]
+    #[arg(long, value_parser = parse_buffer)]
     pub window_clamp: Option<u32>,
     /// The receiving application reads at most this rate (a slow reader, e.g. 1M): its socket
     /// buffer fills, delay rises by the buffer's worth, then the buffer drops packets. UDP.
-    #[arg(long, value_parser = parse_read_rate)]
+    #[arg(long, value_parser = parse_bit_rate)]
     pub read_rate: Option<u64>,
     /// TCP congestion control (cubic, reno, bbr, ... as the kernel has them).
     #[arg(long)]
@@ -334,7 +340,7 @@ pub struct TestArgs {
 }
 
 /// Flags of a flowlab test that a STAMP session has no use for.
-const STAMP_CONFLICTS: [&str; 29] = [
+const STAMP_CONFLICTS: [&str; 30] = [
     "udp",
     "tcp",
     "proto",
@@ -346,6 +352,7 @@ const STAMP_CONFLICTS: [&str; 29] = [
     "preset",
     "flows",
     "busy_poll",
+    "echo_every",
     "cpus",
     "send_buffer",
     "recv_buffer",
@@ -368,30 +375,6 @@ const STAMP_CONFLICTS: [&str; 29] = [
 
 fn parse_dscp(s: &str) -> Result<u8, String> {
     flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())
-}
-
-fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s {
-        "on" | "yes" | "true" => Ok(true),
-        "off" | "no" | "false" => Ok(false),
-        _ => Err(format!("'{s}': expected on or off")),
-    }
-}
-
-fn parse_read_rate(s: &str) -> Result<u64, String> {
-    match parse_rate(s).map_err(|e| e.to_string())? {
-        Rate::BitsPerSec(r) => Ok(r),
-        Rate::Max => Err("a read rate must be a number of bit/s, not 'max'".into()),
-    }
-}
-
-/// A socket buffer size: bytes, at most 2 GiB (the kernel's int).
-fn parse_socket_buffer(s: &str) -> Result<u32, String> {
-    let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
-    u32::try_from(bytes)
-        .ok()
-        .filter(|&b| b > 0 && b <= i32::MAX as u32)
-        .ok_or_else(|| format!("invalid size '{s}': a socket buffer is 1 B to 2 GiB"))
 }
 
 #[derive(Args, Debug)]
@@ -488,31 +471,4 @@ pub struct SweepArgs {
     /// Wait for packets in flight after the last one is sent.
     #[arg(long)]
     pub drain: Option<String>,
-}
-
-/// `2%` or `0.02` as a fraction.
-fn parse_percent(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("invalid interval width '{s}': expected a percentage such as 2%"))?;
-    if !(v > 0.0 && v < 10.0) {
-        return Err(format!("invalid interval width '{s}': must be above 0%"));
-    }
-    Ok(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_parsing() {
-        assert_eq!(parse_percent("2%"), Ok(0.02));
-        assert_eq!(parse_percent("0.5"), Ok(0.5));
-        assert!(parse_percent("0%").is_err());
-        assert!(parse_percent("x").is_err());
-    }
 }

@@ -6,6 +6,7 @@ mod common;
 
 use std::process::{Command, Output};
 
+use common::capture::{tcpdump_or_skip, Capture};
 use common::lab::Lab;
 use common::*;
 use flowlab_netns::{Side, VethPair};
@@ -120,6 +121,47 @@ fn tbf_at_1mbit_halves_a_2mbit_udp_offer_and_holds_tcp_to_1mbit() {
     );
 }
 
+/// Issue 12: RTT under a flow's own load. Through a 10 Mbit/s tbf holding 50 ms of queue,
+/// a 12 Mbit/s load's echoed packets wait in the queue they fill; at 1 Mbit/s they do not.
+#[test]
+fn echoes_of_a_load_through_a_tbf_wait_in_its_queue() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("echo_every_tbf") else {
+        return;
+    };
+    pair.limit_rate(Side::A, 10_000_000, 10_000, 50)
+        .expect("tbf");
+    let _agent = agent_in_b(&pair, AGENT);
+    let rtt_p50 = |rate: &str| {
+        let v = json(&client_in_a(
+            &pair,
+            &[
+                AGENT,
+                "--rate",
+                rate,
+                "--size",
+                "1000",
+                "-d",
+                "2s",
+                "--echo-every",
+                "10",
+            ],
+        ));
+        assert!(
+            f64_at(&v, "/summary/echoes/unique") > 0.0,
+            "no echo of {rate}"
+        );
+        f64_at(&v, "/summary/round_trip/p50_ns")
+    };
+    let idle = rtt_p50("1M");
+    let loaded = rtt_p50("12M");
+    eprintln!("echo_every_tbf: rtt p50 idle {idle} ns, under load {loaded} ns");
+    assert!(idle < 5e6, "idle rtt p50 {idle} ns");
+    assert!(
+        loaded > 20e6 && loaded > 10.0 * idle,
+        "loaded rtt p50 {loaded} ns"
+    );
+}
+
 #[test]
 fn reverse_test_sends_from_the_agent() {
     let Some(pair) = flowlab_netns::skip_unless_netns("reverse") else {
@@ -214,58 +256,17 @@ fn ipv6_across_the_veth_pair() {
         .contains("IPv6"));
 }
 
-/// Datagrams in a classic pcap of Ethernet frames: (capture time ns, IPv4 TOS byte, UDP
-/// payload length). Only IPv4/UDP frames are kept.
-fn pcap_udp(bytes: &[u8]) -> Vec<(u64, u8, usize)> {
-    let nanos = bytes[..4] == [0x4d, 0x3c, 0xb2, 0xa1];
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let word =
-            |o: usize| u32::from_le_bytes(bytes[at + o..at + o + 4].try_into().unwrap()) as u64;
-        let (secs, frac, caplen) = (word(0), word(4), word(8) as usize);
-        let frame = &bytes[at + 16..(at + 16 + caplen).min(bytes.len())];
-        at += 16 + caplen;
-        let ns = secs * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        if frame.len() >= 42 && frame[12..14] == [0x08, 0x00] && frame[23] == 17 {
-            let ip_len = u16::from_be_bytes([frame[16], frame[17]]) as usize;
-            out.push((ns, frame[15], ip_len - 28));
-        }
-    }
-    out
-}
-
 #[test]
 fn dscp_and_token_bucket_contract_are_visible_on_the_wire() {
     let Some(pair) = flowlab_netns::skip_unless_netns("dscp_capture") else {
         return;
     };
-    if Command::new("tcpdump").arg("--version").output().is_err() {
-        eprintln!("dscp_capture: skipped: tcpdump is not installed");
-        assert!(std::env::var_os("CI").is_none(), "CI must install tcpdump");
+    if !tcpdump_or_skip("dscp_capture") {
         return;
     }
     let _agent = agent_in_b(&pair, AGENT);
-    let pcap = std::env::temp_dir().join(format!("flowlab-dscp-{}.pcap", std::process::id()));
-    let mut capture = pair
-        .command_in(&pair.ns_b, "tcpdump")
-        .args([
-            "-i",
-            &pair.dev_b,
-            "-n",
-            "-U",
-            "-s",
-            "96",
-            "--time-stamp-precision=nano",
-            "-w",
-        ])
-        .arg(&pcap)
-        .args(["udp", "and", "dst", "host", AGENT, "and", "greater", "200"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("tcpdump");
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    let filter = format!("udp and dst host {AGENT} and greater 200");
+    let capture = Capture::start(&pair.ns_b, &pair.dev_b, &filter);
     // Bursts of 20 KB every 200 ms (800 kbit/s average) held to 400 kbit/s sustained with a
     // 5 KB bucket, at a 2 Mbit/s peak: the sender must shape them.
     let traffic = "burst:n=20,every=200ms,size=1000+contract:pr=2M,sr=400k,bs=5k";
@@ -274,12 +275,13 @@ fn dscp_and_token_bucket_contract_are_visible_on_the_wire() {
         &[AGENT, "--dscp", "ef", "--traffic", traffic, "-d", "3s"],
     ));
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let _ = Command::new("kill")
-        .args(["-INT", &capture.id().to_string()])
-        .status();
-    let _ = capture.wait();
-    let packets = pcap_udp(&std::fs::read(&pcap).expect("capture file"));
-    let _ = std::fs::remove_file(&pcap);
+    // (capture time, TOS, payload length) of each datagram.
+    let packets: Vec<(u64, u8, usize)> = capture
+        .stop()
+        .packets
+        .iter()
+        .map(|p| (p.at_ns, p.tos, p.payload.len()))
+        .collect();
     let sent = f64_at(&v, "/summary/packets_sent") as usize;
     assert!(
         sent > 50 && packets.len() >= sent,

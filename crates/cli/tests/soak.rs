@@ -10,13 +10,14 @@ mod common;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::attacker::{udp_request, HELLO};
+use common::capture::{tcpdump_or_skip, Capture, Captured};
 use common::*;
 use flowlab_netns::VethPair;
 use serde_json::{json, Value};
@@ -44,9 +45,7 @@ fn one_agent_survives_a_minute_of_valid_tests_and_attacks_from_100_clients() {
     let Some(pair) = flowlab_netns::skip_unless_netns("soak") else {
         return;
     };
-    if Command::new("tcpdump").arg("--version").output().is_err() {
-        eprintln!("soak: skipped: tcpdump is not installed");
-        assert!(std::env::var_os("CI").is_none(), "CI must install tcpdump");
+    if !tcpdump_or_skip("soak") {
         return;
     }
     let seconds: u64 = std::env::var("FLOWLAB_SOAK_SECONDS")
@@ -71,7 +70,7 @@ fn one_agent_survives_a_minute_of_valid_tests_and_attacks_from_100_clients() {
     let agent = start_agent(serve);
     // `ip netns exec` execs the agent: its pid is the agent's.
     let agent_pid = agent.child.id();
-    let capture = Capture::start(&pair);
+    let capture = Capture::start(&pair.ns_b, &pair.dev_b, "");
     let baseline = proc_status(agent_pid);
 
     let failures: Failures = Arc::default();
@@ -102,7 +101,7 @@ fn one_agent_survives_a_minute_of_valid_tests_and_attacks_from_100_clients() {
     std::thread::sleep(Duration::from_secs(8));
     let after = proc_status(agent_pid);
     let victim_bytes = victim.received();
-    let sent = capture.stop();
+    let sent = check_asked(&capture.stop());
 
     let failures = failures.lock().unwrap();
     let (valid, attacks) = (
@@ -527,12 +526,6 @@ impl Victim {
     }
 }
 
-/// tcpdump on the agent's interface, both ways.
-struct Capture {
-    child: std::process::Child,
-    file: std::path::PathBuf,
-}
-
 /// What the capture shows of the agent's sending.
 struct Sent {
     frames: u64,
@@ -542,137 +535,47 @@ struct Sent {
     unasked: Vec<String>,
 }
 
-impl Capture {
-    fn start(pair: &VethPair) -> Capture {
-        let file = std::env::temp_dir().join(format!("flowlab-soak-{}.pcap", std::process::id()));
-        let child = pair
-            .command_in(&pair.ns_b, "tcpdump")
-            .args([
-                "-i",
-                &pair.dev_b,
-                "-n",
-                "-U",
-                "-s",
-                "96",
-                "-B",
-                "65536",
-                "-w",
-            ])
-            .arg(&file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("tcpdump");
-        std::thread::sleep(Duration::from_millis(800));
-        Capture { child, file }
-    }
-
-    fn stop(mut self) -> Sent {
-        // `ip netns exec` passes the signal on; tcpdump then prints its counts.
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let mut err = String::new();
-        let _ = self.child.stderr.take().unwrap().read_to_string(&mut err);
-        let _ = self.child.wait();
-        let dropped = err
-            .lines()
-            .find(|l| l.contains("dropped by kernel"))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(u64::MAX);
-        let bytes = std::fs::read(&self.file).expect("the capture");
-        let _ = std::fs::remove_file(&self.file);
-        let mut sent = check_asked(&bytes);
-        sent.dropped = dropped;
-        sent
-    }
-}
-
-/// One IPv4 packet of the capture: protocol, addresses, ports (0 where none), TCP SYN.
-struct Packet {
-    proto: u8,
-    src: (Ipv4Addr, u16),
-    dst: (Ipv4Addr, u16),
-    syn_only: bool,
-}
-
-fn is_agent(ip: Ipv4Addr) -> bool {
-    ip == AGENT.parse::<Ipv4Addr>().unwrap()
-        || ip == AGENT_FOR_ATTACKERS.parse::<Ipv4Addr>().unwrap()
+fn is_agent(ip: IpAddr) -> bool {
+    ip == AGENT.parse::<IpAddr>().unwrap() || ip == AGENT_FOR_ATTACKERS.parse::<IpAddr>().unwrap()
 }
 
 /// Walks the capture in order: a peer (address, port) has asked once it has sent the agent a
 /// UDP datagram or a TCP SYN; the agent may send UDP and TCP only to peers that asked, ICMP
 /// only to addresses that sent it something.
-fn check_asked(pcap: &[u8]) -> Sent {
-    let mut asked: HashSet<(u8, Ipv4Addr, u16)> = HashSet::new();
-    let mut heard_from: HashSet<Ipv4Addr> = HashSet::new();
+fn check_asked(captured: &Captured) -> Sent {
+    let mut asked: HashSet<(u8, IpAddr, u16)> = HashSet::new();
+    let mut heard_from: HashSet<IpAddr> = HashSet::new();
     let mut sent = Sent {
         frames: 0,
         from_agent: 0,
-        dropped: 0,
+        dropped: captured.kernel_drops,
         unasked: Vec::new(),
     };
-    for packet in pcap_ipv4(pcap) {
+    for packet in &captured.packets {
         sent.frames += 1;
-        if is_agent(packet.dst.0) {
-            heard_from.insert(packet.src.0);
-            if packet.proto == 17 || packet.syn_only {
-                asked.insert((packet.proto, packet.src.0, packet.src.1));
+        if is_agent(packet.dst) {
+            heard_from.insert(packet.src);
+            // A SYN without ACK opens a connection.
+            let syn_only = packet.tcp.is_some_and(|(_, flags)| flags & 0x12 == 0x02);
+            if packet.proto == 17 || syn_only {
+                asked.insert((packet.proto, packet.src, packet.sport));
             }
             continue;
         }
-        if !is_agent(packet.src.0) {
+        if !is_agent(packet.src) {
             continue;
         }
         sent.from_agent += 1;
         let ok = match packet.proto {
-            1 => heard_from.contains(&packet.dst.0),
-            p => asked.contains(&(p, packet.dst.0, packet.dst.1)),
+            1 => heard_from.contains(&packet.dst),
+            p => asked.contains(&(p, packet.dst, packet.dport)),
         };
         if !ok && sent.unasked.len() < 10 {
             sent.unasked.push(format!(
                 "proto {} to {}:{}",
-                packet.proto, packet.dst.0, packet.dst.1
+                packet.proto, packet.dst, packet.dport
             ));
         }
     }
     sent
-}
-
-/// IPv4 packets of a classic pcap of Ethernet frames.
-fn pcap_ipv4(bytes: &[u8]) -> Vec<Packet> {
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        let frame = &bytes[at + 16..(at + 16 + caplen).min(bytes.len())];
-        at += 16 + caplen;
-        if frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
-            continue;
-        }
-        let ip = &frame[14..];
-        let header = usize::from(ip[0] & 0x0f) * 4;
-        let (proto, l4) = (ip[9], &ip[header.min(ip.len())..]);
-        let ports = |l4: &[u8]| match l4 {
-            [a, b, c, d, ..] => (u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d])),
-            _ => (0, 0),
-        };
-        let (sport, dport) = if proto == 6 || proto == 17 {
-            ports(l4)
-        } else {
-            (0, 0)
-        };
-        // SYN without ACK: flags byte 13 of the TCP header.
-        let syn_only = proto == 6 && l4.len() > 13 && l4[13] & 0x12 == 0x02;
-        let addr = |o: usize| Ipv4Addr::new(ip[o], ip[o + 1], ip[o + 2], ip[o + 3]);
-        out.push(Packet {
-            proto,
-            src: (addr(12), sport),
-            dst: (addr(16), dport),
-            syn_only,
-        });
-    }
-    out
 }

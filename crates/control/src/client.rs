@@ -658,9 +658,12 @@ fn spawn_roles<'scope, 'env>(
             None,
         );
     }
-    // A datagram loopback client sends and takes the echoes on one thread.
+    // A datagram loopback client sends and takes the echoes on one thread, as does the
+    // client of a load whose every Nth packet is echoed.
     match (data, spec.direction) {
-        (Data::Udp(socks), Direction::Loopback) => {
+        (Data::Udp(socks), direction)
+            if direction == Direction::Loopback || spec.echo_every.is_some() =>
+        {
             return (
                 None,
                 Some(spawn_ping(scope, socks, spec, ctx, signals, intervals)),
@@ -688,7 +691,9 @@ fn spawn_roles<'scope, 'env>(
                 Data::TcpConnectEach(..) => flowlab_engine::tcp_send(&[], spec, ctx, stop_sending),
             });
             if let Data::Tcp(streams) = data {
-                out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
+                out.tcp_info = streams
+                    .first()
+                    .and_then(flowlab_engine::tcp_info_report_when_acked);
             }
             out.time = time.with_workers(outcome.worker_cpu_ns);
             (out.sender, out.log, out.error) = (Some(outcome.report), outcome.log, outcome.error);

@@ -16,7 +16,7 @@ mod udp;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport};
+use flowlab_results::{EchoReport, IntervalReport, PacketRecord, ReceiverReport, SenderReport};
 use flowlab_sys::clock;
 use flowlab_traffic::sender::Batching;
 
@@ -27,7 +27,7 @@ pub use rr::{
     ResponderOutcome, TransactionOutcome, UDP_RESPONSE_TIMEOUT,
 };
 pub use setup::{configure_tcp, configure_udp};
-pub use tcp::{tcp_echo, tcp_info_report, tcp_receive, tcp_send};
+pub use tcp::{tcp_echo, tcp_info_report, tcp_info_report_when_acked, tcp_receive, tcp_send};
 pub use udp::{udp_echo, udp_ping, udp_receive, udp_send};
 
 /// How long a blocking socket call may wait before the loop checks its stop flag again.
@@ -106,6 +106,8 @@ pub struct ReceiverOutcome {
     pub report: ReceiverReport,
     pub log: Vec<PacketRecord>,
     pub error: Option<String>,
+    /// What a receiver echoed of its load (`--echo-every`).
+    pub echo: Option<EchoReport>,
 }
 
 /// Where live interval reports go.

@@ -7,6 +7,7 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::{EchoReport, TcpInfoReport};
@@ -41,6 +42,17 @@ pub fn tcp_info_report(stream: &TcpStream) -> Option<TcpInfoReport> {
         delivery_rate_bps: i.delivery_rate_bps,
         snd_mss: i.snd_mss,
     })
+}
+
+/// TCP_INFO of a sending connection at the end of a test: once the peer has acknowledged all
+/// it was written (SIOCOUTQ empty), or after a second. Read as soon as the last write returns,
+/// it misses the retransmissions of the last window in flight.
+pub fn tcp_info_report_when_acked(stream: &TcpStream) -> Option<TcpInfoReport> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline && tcp::tcp_unsent_bytes(stream).is_ok_and(|n| n > 0) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    tcp_info_report(stream)
 }
 
 /// Writes all of `buf`, retrying through write timeouts until `stop`. Returns false if the
@@ -380,6 +392,7 @@ pub fn tcp_receive(
         report: meter.report(None),
         log: meter.take_log(),
         error,
+        echo: None,
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod meter;
 pub mod packet_log;
+pub mod schedule_book;
 
 use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
@@ -157,6 +158,10 @@ pub struct ReceiverReport {
     pub transit_min_ns: Option<i64>,
     /// Loopback tests at the client: arrival of the echo minus send time, one clock.
     pub round_trip: Option<LatencySummary>,
+    /// Loopback tests at the client: arrival of the echo minus when its packet was due, so a
+    /// late send counts its lateness (coordinated omission); absent at max rate.
+    #[serde(default)]
+    pub round_trip_from_schedule: Option<LatencySummary>,
     /// RFC 3550 interarrival jitter.
     pub jitter_ns: f64,
     pub inter_arrival: Option<Summary>,

@@ -445,6 +445,10 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
         (spec.interval_ns.is_some(), "live interval reports"),
         (spec.packet_log, "the packet log"),
         (spec.busy_poll, "busy polling"),
+        (
+            spec.echo_every.is_some(),
+            "echoes inside a load (echo_every)",
+        ),
         (s.kernel_pacing, "kernel pacing"),
         (s.zerocopy, "zero-copy sending"),
         (s.tx_timestamps, "transmit timestamps"),

@@ -93,6 +93,41 @@ pub fn parse_count(s: &str) -> Result<u64, UnitError> {
     }
 }
 
+const SWITCH_EXPECTED: &str = "expected on or off";
+
+/// Parses a switch: `on`, `yes`, `true` or `off`, `no`, `false`, in any case.
+pub fn parse_switch(s: &str) -> Result<bool, UnitError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" | "yes" | "true" => Ok(true),
+        "off" | "no" | "false" => Ok(false),
+        _ => Err(unit_error("switch", s, SWITCH_EXPECTED)),
+    }
+}
+
+const BIT_RATE_EXPECTED: &str = "expected a number of bit/s (2M, 500k), not 'max'";
+
+/// Parses a rate that must be a number of bit/s (`2M`), not `max`.
+pub fn parse_bit_rate(s: &str) -> Result<u64, UnitError> {
+    match parse_rate(s)? {
+        Rate::BitsPerSec(r) => Ok(r),
+        Rate::Max => Err(unit_error("rate", s, BIT_RATE_EXPECTED)),
+    }
+}
+
+const PERCENT_EXPECTED: &str = "expected a percentage above 0 such as 2% (or a fraction: 0.02)";
+
+/// Parses a share such as `2%` or `0.02` as a fraction above 0 and below 10 (1000 %).
+pub fn parse_percent(s: &str) -> Result<f64, UnitError> {
+    let t = s.trim();
+    match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .ok()
+    .filter(|v| *v > 0.0 && *v < 10.0)
+    .ok_or_else(|| unit_error("percentage", s, PERCENT_EXPECTED))
+}
+
 const CPUS_EXPECTED: &str = "expected CPU numbers and ranges such as 0, 2-3 or 0,2-3";
 /// More CPUs than any machine flowlab runs on: bounds what a range may expand to.
 const MAX_CPU: u64 = 4095;
@@ -627,5 +662,23 @@ mod tests {
         fn integer_rates_parse_exactly(bits in 1u64..) {
             prop_assert_eq!(parse_rate(&bits.to_string()), Ok(Rate::BitsPerSec(bits)));
         }
+    }
+
+    #[test]
+    fn switches_percentages_and_bit_rates() {
+        assert_eq!(parse_switch("On"), Ok(true));
+        assert_eq!(parse_switch("no"), Ok(false));
+        assert!(parse_switch("maybe").is_err());
+        assert_eq!(parse_percent("2%"), Ok(0.02));
+        assert_eq!(parse_percent("0.5"), Ok(0.5));
+        for bad in ["0%", "-1%", "x", "1000%", "NaN"] {
+            assert!(parse_percent(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_bit_rate("1.5M"), Ok(1_500_000));
+        let e = parse_bit_rate("max").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid rate 'max': expected a number of bit/s (2M, 500k), not 'max'"
+        );
     }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 pub mod attacker;
+pub mod capture;
 pub mod lab;
 
 use std::io::{BufRead, BufReader};

@@ -55,7 +55,9 @@ pub(super) fn run_role(
         (DataSockets::Tcp(streams), Direction::Reverse) => {
             let s = flowlab_engine::tcp_send(&streams, spec, ctx, stop);
             out.worker_cpu_ns = s.worker_cpu_ns;
-            out.tcp_info = streams.first().and_then(flowlab_engine::tcp_info_report);
+            out.tcp_info = streams
+                .first()
+                .and_then(flowlab_engine::tcp_info_report_when_acked);
             let _ = events.send(Event::SenderDone);
             (out.sender, out.log, out.error) = (Some(s.report), s.log, s.error);
         }
@@ -84,6 +86,7 @@ fn datagram_role<S: flowlab_engine::DatagramSocket>(
         Direction::Oneway => {
             let r = flowlab_engine::udp_receive(socks, spec, ctx, false, stop, on_interval);
             (out.receiver, out.log, out.error) = (Some(r.report), r.log, r.error);
+            out.echo = r.echo;
         }
         Direction::Reverse => {
             let s = flowlab_engine::udp_send(socks, spec, ctx, stop);

@@ -57,11 +57,12 @@ fn rfc2544_on_the_bottleneck_stays_under_the_link_or_says_why_not() {
         return;
     }
     let lab = Lab::up("bottleneck.toml", "bottleneck");
-    // Trials long enough that the queue holds under a tenth of a bisection step's excess.
+    // 12, 8, 10 and 9 Mbit/s for 4 s each: the queue holds a fifth of the excess at 10, and
+    // the result stays 5 % under the link (a busy host's stalls lower what it measures).
     let v = lab.run("a", "lab-bottleneck-rfc2544.toml", |t| {
         t.replace("min = \"1M\"", "min = \"8M\"")
             .replace("max = \"20M\"", "max = \"12M\"")
-            .replace("resolution = \"250k\"", "resolution = \"500k\"")
+            .replace("resolution = \"250k\"", "resolution = \"1M\"")
             .replace("trial = \"1500ms\"", "trial = \"4s\"")
     });
     let search = &v["search"];

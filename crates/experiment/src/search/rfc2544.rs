@@ -132,8 +132,8 @@ pub struct ThroughputResult {
     pub trials: Vec<(u64, f64, f64)>,
     /// Length of each trial of the bisection, seconds.
     pub trial_s: f64,
-    /// The path's capacity as the search measured it: the highest output throughput of a
-    /// trial that lost packets (the path was saturated); `None` when no trial lost.
+    /// The path's capacity as the search measured it: once a trial lost packets (saturated
+    /// the path), the highest output throughput of any trial; `None` when no trial lost.
     pub capacity_bps: Option<f64>,
     /// The found rate re-run once at a longer trial.
     pub verification: Option<Verification>,
@@ -229,21 +229,22 @@ impl Rfc2544Throughput {
         self.clone().next_trial().is_none()
     }
 
-    /// The highest output of a lossy trial: what the path delivers when saturated.
+    /// Once a trial lost packets (the path was saturated), the highest output of any trial:
+    /// the path carried at least that much, and a saturated path delivers its capacity. The
+    /// highest rather than the saturated trials' own outputs, since a sender stalled by a
+    /// busy host leaves the link idle for a while and lowers what one trial shows.
     fn capacity(&self) -> Option<f64> {
         let tolerance = self.bisection.tolerance;
         let verified = self
             .verification
             .iter()
             .map(|v| (v.loss_ratio, v.throughput_bps));
-        self.bisection
-            .trials
-            .iter()
-            .map(|&(_, loss, output)| (loss, output))
-            .chain(verified)
-            .filter(|&(loss, _)| loss > tolerance)
-            .map(|(_, output)| output)
-            .reduce(f64::max)
+        let outcomes = || {
+            let bisection = self.bisection.trials.iter().map(|&(_, l, o)| (l, o));
+            bisection.chain(verified.clone())
+        };
+        let saturated = outcomes().any(|(loss, _)| loss > tolerance);
+        saturated.then(|| outcomes().map(|(_, output)| output).fold(0.0, f64::max))
     }
 
     pub fn result(&self) -> ThroughputResult {

@@ -206,6 +206,9 @@ pub struct TestArgs {
     /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.
     #[arg(long, short, value_parser = parse_rate)]
     pub rate: Option<Rate>,
+    /// Send a --rate far beyond the path's link speed (2x it; 100G a flow on lo and veth).
+    #[arg(long)]
+    pub force_rate: bool,
     /// Bytes per packet (UDP payload or TCP write), 32-byte probe header included.
     /// Default: 1200B for UDP, 256kB for TCP.
     #[arg(long, short, value_parser = parse_bytes)]
@@ -251,6 +254,10 @@ pub struct TestArgs {
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
     #[arg(long)]
     pub busy_poll: bool,
+    /// RTT under the flow's own load: the agent echoes every Nth packet of a one-way UDP
+    /// test back to this client (1..=1000000), which reports their round trips.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub echo_every: Option<u64>,
     /// Run the client on these CPUs only (0, 0,2, 1-3), like iperf3 -A: keeps the sender off
     /// the agent's core on a shared host. Pin the agent with `flowlab serve --cpus`.
     #[arg(long, value_parser = parse_cpus)]
@@ -336,7 +343,7 @@ pub struct TestArgs {
 }
 
 /// Flags of a flowlab test that a STAMP session has no use for.
-const STAMP_CONFLICTS: [&str; 29] = [
+const STAMP_CONFLICTS: [&str; 30] = [
     "udp",
     "tcp",
     "proto",
@@ -348,6 +355,7 @@ const STAMP_CONFLICTS: [&str; 29] = [
     "preset",
     "flows",
     "busy_poll",
+    "echo_every",
     "cpus",
     "send_buffer",
     "recv_buffer",
@@ -439,6 +447,9 @@ pub struct SweepArgs {
     /// Offered rate (2M, max).
     #[arg(long, short)]
     pub rate: Option<String>,
+    /// Run points whose rate is far beyond the path's link speed (as `flowlab test`).
+    #[arg(long)]
+    pub force_rate: bool,
     /// Bytes per packet.
     #[arg(long, short)]
     pub size: Option<String>,

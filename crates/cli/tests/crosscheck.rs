@@ -7,7 +7,8 @@
 //! | inter-arrival percentiles | receiver capture's stamps |
 //! | sending rate and pacing gaps | sender capture's stamps |
 //! | one-way delay (relative) | both captures (the namespaces share one clock) |
-//! | loss in a dropping qdisc | `tc -s qdisc` drop counter |
+//! | round trips of an echoed load | the client's capture of each probe and its echo |
+//! | loss in a dropping qdisc, and its attribution to the sender's qdisc | `tc -s qdisc` drop counter |
 //! | TCP bytes delivered | the capture's sequence numbers |
 //! | TCP retransmissions | `nstat` TcpRetransSegs in the sender's namespace |
 //!
@@ -228,6 +229,65 @@ fn check_one_way_delay(
     }
 }
 
+/// RTT under load (`--echo-every`): each echoed packet's round trip against the client veth's
+/// capture of the probe leaving and its echo coming back; flowlab's also holds the client's
+/// own sending stack time.
+#[test]
+fn echoed_round_trips_agree_with_the_client_capture() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("crosscheck_rtt") else {
+        return;
+    };
+    if !tcpdump_or_skip("crosscheck_rtt") {
+        return;
+    }
+    let _agent = agent_in_b(&pair);
+    let capture = Capture::start(&pair.ns_a, &pair.dev_a, &format!("udp and host {AGENT}"));
+    let args = [
+        "--rate",
+        "16M",
+        "--size",
+        "1000",
+        "-d",
+        "2s",
+        "--echo-every",
+        "10",
+    ];
+    let v = test_from_a(&pair, &args);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let captured = capture.stop();
+    let sent = probes(&captured, 1000);
+    let echoes = captured
+        .packets
+        .iter()
+        .filter(|p| p.proto == 17 && p.src.to_string() == AGENT);
+    let mut round_trips = Vec::new();
+    for echo in echoes {
+        let Ok(probe) = flowlab_wire::probe::ProbeRepr::parse(&echo.payload) else {
+            continue;
+        };
+        if let Some(out) = sent.get(&probe.seq).filter(|_| probe.is_echo()) {
+            round_trips.push((echo.at_ns - out.at_ns) as f64);
+        }
+    }
+    let counted = f64_at(&v, "/summary/round_trip/count");
+    assert_eq!(
+        round_trips.len() as f64,
+        counted,
+        "echoes captured and counted"
+    );
+    for (q, key) in [(0.5, "p50_ns"), (0.9, "p90_ns")] {
+        let observed = quantile(&mut round_trips, q);
+        let flowlab = f64_at(&v, &format!("/summary/round_trip/{key}"));
+        assert_close(
+            &format!("echoed round trip {key}"),
+            flowlab,
+            observed,
+            100e3,
+            0.1,
+        );
+    }
+}
+
 /// Drops of one qdisc, from `tc -s qdisc show`.
 fn qdisc_drops(pair: &VethPair, side: Side) -> u64 {
     let o = Command::new("tc")
@@ -306,6 +366,22 @@ fn loss_behind_a_dropping_tbf_agrees_with_the_capture_and_tc() {
         dropped as f64 >= lost && dropped as f64 <= lost + 5.0,
         "tc counts {dropped} drops, flowlab {lost} lost"
     );
+    // Those drops are the sending host's own, and the report says so: its reading of the
+    // tbf's counter (within the test) agrees with tc's (around the command).
+    let counted = f64_at(&v, "/client/host_qdisc_drops/drops");
+    assert_eq!(v["client"]["host_qdisc_drops"]["qdisc"], "tbf");
+    assert!(
+        counted <= dropped as f64 && dropped as f64 <= counted + 5.0,
+        "flowlab read {counted} drops, tc {dropped}"
+    );
+    assert_close(
+        "lost in the sender's qdisc",
+        f64_at(s, "/lost_in_sender_qdisc"),
+        lost,
+        0.0,
+        0.0,
+    );
+    assert_eq!(f64_at(s, "/lost_beyond_sender"), 0.0);
 }
 
 /// TcpRetransSegs of a namespace, from `nstat` (absolute, history left alone).

@@ -5,7 +5,7 @@ use flowlab_results::{
     CpuLoad, IntervalReport, ReceiverReport, Role, RoleCpu, SideReport, TransactionReport,
 };
 use flowlab_spec::{Direction, Protocol, TestSpec};
-use flowlab_stats::{LatencySummary, LossPeriods, Summary};
+use flowlab_stats::{rate_over_span, LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout; bump on incompatible changes.
@@ -67,6 +67,14 @@ pub struct Summary2 {
     /// The most packets those buffers can have held: `lost_at_receiver_socket` when that is
     /// known, else [`GRO_MAX_SEGMENTS`] per buffer, at most the packets lost.
     pub lost_at_receiver_socket_max: Option<u64>,
+    /// UDP and native frames: of the lost packets, those the sending host's own egress qdisc
+    /// dropped (its drop counter over the test, at most `packets_lost`; see
+    /// `SideReport::host_qdisc_drops`), and the rest, lost beyond the sending host. `None`
+    /// where the sender's qdisc could not be read.
+    #[serde(default)]
+    pub lost_in_sender_qdisc: Option<u64>,
+    #[serde(default)]
+    pub lost_beyond_sender: Option<u64>,
     /// TCP only: messages written by the sender but still in socket buffers or in flight when
     /// the test stopped (TCP loses nothing; these simply were not delivered in time).
     pub tcp_unreceived_at_end: Option<u64>,
@@ -79,7 +87,17 @@ pub struct Summary2 {
     /// Which headers `receiver_wire_throughput_bps` counts.
     pub wire_headers: String,
     pub relative_one_way_delay: Option<LatencySummary>,
+    /// Loopback: every packet's round trip; `--echo-every`: the echoed packets'. Timed from
+    /// each packet's actual departure.
     pub round_trip: Option<LatencySummary>,
+    /// The same round trips timed from each packet's scheduled send time, so a late send
+    /// counts its lateness (coordinated omission); absent at max rate.
+    #[serde(default)]
+    pub round_trip_from_schedule: Option<LatencySummary>,
+    /// `--echo-every N`: the echoes the client was due and got, numbered by echo (echo k is
+    /// packet k·N).
+    #[serde(default)]
+    pub echoes: Option<SeqCounts>,
     pub jitter_ns: Option<f64>,
     pub inter_arrival: Option<Summary>,
     #[serde(default)]
@@ -99,15 +117,6 @@ pub struct Summary2 {
     pub agent_role_cpu: Option<RoleCpu>,
     /// Request/response tests: the client's transactions (see docs/results-format.md).
     pub transactions: Option<TransactionReport>,
-}
-
-/// Rate over a span that covers `count` events: `count - 1` gaps, so a paced flow measures at
-/// exactly its rate.
-fn rate_over_span(amount: u64, count: u64, span_ns: u64) -> f64 {
-    if count < 2 || span_ns == 0 {
-        return 0.0;
-    }
-    amount as f64 * (count - 1) as f64 / count as f64 * 1e9 / span_ns as f64
 }
 
 /// Header bytes below the payload per packet, and how they are named.
@@ -198,6 +207,9 @@ impl Summary2 {
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;
             s.set_socket_drops(spec, r, agent);
+            if spec.protocol != Protocol::Tcp {
+                s.attribute_loss(sending_hosts(spec, client, agent));
+            }
             let mss = sending.and_then(|x| x.tcp_info).map(|t| t.snd_mss);
             let mean_message = match unique {
                 0 => f64::from(spec.size),
@@ -211,12 +223,20 @@ impl Summary2 {
             s.wire_headers = names;
             s.relative_one_way_delay = r.relative_delay;
             s.round_trip = r.round_trip;
+            s.round_trip_from_schedule = r.round_trip_from_schedule;
             s.jitter_ns = Some(r.jitter_ns);
             s.inter_arrival = r.inter_arrival;
             s.inter_arrival_distribution = r.inter_arrival_distribution;
             s.ipdv = r.ipdv;
             s.loss_periods = r.loss_periods;
             s.arrival_clock = Some(r.arrival_clock.clone());
+        }
+        // `--echo-every`: the round trips are the client's, of the echoes of its load.
+        if spec.echo_every.is_some() {
+            let echoes = client.and_then(|c| c.receiver.as_ref());
+            s.round_trip = echoes.and_then(|e| e.round_trip);
+            s.round_trip_from_schedule = echoes.and_then(|e| e.round_trip_from_schedule);
+            s.echoes = echoes.map(|e| e.packets);
         }
         // Without the sender's count (its end was lost), what the receiver saw is the base.
         let offered = s.packets_sent.max(s.packets_received + s.packets_lost);
@@ -257,6 +277,34 @@ impl Summary2 {
             Some((r, e)) => (Some(r + e), Some(r + e)),
         };
     }
+
+    /// Splits `packets_lost` into the sending hosts' qdisc drops and the rest.
+    fn attribute_loss(&mut self, senders: Vec<&SideReport>) {
+        let drops: Option<u64> = senders
+            .iter()
+            .map(|s| s.host_qdisc_drops.as_ref().map(|d| d.drops))
+            .sum();
+        if let Some(drops) = drops {
+            let at_host = drops.min(self.packets_lost);
+            self.lost_in_sender_qdisc = Some(at_host);
+            self.lost_beyond_sender = Some(self.packets_lost - at_host);
+        }
+    }
+}
+
+/// The ends whose egress carries the flow: the sender, and in loopback tests the echoing
+/// agent too (a round trip's loss is either end's).
+fn sending_hosts<'a>(
+    spec: &TestSpec,
+    client: Option<&'a SideReport>,
+    agent: Option<&'a SideReport>,
+) -> Vec<&'a SideReport> {
+    let ends = match spec.direction {
+        Direction::Oneway => [client, None],
+        Direction::Reverse => [agent, None],
+        Direction::Loopback => [client, agent],
+    };
+    ends.into_iter().flatten().collect()
 }
 
 /// The role each end plays in this test: (client, agent).
@@ -300,20 +348,7 @@ mod tests {
             let mut received =
                 flowlab_results::meter::ReceiverMeter::new(1, false, false).report(None);
             (received.socket_buffer_drops, received.gro) = (drops, gro);
-            let mut agent = SideReport {
-                role: Role::Echo,
-                host: "agent".into(),
-                cpu: None,
-                role_cpu: None,
-                sender: None,
-                receiver: None,
-                echo: None,
-                transactions: None,
-                responder: None,
-                tcp_info: None,
-                error: None,
-                notes: Vec::new(),
-            };
+            let mut agent = side(Role::Echo, None);
             agent.echo = Some(flowlab_results::EchoReport {
                 socket_buffer_drops: echo,
                 ..Default::default()
@@ -357,12 +392,61 @@ mod tests {
         assert_eq!(echo_unknown, (None, None, None));
     }
 
+    fn side(role: Role, drops: Option<u64>) -> SideReport {
+        SideReport {
+            role,
+            host: "h".into(),
+            cpu: None,
+            role_cpu: None,
+            sender: None,
+            receiver: None,
+            echo: None,
+            transactions: None,
+            responder: None,
+            tcp_info: None,
+            host_qdisc_drops: drops.map(|drops| flowlab_results::HostQdiscDrops {
+                interface: "veth0".into(),
+                qdisc: "tbf".into(),
+                drops,
+            }),
+            error: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Issue 12: a tbf on the sender's own interface dropped packets that were reported as
+    /// lost in the network.
     #[test]
-    fn span_rate_is_exact_for_a_paced_flow() {
-        // 1500 packets of 500 B, 2 ms apart: the span is 1499 gaps.
-        let r = rate_over_span(1500 * 500 * 8, 1500, 1499 * 2_000_000);
-        assert!((r - 2_000_000.0).abs() < 1e-6);
-        assert_eq!(rate_over_span(100, 1, 10), 0.0);
-        assert_eq!(rate_over_span(100, 5, 0), 0.0);
+    fn loss_is_split_at_the_sending_hosts_qdisc() {
+        let attributed = |direction, client: &SideReport, agent: &SideReport, lost| {
+            let spec = TestSpec::new(Protocol::Udp, direction);
+            let mut s = Summary2 {
+                packets_lost: lost,
+                ..Summary2::default()
+            };
+            s.attribute_loss(sending_hosts(&spec, Some(client), Some(agent)));
+            (s.lost_in_sender_qdisc, s.lost_beyond_sender)
+        };
+        let (client, agent) = (side(Role::Sender, Some(40)), side(Role::Receiver, None));
+        assert_eq!(
+            attributed(Direction::Oneway, &client, &agent, 100),
+            (Some(40), Some(60))
+        );
+        // Other traffic's drops on the interface never make more than the test lost.
+        assert_eq!(
+            attributed(Direction::Oneway, &client, &agent, 30),
+            (Some(30), Some(0))
+        );
+        // A reverse test's sender is the agent, whose qdisc was not read here.
+        assert_eq!(
+            attributed(Direction::Reverse, &client, &agent, 100),
+            (None, None)
+        );
+        // A round trip leaves by both ends' qdiscs.
+        let echo = side(Role::Echo, Some(5));
+        assert_eq!(
+            attributed(Direction::Loopback, &client, &echo, 100),
+            (Some(45), Some(55))
+        );
     }
 }

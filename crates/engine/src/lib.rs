@@ -7,6 +7,7 @@
 
 mod budget;
 pub mod packet_auth;
+mod qdisc_watch;
 mod readiness;
 mod rr;
 mod setup;
@@ -16,11 +17,12 @@ mod udp;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport};
+use flowlab_results::{EchoReport, IntervalReport, PacketRecord, ReceiverReport, SenderReport};
 use flowlab_sys::clock;
 use flowlab_traffic::sender::Batching;
 
 pub use budget::SendBudget;
+pub use qdisc_watch::QdiscWatch;
 pub use readiness::{DataSocket, DatagramSocket};
 pub use rr::{
     tcp_accept_respond, tcp_connect_request, tcp_request, tcp_respond, udp_request, udp_respond,
@@ -106,6 +108,8 @@ pub struct ReceiverOutcome {
     pub report: ReceiverReport,
     pub log: Vec<PacketRecord>,
     pub error: Option<String>,
+    /// What a receiver echoed of its load (`--echo-every`).
+    pub echo: Option<EchoReport>,
 }
 
 /// Where live interval reports go.

@@ -6,6 +6,7 @@
 
 pub mod meter;
 pub mod packet_log;
+pub mod schedule_book;
 
 use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
@@ -184,6 +185,10 @@ pub struct ReceiverReport {
     pub transit_min_ns: Option<i64>,
     /// Loopback tests at the client: arrival of the echo minus send time, one clock.
     pub round_trip: Option<LatencySummary>,
+    /// Loopback tests at the client: arrival of the echo minus when its packet was due, so a
+    /// late send counts its lateness (coordinated omission); absent at max rate.
+    #[serde(default)]
+    pub round_trip_from_schedule: Option<LatencySummary>,
     /// RFC 3550 interarrival jitter.
     pub jitter_ns: f64,
     pub inter_arrival: Option<Summary>,
@@ -198,7 +203,8 @@ pub struct ReceiverReport {
     /// RFC 3357 loss periods and loss distance, over all flows; `None` without loss.
     #[serde(default)]
     pub loss_periods: Option<LossPeriods>,
-    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the application.
+    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the
+    /// application, "virtual" when they are a simulator's virtual clock.
     pub arrival_clock: String,
     /// The kernel coalesced datagrams (UDP GRO) on the way up: arrival times are then per
     /// coalesced train.
@@ -265,6 +271,19 @@ pub struct TcpInfoReport {
     pub snd_mss: u32,
 }
 
+/// Packets the queueing disciplines of an end's egress interface dropped during the test: the
+/// root qdisc's drop counter (a qdisc tree counts its children's drops at its root, as
+/// `tc -s qdisc` shows) read over rtnetlink before and after. It counts every packet that
+/// interface dropped, the test's and any other traffic's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostQdiscDrops {
+    /// The egress interface towards the other end.
+    pub interface: String,
+    /// Kind of its root qdisc ("tbf", "fq_codel", ...).
+    pub qdisc: String,
+    pub drops: u64,
+}
+
 /// Everything one end measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideReport {
@@ -279,6 +298,9 @@ pub struct SideReport {
     pub transactions: Option<TransactionReport>,
     pub responder: Option<ResponderReport>,
     pub tcp_info: Option<TcpInfoReport>,
+    /// Drops in this end's egress qdiscs during the test, where rtnetlink could read them.
+    #[serde(default)]
+    pub host_qdisc_drops: Option<HostQdiscDrops>,
     /// Why this end stopped early, if it did.
     pub error: Option<String>,
     /// What this end could not set up as asked (socket options the kernel refused, ...).

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use flowlab_control::{
     AgentConfig, AgentStats, Summary2, TestOptions, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION,
 };
-use flowlab_experiment::Step;
+use flowlab_experiment::{Step, ThroughputFlag, ThroughputResult};
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::observer::ExperimentStart;
-use crate::outcome::{FlowOutcome, NetworkKind, TrialOutcome};
+use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -247,6 +247,25 @@ fn socket_drops_text(s: &Summary2) -> String {
     }
 }
 
+/// Where the lost packets were lost, when some were and the sender's qdisc was read: "3 in
+/// the sending host's qdisc (tbf on veth0), 0 beyond it".
+fn loss_attribution_text(r: &TestResult) -> Option<String> {
+    let s = &r.summary;
+    let (at_host, beyond) = (s.lost_in_sender_qdisc?, s.lost_beyond_sender?);
+    if s.packets_lost == 0 {
+        return None;
+    }
+    let qdiscs: Vec<String> = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.host_qdisc_drops.as_ref())
+        .map(|d| format!("{} on {}", d.qdisc, d.interface))
+        .collect();
+    Some(format!(
+        "{at_host} in the sending host's qdisc ({}), {beyond} beyond it",
+        qdiscs.join(", ")
+    ))
+}
+
 fn side_name(r: Option<&SideReport>) -> String {
     r.map_or("unknown host".into(), |r| r.host.clone())
 }
@@ -386,7 +405,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        "  lost after sending {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
         s.packets_lost,
         s.packets_sent,
         s.loss_pct,
@@ -394,15 +413,16 @@ fn render_packets(r: &TestResult, out: &mut String) {
         s.duplicates,
         socket_drops_text(s)
     );
+    if let Some(where_lost) = loss_attribution_text(r) {
+        let _ = writeln!(out, "  of which          {where_lost}");
+    }
     if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
         let _ = writeln!(
             out,
             "  not yet delivered  {n} messages were still in TCP buffers when the test stopped"
         );
     }
-    if let Some(d) = &s.round_trip {
-        out.push_str(&latency_line("round trip", d));
-    }
+    render_round_trips(r, out);
     if let Some(d) = &s.relative_one_way_delay {
         let label = if r.spec.direction == Direction::Loopback {
             "one-way (out)"
@@ -416,6 +436,9 @@ fn render_packets(r: &TestResult, out: &mut String) {
             "",
             format_duration_ns(d.peak_to_peak_ns)
         );
+    }
+    if let Some(line) = max_delay_text(r) {
+        let _ = writeln!(out, "  max delay          {line}");
     }
     if let Some(j) = s.jitter_ns {
         let _ = writeln!(out, "  jitter (RFC 3550)  {}", format_duration_ns(j));
@@ -434,10 +457,85 @@ fn render_packets(r: &TestResult, out: &mut String) {
         let what = match clock.as_str() {
             "kernel" => "kernel receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME)",
             "user" => "read in the application (CLOCK_REALTIME)",
+            "virtual" => "the simulator's virtual clock",
             other => other,
         };
         let _ = writeln!(out, "  arrival times      {what}");
     }
+}
+
+/// Round trips from each packet's departure and from its schedule, and with `--echo-every`
+/// the echoes they come from.
+fn render_round_trips(r: &TestResult, out: &mut String) {
+    let s = &r.summary;
+    if let (Some(e), Some(every)) = (&s.echoes, r.spec.echo_every) {
+        let due = e.unique + e.lost;
+        let _ = writeln!(
+            out,
+            "  echoes             {} of {due} due (every {} packet of the load echoed by the agent); {} lost",
+            e.unique,
+            ordinal(every),
+            e.lost
+        );
+    }
+    if let Some(d) = &s.round_trip {
+        out.push_str(&latency_line("round trip", d));
+    }
+    if let Some(d) = &s.round_trip_from_schedule {
+        out.push_str(&latency_line("rtt from schedule", d));
+        let _ = writeln!(
+            out,
+            "  {:<18} round trip: from each packet's departure; rtt from schedule: from its slot, so a late send adds its lateness",
+            ""
+        );
+    }
+}
+
+/// "10th", "1st", "22nd": which packets an echo comes from.
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The largest packet transfer delay: one-way (above the fastest packet, and as timestamps
+/// gave it, exact only with synchronised clocks) and round trip.
+fn max_delay_text(r: &TestResult) -> Option<String> {
+    let s = &r.summary;
+    let receiving = match r.spec.direction {
+        Direction::Oneway => r.agent.as_ref(),
+        Direction::Reverse | Direction::Loopback => r.client.as_ref(),
+    };
+    let transit_min = receiving.and_then(|x| x.receiver.as_ref()?.transit_min_ns);
+    let one_way = s.relative_one_way_delay.map(|d| {
+        let stamped = transit_min
+            .map(|min| {
+                let max = min as f64 + d.max_ns;
+                format!(
+                    " ({} by the timestamps: the absolute maximum when the clocks agree)",
+                    format_duration_ns(max)
+                )
+            })
+            .unwrap_or_default();
+        let path = match r.spec.direction {
+            Direction::Loopback => "one-way out",
+            Direction::Oneway | Direction::Reverse => "one-way",
+        };
+        format!(
+            "{path} {} above the fastest packet{stamped}",
+            format_duration_ns(d.max_ns)
+        )
+    });
+    let round_trip = s
+        .round_trip
+        .map(|d| format!("round trip {}", format_duration_ns(d.max_ns)));
+    let parts: Vec<String> = one_way.into_iter().chain(round_trip).collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The final report, as a person reads it.
@@ -634,22 +732,51 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     let ExperimentStart {
         name,
         steps,
+        search,
         network,
         clocks,
     } = start;
+    let runs = match search {
+        true => "a search".to_string(),
+        false => format!("{steps} steps"),
+    };
     let mut out = format!(
-        "experiment {name} ({steps} steps, {} agents), network {network}\n",
+        "experiment {name} ({runs}, {} agents), network {network}\n",
         clocks.len()
     );
     for (agent, c) in *clocks {
         let _ = writeln!(
             out,
-            "  clock of {agent}: offset {} ± {} from this host",
+            "  clock of {agent}: offset {} ± {} from this host, {}",
             format_duration_ns(c.offset_ns as f64),
-            format_duration_ns(c.bound_ns as f64)
+            format_duration_ns(c.bound_ns as f64),
+            drift_text(c.drift_ppm.zip(c.drift_bound_ppm))
         );
     }
     out
+}
+
+/// A clock drift and its bound, or why there is none yet.
+fn drift_text(drift: Option<(f64, f64)>) -> String {
+    match drift {
+        Some((ppm, bound)) => format!("drift {ppm:+.2} ± {bound:.2} ppm"),
+        None => "drift not yet known (re-probed while the experiment runs)".into(),
+    }
+}
+
+/// A flow's absolute one-way delay, its bound, and how the two clocks drift apart.
+fn one_way_text(o: &OneWay) -> String {
+    let drift = drift_text(o.clock_drift_ppm.zip(o.clock_drift_bound_ppm));
+    if !o.valid {
+        let bound = format_duration_ns(o.bound_ns);
+        return format!("one-way: relative figures only (clock bound {bound}); clocks {drift}");
+    }
+    format!(
+        "one-way min {} ± {}, p99 {}; clocks {drift}",
+        format_duration_ns(o.min_ns),
+        format_duration_ns(o.bound_ns),
+        format_duration_ns(o.p99_ns)
+    )
 }
 
 /// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
@@ -695,6 +822,9 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
                     format_rate(s.receiver_goodput_bps),
                     s.loss_pct
                 );
+                if let Some(o) = &r.one_way {
+                    let _ = writeln!(out, "  {:<width$} {}", "", one_way_text(o));
+                }
             }
             Err(e) => {
                 let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);
@@ -705,15 +835,53 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
     out
 }
 
-/// A search's trial: what was offered and what came through.
+/// A search's trial: what was offered, for how long, and what came through.
 pub fn trial_line(t: &TrialOutcome) -> String {
+    let length = t
+        .duration_ns
+        .map(|ns| format!(" for {}", format_duration_ns(ns as f64)))
+        .unwrap_or_default();
     format!(
-        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        "trial {}: offered {}{length} -> goodput {}, loss {:.3}%",
         t.index,
         format_rate(t.offered_bps as f64),
         format_rate(t.goodput_bps),
         t.loss * 100.0
     )
+}
+
+/// A search's result: its document, then for an RFC 2544 throughput one line per reason to
+/// doubt it (the flags of `flowlab_experiment::ThroughputResult`).
+pub fn search_text(result: &Value) -> String {
+    let mut out = format!("search result: {result}\n");
+    let Ok(found) = serde_json::from_value::<ThroughputResult>(result.clone()) else {
+        return out;
+    };
+    let rate = found.rate_bps.map_or(0.0, |r| r as f64);
+    for &flag in &found.flags {
+        let detail = match flag {
+            ThroughputFlag::ShortTrial => format!(
+                "{}: a queue can hide a rate above capacity",
+                format_duration_ns(found.trial_s * 1e9)
+            ),
+            ThroughputFlag::AboveCapacity => format!(
+                "{} > {}",
+                format_rate(rate),
+                format_rate(found.capacity_bps.unwrap_or(0.0))
+            ),
+            ThroughputFlag::LossAtLongerTrial => {
+                found.verification.as_ref().map_or_else(String::new, |v| {
+                    format!(
+                        "{:.3}% over {}",
+                        v.loss_ratio * 100.0,
+                        format_duration_ns(v.trial_s * 1e9)
+                    )
+                })
+            }
+        };
+        let _ = writeln!(out, "warning: {} ({detail})", flag.describe());
+    }
+    out
 }
 
 /// The demo's first line: where its agent listens and what it runs.
@@ -921,6 +1089,75 @@ mod tests {
         assert_eq!(
             format_time(951_782_400 * 1_000_000_000),
             "2000-02-29 00:00:00"
+        );
+    }
+
+    fn delays(min_ns: f64, max_ns: f64) -> LatencySummary {
+        LatencySummary {
+            count: 200,
+            min_ns,
+            mean_ns: (min_ns + max_ns) / 2.0,
+            max_ns,
+            variance_ns2: 0.0,
+            stddev_ns: 0.0,
+            p50_ns: min_ns,
+            p90_ns: max_ns,
+            p99_ns: max_ns,
+            p999_ns: max_ns,
+            peak_to_peak_ns: max_ns - min_ns,
+        }
+    }
+
+    /// Issue 12: the largest transfer delay, and with `--echo-every` the echoes' round trips
+    /// from departure and from the schedule, each said for what it is.
+    #[test]
+    fn an_echoed_load_shows_its_round_trips_and_largest_delays() {
+        let mut spec = TestSpec::new(Protocol::Udp, Direction::Oneway);
+        spec.echo_every = Some(10);
+        let summary = flowlab_control::Summary2 {
+            relative_one_way_delay: Some(delays(0.0, 1_500_000.0)),
+            round_trip: Some(delays(200_000.0, 2_000_000.0)),
+            round_trip_from_schedule: Some(delays(210_000.0, 5_000_000.0)),
+            echoes: Some(flowlab_stats::SeqCounts {
+                received: 199,
+                unique: 199,
+                lost: 1,
+                reordered: 0,
+                duplicates: 0,
+            }),
+            ..Default::default()
+        };
+        let result = TestResult {
+            schema_version: SCHEMA_VERSION,
+            flowlab_version: "0".into(),
+            started_at_ns: 0,
+            target: "a".into(),
+            agent_address: "127.0.0.1:9470".into(),
+            spec,
+            summary,
+            client: None,
+            agent: None,
+            intervals: Vec::new(),
+            interrupted: false,
+            error: None,
+        };
+        let text = render(&result);
+        let line = |start: &str| {
+            let found = text.lines().find(|l| l.trim_start().starts_with(start));
+            found
+                .unwrap_or_else(|| panic!("no '{start}' in\n{text}"))
+                .to_string()
+        };
+        assert!(line("echoes").contains("199 of 200 due (every 10th packet"));
+        assert!(line("round trip").contains("max 2.00 ms"), "{text}");
+        assert!(line("rtt from schedule").contains("max 5.00 ms"), "{text}");
+        assert_eq!(
+            line("max delay").trim(),
+            "max delay          one-way 1.50 ms above the fastest packet; round trip 2.00 ms"
+        );
+        assert_eq!(
+            [1, 2, 3, 11, 12, 22, 101].map(ordinal),
+            ["1st", "2nd", "3rd", "11th", "12th", "22nd", "101st"]
         );
     }
 

@@ -209,6 +209,8 @@ fn host_map(hosts: &Reader, model: &Model) -> Result<BTreeMap<String, usize>, Sc
 pub fn run_step(network: &SimNetwork, flows: &[SimFlow]) -> Result<Vec<SimFlowResult>, SimError> {
     let mut model = network.model.clone();
     model.duration_ns = 0;
+    // The step's seed (its flows share it): repetitions draw their own impairments.
+    model.seed = flows.first().map_or(model.seed, |f| f.spec.seed);
     for f in flows {
         let spec = network
             .flow_spec(f)
@@ -306,6 +308,7 @@ impl SimNetwork {
             transactions: None,
             responder: None,
             tcp_info: None,
+            host_qdisc_drops: None,
             error: None,
             notes: Vec::new(),
         };
@@ -331,6 +334,12 @@ impl SimNetwork {
             }
         }
         client.notes = not_simulated(&f.spec);
+        if r.in_flight_at_end > 0 {
+            client.notes.push(format!(
+                "simulated: {} packets still in flight at the end, not counted as lost by the receiver",
+                r.in_flight_at_end
+            ));
+        }
         SimFlowResult {
             name: f.name.clone(),
             client,
@@ -445,6 +454,10 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
         (spec.interval_ns.is_some(), "live interval reports"),
         (spec.packet_log, "the packet log"),
         (spec.busy_poll, "busy polling"),
+        (
+            spec.echo_every.is_some(),
+            "echoes inside a load (echo_every)",
+        ),
         (s.kernel_pacing, "kernel pacing"),
         (s.zerocopy, "zero-copy sending"),
         (s.tx_timestamps, "transmit timestamps"),

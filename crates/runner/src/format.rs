@@ -859,6 +859,61 @@ pub fn agent_stopping(stats: &AgentStats) -> String {
     )
 }
 
+/// `flowlab compare`: the runs compared, then per flow a row per metric with each run's value
+/// and each later run's difference from the first (in points for percentages).
+pub fn comparison_table(c: &crate::compare::Comparison) -> String {
+    let mut out = String::new();
+    for r in &c.runs {
+        let network = r.network.as_deref().unwrap_or("network not recorded");
+        let _ = writeln!(out, "run {:<5} {} on {network}", r.run, r.kind);
+    }
+    let first = c.runs.first().map_or(0, |r| r.run);
+    let mut header = format!("  {:<14}", "metric");
+    for r in &c.runs {
+        let _ = write!(header, " {:>14}", format!("run {}", r.run));
+    }
+    for r in c.runs.iter().skip(1) {
+        let _ = write!(header, " {:>20}", format!("{} − {first}", r.run));
+    }
+    for f in &c.flows {
+        let _ = writeln!(out, "\n{}\n{header}", f.flow);
+        for m in &f.metrics {
+            let _ = write!(out, "  {:<14}", m.metric);
+            for v in &m.values {
+                let cell = v.map_or("—".into(), |v| metric_value(&m.metric, v));
+                let _ = write!(out, " {cell:>14}");
+            }
+            for d in &m.differences {
+                let cell = d.map_or("—".into(), |d| metric_difference(&m.metric, d));
+                let _ = write!(out, " {cell:>20}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn metric_value(metric: &str, v: f64) -> String {
+    match metric {
+        m if m.ends_with("_bps") => format_rate(v),
+        m if m.ends_with("_us") => format_duration_ns(v * 1e3),
+        m if m.ends_with("_pct") => format!("{v:.3} %"),
+        _ => format_count(v),
+    }
+}
+
+fn metric_difference(metric: &str, d: crate::compare::Difference) -> String {
+    let sign = if d.absolute < 0.0 { "-" } else { "+" };
+    if metric.ends_with("_pct") {
+        return format!("{sign}{:.3} pt", d.absolute.abs());
+    }
+    let magnitude = metric_value(metric, d.absolute.abs());
+    match d.relative_pct {
+        Some(r) => format!("{sign}{magnitude} ({r:+.1} %)"),
+        None => format!("{sign}{magnitude}"),
+    }
+}
+
 /// A flag parser's error as one line: its first line without its own `error: ` prefix, and
 /// the next line too when the first ends in a colon.
 pub fn one_line_error(text: &str) -> String {

@@ -5,6 +5,7 @@
 //! and record runs in the results database ([`record`]). Each runner reports its progress as
 //! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
 
+pub mod compare;
 pub mod defaults;
 pub mod demo;
 pub mod experiment;

@@ -55,7 +55,9 @@ pub enum Command {
     )]
     Export(crate::history_cmd::ExportArgs),
     /// Compare stored runs flow by flow: throughput, loss and delay, with the differences.
-    #[command(after_help = "Examples:\n  flowlab compare 12 13\n  flowlab compare 12 13 14 --json")]
+    #[command(
+        after_help = "Examples:\n  flowlab compare 12 13\n  flowlab compare 12 13 14 --json"
+    )]
     Compare(crate::history_cmd::CompareArgs),
     /// Plot a stored run as SVG.
     #[command(

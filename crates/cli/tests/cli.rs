@@ -851,7 +851,15 @@ fn the_cli_stays_thin() {
     let mut lines = 0;
     for entry in std::fs::read_dir(src).expect("crates/cli/src") {
         let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a file");
-        lines += text.split("#[cfg(test)]").next().unwrap_or("").lines().count();
+        lines += text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .count();
     }
-    assert!(lines <= 1500, "crates/cli/src has {lines} lines before its tests");
+    assert!(
+        lines <= 1500,
+        "crates/cli/src has {lines} lines before its tests"
+    );
 }

@@ -33,7 +33,11 @@ fn bulk(goodput: f64, loss: f64) -> Point {
     point(
         json!({"flow": "bulk", "step": 1}),
         0,
-        &[("goodput_bps", goodput), ("loss_pct", loss), ("cpu_client_pct", 3.0)],
+        &[
+            ("goodput_bps", goodput),
+            ("loss_pct", loss),
+            ("cpu_client_pct", 3.0),
+        ],
     )
 }
 
@@ -41,16 +45,27 @@ fn bulk(goodput: f64, loss: f64) -> Point {
 fn flows_line_up_by_label_and_differ_from_the_first_run() {
     let sim = json!({"kind": "sim", "file": "n.toml", "name": "n", "sha256": "ab"});
     let lab = json!({"kind": "lab", "name": "t"});
-    let probe = point(json!({"flow": "probe", "step": 1}), 0, &[("delay_p50_us", 95_000.0)]);
+    let probe = point(
+        json!({"flow": "probe", "step": 1}),
+        0,
+        &[("delay_p50_us", 95_000.0)],
+    );
     let a = run(1, sim, vec![bulk(5_000_000.0, 0.0), probe]);
     let b = run(2, lab, vec![bulk(4_750_000.0, 0.5)]);
     let c = Comparison::of(&[a, b]).unwrap();
-    assert_eq!(c.runs[0].network.as_deref(), Some("sim n.toml (n, sha256 ab)"));
+    assert_eq!(
+        c.runs[0].network.as_deref(),
+        Some("sim n.toml (n, sha256 ab)")
+    );
     assert_eq!(c.runs[1].network.as_deref(), Some("lab t"));
     assert_eq!(c.flows.len(), 2);
     assert_eq!(c.flows[0].flow, "flow=bulk step=1");
     // Only the compared metrics, in their order: CPU is not one.
-    let names: Vec<&str> = c.flows[0].metrics.iter().map(|m| m.metric.as_str()).collect();
+    let names: Vec<&str> = c.flows[0]
+        .metrics
+        .iter()
+        .map(|m| m.metric.as_str())
+        .collect();
     assert_eq!(names, ["goodput_bps", "loss_pct"]);
     let goodput = &c.flows[0].metrics[0];
     assert_eq!(goodput.values, [Some(5_000_000.0), Some(4_750_000.0)]);
@@ -76,7 +91,10 @@ fn repetitions_are_flows_of_their_own() {
     let c = Comparison::of(&[twice(1.0), twice(3.0), twice(2.0)]).unwrap();
     let labels: Vec<&str> = c.flows.iter().map(|f| f.flow.as_str()).collect();
     assert_eq!(labels, ["flow=bulk step=1", "flow=bulk step=1 #1"]);
-    assert_eq!(c.flows[1].metrics[0].values, [Some(2.0), Some(6.0), Some(4.0)]);
+    assert_eq!(
+        c.flows[1].metrics[0].values,
+        [Some(2.0), Some(6.0), Some(4.0)]
+    );
     assert_eq!(c.flows[1].metrics[0].differences.len(), 2);
     assert_eq!(c.runs[0].network, None);
 }
@@ -97,7 +115,10 @@ fn the_table_shows_values_and_differences() {
     let a = run(3, Value::Null, vec![bulk(5_000_000.0, 0.0)]);
     let b = run(4, lab, vec![bulk(4_750_000.0, 0.25)]);
     let text = crate::format::comparison_table(&Comparison::of(&[a, b]).unwrap());
-    assert!(text.contains("run 3     experiment on network not recorded"), "{text}");
+    assert!(
+        text.contains("run 3     experiment on network not recorded"),
+        "{text}"
+    );
     assert!(text.contains("run 4     experiment on lab t"), "{text}");
     assert!(text.contains("4 − 3"), "{text}");
     let goodput = text.lines().find(|l| l.contains("goodput_bps")).unwrap();
@@ -121,7 +142,9 @@ fn compares_runs_from_the_database() {
         let id = active.id();
         let metrics = [("goodput_bps".to_string(), goodput)];
         let point = json!({"flow": "f"});
-        active.add_point(id, &point, 0, &json!({}), &metrics, None).unwrap();
+        active
+            .add_point(id, &point, 0, &json!({}), &metrics, None)
+            .unwrap();
         active.finish(RunStatus::Complete).unwrap();
         ids.push(id);
     }

@@ -25,6 +25,9 @@ pub const METRICS: &[&str] = &[
     "rtt_p90_us",
     "rtt_p99_us",
 ];
+/// What a TCP flow is compared on: a real run counts the application's messages and times
+/// them, a simulated one counts segments, so their packet counts and delays differ in kind.
+pub const TCP_METRICS: &[&str] = &["goodput_bps", "loss_pct"];
 /// How many runs one comparison takes.
 pub const RUNS: std::ops::RangeInclusive<usize> = 2..=3;
 
@@ -61,6 +64,8 @@ pub struct MetricRow {
 pub struct FlowComparison {
     /// The point's labels, `flow=bulk step=1`, with `#N` for repetition N > 0.
     pub flow: String,
+    /// `udp` or `tcp` (the first run's that has the flow).
+    pub protocol: String,
     pub metrics: Vec<MetricRow>,
 }
 
@@ -105,9 +110,20 @@ impl Comparison {
                     .iter()
                     .map(|r| r.points.iter().find(|p| flow_key(p) == key))
                     .collect();
+                let protocol = points
+                    .iter()
+                    .flatten()
+                    .find_map(|p| p.result.pointer("/spec/protocol")?.as_str())
+                    .unwrap_or("udp")
+                    .to_string();
+                let metrics = match protocol.as_str() {
+                    "tcp" => TCP_METRICS,
+                    _ => METRICS,
+                };
                 FlowComparison {
-                    metrics: metric_rows(&points),
+                    metrics: metric_rows(metrics, &points),
                     flow: key,
+                    protocol,
                 }
             })
             .collect();
@@ -140,9 +156,9 @@ fn flow_key(p: &Point) -> String {
     }
 }
 
-/// The rows of [`METRICS`] that any of `points` has.
-fn metric_rows(points: &[Option<&Point>]) -> Vec<MetricRow> {
-    METRICS
+/// The rows of `metrics` that any of `points` has.
+fn metric_rows(metrics: &[&str], points: &[Option<&Point>]) -> Vec<MetricRow> {
+    metrics
         .iter()
         .filter_map(|&metric| {
             let values: Vec<Option<f64>> = points

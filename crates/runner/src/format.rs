@@ -985,7 +985,7 @@ pub fn comparison_table(c: &crate::compare::Comparison) -> String {
         let _ = write!(header, " {:>20}", format!("{} − {first}", r.run));
     }
     for f in &c.flows {
-        let _ = writeln!(out, "\n{}\n{header}", f.flow);
+        let _ = writeln!(out, "\n{} ({})\n{header}", f.flow, f.protocol);
         for m in &f.metrics {
             let _ = write!(out, "  {:<14}", m.metric);
             for v in &m.values {

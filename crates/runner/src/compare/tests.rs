@@ -82,6 +82,25 @@ fn flows_line_up_by_label_and_differ_from_the_first_run() {
 }
 
 #[test]
+fn tcp_flows_are_compared_on_goodput_and_loss_only() {
+    let tcp = |goodput: f64| {
+        let mut p = bulk(goodput, 0.0);
+        p.result = json!({"spec": {"protocol": "tcp"}});
+        p.metrics.push(("delay_p50_us".into(), 2e6));
+        p.metrics.push(("packets_sent".into(), 72.0));
+        run(1, Value::Null, vec![p])
+    };
+    let c = Comparison::of(&[tcp(4.97e6), tcp(4.98e6)]).unwrap();
+    assert_eq!(c.flows[0].protocol, "tcp");
+    let names: Vec<&str> = c.flows[0]
+        .metrics
+        .iter()
+        .map(|m| m.metric.as_str())
+        .collect();
+    assert_eq!(names, TCP_METRICS);
+}
+
+#[test]
 fn repetitions_are_flows_of_their_own() {
     let twice = |g: f64| {
         let mut second = bulk(g * 2.0, 0.0);

@@ -249,6 +249,7 @@ fn compare_puts_runs_side_by_side_with_their_differences() {
     let o = db.flowlab(&["compare", "1", "3", "--json"]);
     succeeded(&o);
     let c = json(&o);
+    assert_eq!(c["schema_version"], 1);
     assert_eq!(c["runs"][1]["run"], 3);
     let tcp = &c["flows"][1];
     assert_eq!(tcp["protocol"], "tcp");

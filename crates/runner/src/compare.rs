@@ -28,6 +28,8 @@ pub const METRICS: &[&str] = &[
 /// What a TCP flow is compared on: a real run counts the application's messages and times
 /// them, a simulated one counts segments, so their packet counts and delays differ in kind.
 pub const TCP_METRICS: &[&str] = &["goodput_bps", "loss_pct"];
+/// Version of the `--json` document's layout.
+pub const SCHEMA_VERSION: u32 = 1;
 /// How many runs one comparison takes.
 pub const RUNS: std::ops::RangeInclusive<usize> = 2..=3;
 
@@ -72,6 +74,7 @@ pub struct FlowComparison {
 /// The result of `flowlab compare` (`--json` prints it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    pub schema_version: u32,
     pub runs: Vec<ComparedRun>,
     pub flows: Vec<FlowComparison>,
 }
@@ -135,7 +138,11 @@ impl Comparison {
                 network: NetworkKind::of_params(&r.info.params).map(|n| n.to_string()),
             })
             .collect();
-        Ok(Comparison { runs, flows })
+        Ok(Comparison {
+            schema_version: SCHEMA_VERSION,
+            runs,
+            flows,
+        })
     }
 }
 

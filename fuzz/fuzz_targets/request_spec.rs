@@ -5,7 +5,7 @@
 
 use flowlab_control::protocol::Message;
 use flowlab_spec::TestSpec;
-use flowlab_spec::{MAX_FLOWS, MAX_RATE_BPS};
+use flowlab_spec::{MAX_ECHO_EVERY, MAX_FLOWS, MAX_RATE_BPS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,5 +22,6 @@ fuzz_target!(|data: &[u8]| {
         assert!(spec.rate_bps.is_none_or(|r| r >= 1 && r <= MAX_RATE_BPS));
         assert!(spec.duration_ns.is_some() || spec.count.is_some());
         assert!(spec.interval_ns.is_none_or(|i| i >= 10_000_000));
+        assert!(spec.echo_every.is_none_or(|n| (1..=MAX_ECHO_EVERY).contains(&n)));
     }
 });

@@ -256,6 +256,10 @@ pub struct TestArgs {
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
     #[arg(long)]
     pub busy_poll: bool,
+    /// RTT under the flow's own load: the agent echoes every Nth packet of a one-way UDP
+    /// test back to this client (1..=1000000), which reports their round trips.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub echo_every: Option<u64>,
     /// Run the client on these CPUs only (0, 0,2, 1-3), like iperf3 -A: keeps the sender off
     /// the agent's core on a shared host. Pin the agent with `flowlab serve --cpus`.
     #[arg(long, value_parser = parse_cpus)]
@@ -341,7 +345,7 @@ pub struct TestArgs {
 }
 
 /// Flags of a flowlab test that a STAMP session has no use for.
-const STAMP_CONFLICTS: [&str; 29] = [
+const STAMP_CONFLICTS: [&str; 30] = [
     "udp",
     "tcp",
     "proto",
@@ -353,6 +357,7 @@ const STAMP_CONFLICTS: [&str; 29] = [
     "preset",
     "flows",
     "busy_poll",
+    "echo_every",
     "cpus",
     "send_buffer",
     "recv_buffer",

@@ -55,6 +55,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
         args.duration
             .map(|d| (Param::Duration, V::Duration(nanos(d)))),
     );
+    point.extend(args.echo_every.map(|n| (Param::EchoEvery, V::Number(n))));
     if args.flows != 1 {
         point.push((Param::Flows, V::Number(u64::from(args.flows))));
     }
@@ -197,5 +198,27 @@ mod tests {
         assert_eq!(base.spec.direction, Direction::Loopback);
         let huge = spec_from_args(&flags("--size 9000000000")).unwrap_err();
         assert_eq!(huge.to_string(), "invalid size: 9000000000 B is too large");
+    }
+
+    #[test]
+    fn echo_every_is_a_flag_of_one_way_udp_loads() {
+        let load = spec_from_args(&flags("--echo-every 10 --rate 2M")).unwrap();
+        assert_eq!(
+            (load.echo_every, load.rate_bps),
+            (Some(10), Some(2_000_000))
+        );
+        assert_eq!(spec_from_args(&flags("")).unwrap().echo_every, None);
+        let loopback = spec_from_args(&flags("--echo-every 10 --mode loopback")).unwrap_err();
+        assert!(
+            loopback
+                .to_string()
+                .starts_with("invalid test: echo-every measures RTT inside a one-way UDP load"),
+            "{loopback}"
+        );
+        let zero = spec_from_args(&flags("--echo-every 0")).unwrap_err();
+        assert_eq!(
+            zero.to_string(),
+            "invalid test: echo-every must be 1..=1000000 packets"
+        );
     }
 }

@@ -528,6 +528,58 @@ fn transmit_timestamps_measure_every_paced_departure() {
     );
 }
 
+/// Issue 12: RTT inside a load. At 2000 packets/s with every 10th echoed, about 200 echoes
+/// a second come back, each with its round trip from departure and from its schedule; the
+/// load itself still arrives whole at the agent.
+#[test]
+fn echo_every_measures_round_trips_inside_a_one_way_load() {
+    let agent = loopback_agent(&[]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--rate",
+        "16M",
+        "--size",
+        "1000",
+        "-d",
+        "2s",
+        "--echo-every",
+        "10",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let sent = f64_at(&v, "/summary/packets_sent");
+    let echoed = f64_at(&v, "/summary/echoes/unique");
+    let due = echoed + f64_at(&v, "/summary/echoes/lost");
+    assert_eq!(
+        due,
+        (sent / 10.0).ceil(),
+        "one echo due per 10 packets sent"
+    );
+    assert!(echoed >= due - 5.0, "{echoed} of {due} echoes came back");
+    let per_sec = echoed / f64_at(&v, "/summary/duration_s");
+    assert!((180.0..=220.0).contains(&per_sec), "{per_sec} echoes/s");
+    assert_eq!(f64_at(&v, "/agent/echo/packets_echoed"), due);
+    assert_eq!(f64_at(&v, "/summary/packets_received"), sent);
+    assert_eq!(f64_at(&v, "/summary/round_trip/count"), echoed);
+    assert_eq!(
+        f64_at(&v, "/summary/round_trip_from_schedule/count"),
+        echoed
+    );
+    // Each echo's round trip from its schedule is the one from its departure plus its
+    // lateness, which is never below minus the 4 µs train window.
+    for stat in ["min_ns", "p50_ns", "max_ns"] {
+        let departed = f64_at(&v, &format!("/summary/round_trip/{stat}"));
+        let due = f64_at(&v, &format!("/summary/round_trip_from_schedule/{stat}"));
+        assert!(
+            departed > 0.0 && due >= departed - 5_000.0,
+            "{stat}: {departed} vs {due}"
+        );
+    }
+    assert!(v["intervals"].as_array().unwrap().is_empty());
+}
+
 #[test]
 fn presets_and_traffic_models_run_with_one_flow_per_sub_flow() {
     let agent = loopback_agent(&[]);

@@ -7,6 +7,7 @@
 //! | inter-arrival percentiles | receiver capture's stamps |
 //! | sending rate and pacing gaps | sender capture's stamps |
 //! | one-way delay (relative) | both captures (the namespaces share one clock) |
+//! | round trips of an echoed load | the client's capture of each probe and its echo |
 //! | loss in a dropping qdisc | `tc -s qdisc` drop counter |
 //! | TCP bytes delivered | the capture's sequence numbers |
 //! | TCP retransmissions | `nstat` TcpRetransSegs in the sender's namespace |
@@ -221,6 +222,65 @@ fn check_one_way_delay(
         assert_close(
             &format!("relative one-way delay {key}"),
             f64_at(s, &ptr),
+            observed,
+            100e3,
+            0.1,
+        );
+    }
+}
+
+/// RTT under load (`--echo-every`): each echoed packet's round trip against the client veth's
+/// capture of the probe leaving and its echo coming back; flowlab's also holds the client's
+/// own sending stack time.
+#[test]
+fn echoed_round_trips_agree_with_the_client_capture() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("crosscheck_rtt") else {
+        return;
+    };
+    if !tcpdump_or_skip("crosscheck_rtt") {
+        return;
+    }
+    let _agent = agent_in_b(&pair);
+    let capture = Capture::start(&pair.ns_a, &pair.dev_a, &format!("udp and host {AGENT}"));
+    let args = [
+        "--rate",
+        "16M",
+        "--size",
+        "1000",
+        "-d",
+        "2s",
+        "--echo-every",
+        "10",
+    ];
+    let v = test_from_a(&pair, &args);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let captured = capture.stop();
+    let sent = probes(&captured, 1000);
+    let echoes = captured
+        .packets
+        .iter()
+        .filter(|p| p.proto == 17 && p.src.to_string() == AGENT);
+    let mut round_trips = Vec::new();
+    for echo in echoes {
+        let Ok(probe) = flowlab_wire::probe::ProbeRepr::parse(&echo.payload) else {
+            continue;
+        };
+        if let Some(out) = sent.get(&probe.seq).filter(|_| probe.is_echo()) {
+            round_trips.push((echo.at_ns - out.at_ns) as f64);
+        }
+    }
+    let counted = f64_at(&v, "/summary/round_trip/count");
+    assert_eq!(
+        round_trips.len() as f64,
+        counted,
+        "echoes captured and counted"
+    );
+    for (q, key) in [(0.5, "p50_ns"), (0.9, "p90_ns")] {
+        let observed = quantile(&mut round_trips, q);
+        let flowlab = f64_at(&v, &format!("/summary/round_trip/{key}"));
+        assert_close(
+            &format!("echoed round trip {key}"),
+            flowlab,
             observed,
             100e3,
             0.1,

@@ -120,6 +120,47 @@ fn tbf_at_1mbit_halves_a_2mbit_udp_offer_and_holds_tcp_to_1mbit() {
     );
 }
 
+/// Issue 12: RTT under a flow's own load. Through a 10 Mbit/s tbf holding 50 ms of queue,
+/// a 12 Mbit/s load's echoed packets wait in the queue they fill; at 1 Mbit/s they do not.
+#[test]
+fn echoes_of_a_load_through_a_tbf_wait_in_its_queue() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("echo_every_tbf") else {
+        return;
+    };
+    pair.limit_rate(Side::A, 10_000_000, 10_000, 50)
+        .expect("tbf");
+    let _agent = agent_in_b(&pair, AGENT);
+    let rtt_p50 = |rate: &str| {
+        let v = json(&client_in_a(
+            &pair,
+            &[
+                AGENT,
+                "--rate",
+                rate,
+                "--size",
+                "1000",
+                "-d",
+                "2s",
+                "--echo-every",
+                "10",
+            ],
+        ));
+        assert!(
+            f64_at(&v, "/summary/echoes/unique") > 0.0,
+            "no echo of {rate}"
+        );
+        f64_at(&v, "/summary/round_trip/p50_ns")
+    };
+    let idle = rtt_p50("1M");
+    let loaded = rtt_p50("12M");
+    eprintln!("echo_every_tbf: rtt p50 idle {idle} ns, under load {loaded} ns");
+    assert!(idle < 5e6, "idle rtt p50 {idle} ns");
+    assert!(
+        loaded > 20e6 && loaded > 10.0 * idle,
+        "loaded rtt p50 {loaded} ns"
+    );
+}
+
 #[test]
 fn reverse_test_sends_from_the_agent() {
     let Some(pair) = flowlab_netns::skip_unless_netns("reverse") else {

@@ -658,9 +658,12 @@ fn spawn_roles<'scope, 'env>(
             None,
         );
     }
-    // A datagram loopback client sends and takes the echoes on one thread.
+    // A datagram loopback client sends and takes the echoes on one thread, as does the
+    // client of a load whose every Nth packet is echoed.
     match (data, spec.direction) {
-        (Data::Udp(socks), Direction::Loopback) => {
+        (Data::Udp(socks), direction)
+            if direction == Direction::Loopback || spec.echo_every.is_some() =>
+        {
             return (
                 None,
                 Some(spawn_ping(scope, socks, spec, ctx, signals, intervals)),

@@ -3,7 +3,7 @@
 
 use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
-use flowlab_stats::{LatencySummary, LossPeriods, Summary};
+use flowlab_stats::{rate_over_span, LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout; bump on incompatible changes.
@@ -65,7 +65,17 @@ pub struct Summary2 {
     /// Which headers `receiver_wire_throughput_bps` counts.
     pub wire_headers: String,
     pub relative_one_way_delay: Option<LatencySummary>,
+    /// Loopback: every packet's round trip; `--echo-every`: the echoed packets'. Timed from
+    /// each packet's actual departure.
     pub round_trip: Option<LatencySummary>,
+    /// The same round trips timed from each packet's scheduled send time, so a late send
+    /// counts its lateness (coordinated omission); absent at max rate.
+    #[serde(default)]
+    pub round_trip_from_schedule: Option<LatencySummary>,
+    /// `--echo-every N`: the echoes the client was due and got, numbered by echo (echo k is
+    /// packet k·N).
+    #[serde(default)]
+    pub echoes: Option<SeqCounts>,
     pub jitter_ns: Option<f64>,
     pub inter_arrival: Option<Summary>,
     #[serde(default)]
@@ -85,15 +95,6 @@ pub struct Summary2 {
     pub agent_role_cpu: Option<RoleCpu>,
     /// Request/response tests: the client's transactions (see docs/results-format.md).
     pub transactions: Option<TransactionReport>,
-}
-
-/// Rate over a span that covers `count` events: `count - 1` gaps, so a paced flow measures at
-/// exactly its rate.
-fn rate_over_span(amount: u64, count: u64, span_ns: u64) -> f64 {
-    if count < 2 || span_ns == 0 {
-        return 0.0;
-    }
-    amount as f64 * (count - 1) as f64 / count as f64 * 1e9 / span_ns as f64
 }
 
 /// Header bytes below the payload per packet, and how they are named.
@@ -197,12 +198,20 @@ impl Summary2 {
             s.wire_headers = names;
             s.relative_one_way_delay = r.relative_delay;
             s.round_trip = r.round_trip;
+            s.round_trip_from_schedule = r.round_trip_from_schedule;
             s.jitter_ns = Some(r.jitter_ns);
             s.inter_arrival = r.inter_arrival;
             s.inter_arrival_distribution = r.inter_arrival_distribution;
             s.ipdv = r.ipdv;
             s.loss_periods = r.loss_periods;
             s.arrival_clock = Some(r.arrival_clock.clone());
+        }
+        // `--echo-every`: the round trips are the client's, of the echoes of its load.
+        if spec.echo_every.is_some() {
+            let echoes = client.and_then(|c| c.receiver.as_ref());
+            s.round_trip = echoes.and_then(|e| e.round_trip);
+            s.round_trip_from_schedule = echoes.and_then(|e| e.round_trip_from_schedule);
+            s.echoes = echoes.map(|e| e.packets);
         }
         // Without the sender's count (its end was lost), what the receiver saw is the base.
         let offered = s.packets_sent.max(s.packets_received + s.packets_lost);
@@ -244,14 +253,5 @@ mod tests {
         let (bulk, names) = header_overhead(&spec, 256_000.0, true, Some(1448));
         assert_eq!(bulk, 177.0 * 90.0);
         assert!(names.contains("IPv6 40"), "{names}");
-    }
-
-    #[test]
-    fn span_rate_is_exact_for_a_paced_flow() {
-        // 1500 packets of 500 B, 2 ms apart: the span is 1499 gaps.
-        let r = rate_over_span(1500 * 500 * 8, 1500, 1499 * 2_000_000);
-        assert!((r - 2_000_000.0).abs() < 1e-6);
-        assert_eq!(rate_over_span(100, 1, 10), 0.0);
-        assert_eq!(rate_over_span(100, 5, 0), 0.0);
     }
 }

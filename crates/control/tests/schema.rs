@@ -145,6 +145,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         traffic: None,
         seed: 1,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 
@@ -201,6 +202,7 @@ fn receiver(unique: u64, sent: u64, round_trip: bool, protocol: Protocol) -> Rec
         relative_delay: Some(latency(unique, 0.0, 71_327.0)),
         transit_min_ns: Some(-1_234_567),
         round_trip: round_trip.then(|| latency(unique, 83_214.0, 3_534_031.0)),
+        round_trip_from_schedule: round_trip.then(|| latency(unique, 83_950.0, 3_541_272.0)),
         jitter_ns: 4_099.18,
         inter_arrival: Some(Summary {
             count: unique - 1,
@@ -459,6 +461,26 @@ fn built_documents_match_the_schema() {
     );
     check_document(&mut validator, &result);
 
+    // RTT under load: the client takes every tenth packet's echo.
+    let mut result = built(Protocol::Udp, Direction::Oneway, true);
+    result.spec.echo_every = Some(10);
+    result.client.as_mut().unwrap().receiver = Some(receiver(10, 12, true, Protocol::Udp));
+    result.agent.as_mut().unwrap().echo = Some(EchoReport {
+        packets_echoed: 11,
+        bytes_echoed: 11 * 1200,
+        malformed: 0,
+        socket_buffer_drops: None,
+    });
+    result.summary = Summary2::combine(
+        &result.spec,
+        result.client.as_ref(),
+        result.agent.as_ref(),
+        false,
+    );
+    assert_eq!(result.summary.echoes.map(|e| e.lost), Some(2));
+    assert!(result.summary.round_trip_from_schedule.is_some());
+    check_document(&mut validator, &result);
+
     // Native frames name the client's MAC address.
     let mut result = built(Protocol::Raw, Direction::Oneway, true);
     result.spec.raw = Some(flowlab_spec::RawEndpoint {
@@ -653,6 +675,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         traffic: None,
         seed: 7,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 

@@ -16,7 +16,7 @@ mod udp;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use flowlab_results::{IntervalReport, PacketRecord, ReceiverReport, SenderReport};
+use flowlab_results::{EchoReport, IntervalReport, PacketRecord, ReceiverReport, SenderReport};
 use flowlab_sys::clock;
 use flowlab_traffic::sender::Batching;
 
@@ -106,6 +106,8 @@ pub struct ReceiverOutcome {
     pub report: ReceiverReport,
     pub log: Vec<PacketRecord>,
     pub error: Option<String>,
+    /// What a receiver echoed of its load (`--echo-every`).
+    pub echo: Option<EchoReport>,
 }
 
 /// Where live interval reports go.

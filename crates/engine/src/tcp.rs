@@ -392,6 +392,7 @@ pub fn tcp_receive(
         report: meter.report(None),
         log: meter.take_log(),
         error,
+        echo: None,
     }
 }
 

@@ -31,7 +31,7 @@ pub const KEYS: &[&str] = &[
     "scheduler",
     "classes",
     "tx_ring",
-    // impairments
+    // impairments: IMPAIR_KEYS
     "delay",
     "jitter",
     "distribution",
@@ -42,6 +42,18 @@ pub const KEYS: &[&str] = &[
     "reorder",
     "limit",
     "seed",
+];
+/// The impairment stage's keys, which a simulated link takes too (see [`read_impair`]).
+pub const IMPAIR_KEYS: &[&str] = &[
+    "delay",
+    "jitter",
+    "distribution",
+    "loss",
+    "loss_burst",
+    "gemodel",
+    "duplicate",
+    "reorder",
+    "limit",
 ];
 const VC_KEYS: &[&str] = &[
     "name", "dscp", "service", "pcr", "cdvt", "scr", "mbs", "police",
@@ -206,19 +218,10 @@ fn read_ip(e: &Reader, atm: Option<&AtmSpec>) -> Result<Option<IpPortSpec>, File
     }))
 }
 
-fn read_impair(e: &Reader) -> Result<Option<ImpairConfig>, FileError> {
-    let keys = [
-        "delay",
-        "jitter",
-        "distribution",
-        "loss",
-        "loss_burst",
-        "gemodel",
-        "duplicate",
-        "reorder",
-        "limit",
-    ];
-    if !keys.iter().any(|k| e.get(k).is_some()) {
+/// The impairment stage of a table with any of [`IMPAIR_KEYS`]: a lab link's `emulate`
+/// table, or a simulated link (one reader, so one description runs on both).
+pub fn read_impair(e: &Reader) -> Result<Option<ImpairConfig>, FileError> {
+    if !IMPAIR_KEYS.iter().any(|k| e.get(k).is_some()) {
         return Ok(None);
     }
     let delay_ns = e.duration_ns("delay")?.unwrap_or(0);

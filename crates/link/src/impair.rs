@@ -83,6 +83,23 @@ impl Default for ImpairConfig {
     }
 }
 
+impl ImpairConfig {
+    /// Whether the stage does nothing but delay every frame by `delay_ns` (no jitter, loss,
+    /// copies, reordering, or limit other than the default): a plain propagation delay.
+    pub fn is_fixed_delay(&self) -> bool {
+        *self
+            == ImpairConfig {
+                delay_ns: self.delay_ns,
+                ..ImpairConfig::default()
+            }
+    }
+
+    /// Whether frames may leave in another order than they came (jitter or reordering).
+    pub fn may_reorder(&self) -> bool {
+        self.jitter_ns > 0 || self.reorder > 0.0
+    }
+}
+
 /// A frame on its way out, ordered by departure time then arrival order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Held {

@@ -53,6 +53,8 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
     put("loss_periods", num(periods, &["periods"]));
     put("loss_period_mean", num(periods, &["mean_length"]));
     put("loss_period_max", num(periods, &["max_length"]));
+    put("echoes", num(s, &["echoes", "unique"]));
+    put("echoes_lost", num(s, &["echoes", "lost"]));
     let t = s.get("transactions").unwrap_or(&Value::Null);
     for (name, field) in [
         ("transactions", "transactions"),
@@ -66,6 +68,7 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
     }
     for (prefix, parent, field) in [
         ("rtt", s, "round_trip"),
+        ("rtt_from_schedule", s, "round_trip_from_schedule"),
         ("delay", s, "relative_one_way_delay"),
         ("schedule_error", s, "schedule_error"),
         ("transaction", t, "latency"),
@@ -184,6 +187,8 @@ mod tests {
         let r = json!({"summary": {
             "loss_pct": 1.5, "packets_sent": 100, "jitter_ns": 2000.0,
             "round_trip": {"mean_ns": 50000.0, "p99_ns": 90000.0},
+            "round_trip_from_schedule": {"max_ns": 3000000.0},
+            "echoes": {"unique": 199, "lost": 1},
             "relative_one_way_delay": null,
             "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0},
             "agent_role_cpu": null,
@@ -197,6 +202,11 @@ mod tests {
         assert_eq!(get("jitter_us"), Some(2.0));
         assert_eq!(get("rtt_mean_us"), Some(50.0));
         assert_eq!(get("rtt_p99_us"), Some(90.0));
+        assert_eq!(get("rtt_from_schedule_max_us"), Some(3000.0));
+        assert_eq!(
+            (get("echoes"), get("echoes_lost")),
+            (Some(199.0), Some(1.0))
+        );
         assert_eq!(get("delay_mean_us"), None);
         assert_eq!(get("cpu_client_pct"), Some(11.0));
         assert_eq!(get("cpu_agent_pct"), None);

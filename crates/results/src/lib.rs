@@ -6,6 +6,7 @@
 
 pub mod meter;
 pub mod packet_log;
+pub mod schedule_book;
 
 use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
@@ -157,6 +158,10 @@ pub struct ReceiverReport {
     pub transit_min_ns: Option<i64>,
     /// Loopback tests at the client: arrival of the echo minus send time, one clock.
     pub round_trip: Option<LatencySummary>,
+    /// Loopback tests at the client: arrival of the echo minus when its packet was due, so a
+    /// late send counts its lateness (coordinated omission); absent at max rate.
+    #[serde(default)]
+    pub round_trip_from_schedule: Option<LatencySummary>,
     /// RFC 3550 interarrival jitter.
     pub jitter_ns: f64,
     pub inter_arrival: Option<Summary>,
@@ -171,7 +176,8 @@ pub struct ReceiverReport {
     /// RFC 3357 loss periods and loss distance, over all flows; `None` without loss.
     #[serde(default)]
     pub loss_periods: Option<LossPeriods>,
-    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the application.
+    /// "kernel" when arrival times are SO_TIMESTAMPNS receive stamps, "user" when read in the
+    /// application, "virtual" when they are a simulator's virtual clock.
     pub arrival_clock: String,
     /// The kernel coalesced datagrams (UDP GRO) on the way up: arrival times are then per
     /// coalesced train.

@@ -67,6 +67,9 @@ pub struct ReceiverMeter {
     delay: LatencyStats,
     /// Loopback only: arrival of the echo back here minus send time.
     round_trip: Option<LatencyStats>,
+    /// Loopback only: arrival of the echo minus when its packet was due (see
+    /// [`crate::schedule_book`]).
+    from_schedule: LatencyStats,
     /// Inter-arrival gaps and IPDV of every flow.
     gaps: LatencyStats,
     ipdv: LatencyStats,
@@ -84,6 +87,7 @@ impl ReceiverMeter {
             malformed: 0,
             delay: LatencyStats::new(),
             round_trip: round_trip.then(LatencyStats::new),
+            from_schedule: LatencyStats::new(),
             gaps: LatencyStats::new(),
             ipdv: LatencyStats::new(),
             kernel_stamps: 0,
@@ -100,11 +104,12 @@ impl ReceiverMeter {
     /// Packets that share everything but their sequence numbers (`p.seq` is ignored): a train
     /// the kernel coalesced (GRO) carries one arrival stamp, and a GSO train one send stamp.
     /// Sequence accounting stays per packet; the distributions take the train at once, which
-    /// keeps a receiver at millions of packets per second.
-    pub fn on_train(&mut self, flow: usize, p: Arrived, seqs: &[u64]) {
+    /// keeps a receiver at millions of packets per second. Returns how many were new (not
+    /// duplicates).
+    pub fn on_train(&mut self, flow: usize, p: Arrived, seqs: &[u64]) -> u64 {
         let Some(f) = self.flows.get_mut(flow) else {
             self.malformed += seqs.len() as u64;
-            return;
+            return 0;
         };
         let mut fresh = 0u64;
         // A GSO train arrives as consecutive numbers ahead of all earlier ones: accounted
@@ -142,7 +147,7 @@ impl ReceiverMeter {
             }
         }
         if fresh == 0 {
-            return;
+            return 0;
         }
         f.bytes += u64::from(p.size) * fresh;
         f.first_arrival.get_or_insert(p.arrival_ns);
@@ -173,6 +178,17 @@ impl ReceiverMeter {
         } else {
             self.user_stamps += fresh;
         }
+        fresh
+    }
+
+    /// One echo back at a loopback client, whose packet was due at `scheduled_ns` on the
+    /// sender's clock (`None`: no schedule, as at max rate, or forgotten): its round trip is
+    /// taken from its departure and, beside it, from its schedule.
+    pub fn on_echo(&mut self, flow: usize, p: Arrived, scheduled_ns: Option<u64>) {
+        let fresh = self.on_train(flow, p, &[p.seq]);
+        if let (1, Some(due), true) = (fresh, scheduled_ns, self.round_trip.is_some()) {
+            self.from_schedule.push(p.arrival_ns as i64 - due as i64);
+        }
     }
 
     /// A datagram that was not a probe of this session.
@@ -202,6 +218,7 @@ impl ReceiverMeter {
         if let (Some(mine), Some(theirs)) = (&mut self.round_trip, &other.round_trip) {
             mine.merge(theirs);
         }
+        self.from_schedule.merge(&other.from_schedule);
         self.kernel_stamps += other.kernel_stamps;
         self.user_stamps += other.user_stamps;
         self.interval.packets += other.interval.packets;
@@ -338,6 +355,7 @@ impl ReceiverMeter {
             relative_delay: self.delay.relative_summary(),
             transit_min_ns: self.delay.summary().map(|d| d.min_ns as i64),
             round_trip: self.round_trip(),
+            round_trip_from_schedule: self.from_schedule.summary(),
             jitter_ns: self.mean_jitter(),
             inter_arrival: inter_arrival.summary(),
             inter_arrival_distribution: self.gaps.summary(),
@@ -878,6 +896,33 @@ mod tests {
         assert_eq!(rtt.min_ns, 100_000.0);
         assert_eq!(rtt.count, 4);
         assert_eq!(r.relative_delay.unwrap().max_ns, 3_000.0);
+    }
+
+    /// A packet sent 3 ms after its slot: its round trip from departure is the path's
+    /// 100 µs, from the schedule 3.1 ms; an echo on time has both equal, and a duplicate
+    /// counts in neither.
+    #[test]
+    fn a_late_send_shows_in_the_round_trip_from_schedule() {
+        let mut m = ReceiverMeter::new(1, true, false);
+        let on_time = arrived(0, 1_000_000, 1_100_000);
+        m.on_echo(0, on_time, Some(1_000_000));
+        let late = arrived(1, 5_000_000, 5_100_000);
+        m.on_echo(0, late, Some(2_000_000));
+        m.on_echo(0, late, Some(2_000_000));
+        m.on_echo(0, arrived(2, 6_000_000, 6_100_000), None);
+        let r = m.report(None);
+        let rtt = r.round_trip.unwrap();
+        assert_eq!(
+            (rtt.count, rtt.min_ns, rtt.max_ns),
+            (3, 100_000.0, 100_000.0)
+        );
+        let due = r.round_trip_from_schedule.unwrap();
+        assert_eq!(
+            (due.count, due.min_ns, due.max_ns),
+            (2, 100_000.0, 3_100_000.0)
+        );
+        let one_way = ReceiverMeter::new(1, false, false);
+        assert_eq!(one_way.report(None).round_trip_from_schedule, None);
     }
 
     #[test]

@@ -48,6 +48,7 @@ fn spec(
         traffic: None,
         seed: 1,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 

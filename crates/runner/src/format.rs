@@ -377,9 +377,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
             "  not yet delivered  {n} messages were still in TCP buffers when the test stopped"
         );
     }
-    if let Some(d) = &s.round_trip {
-        out.push_str(&latency_line("round trip", d));
-    }
+    render_round_trips(r, out);
     if let Some(d) = &s.relative_one_way_delay {
         let label = if r.spec.direction == Direction::Loopback {
             "one-way (out)"
@@ -393,6 +391,9 @@ fn render_packets(r: &TestResult, out: &mut String) {
             "",
             format_duration_ns(d.peak_to_peak_ns)
         );
+    }
+    if let Some(line) = max_delay_text(r) {
+        let _ = writeln!(out, "  max delay          {line}");
     }
     if let Some(j) = s.jitter_ns {
         let _ = writeln!(out, "  jitter (RFC 3550)  {}", format_duration_ns(j));
@@ -411,10 +412,85 @@ fn render_packets(r: &TestResult, out: &mut String) {
         let what = match clock.as_str() {
             "kernel" => "kernel receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME)",
             "user" => "read in the application (CLOCK_REALTIME)",
+            "virtual" => "the simulator's virtual clock",
             other => other,
         };
         let _ = writeln!(out, "  arrival times      {what}");
     }
+}
+
+/// Round trips from each packet's departure and from its schedule, and with `--echo-every`
+/// the echoes they come from.
+fn render_round_trips(r: &TestResult, out: &mut String) {
+    let s = &r.summary;
+    if let (Some(e), Some(every)) = (&s.echoes, r.spec.echo_every) {
+        let due = e.unique + e.lost;
+        let _ = writeln!(
+            out,
+            "  echoes             {} of {due} due (every {} packet of the load echoed by the agent); {} lost",
+            e.unique,
+            ordinal(every),
+            e.lost
+        );
+    }
+    if let Some(d) = &s.round_trip {
+        out.push_str(&latency_line("round trip", d));
+    }
+    if let Some(d) = &s.round_trip_from_schedule {
+        out.push_str(&latency_line("rtt from schedule", d));
+        let _ = writeln!(
+            out,
+            "  {:<18} round trip: from each packet's departure; rtt from schedule: from its slot, so a late send adds its lateness",
+            ""
+        );
+    }
+}
+
+/// "10th", "1st", "22nd": which packets an echo comes from.
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The largest packet transfer delay: one-way (above the fastest packet, and as timestamps
+/// gave it, exact only with synchronised clocks) and round trip.
+fn max_delay_text(r: &TestResult) -> Option<String> {
+    let s = &r.summary;
+    let receiving = match r.spec.direction {
+        Direction::Oneway => r.agent.as_ref(),
+        Direction::Reverse | Direction::Loopback => r.client.as_ref(),
+    };
+    let transit_min = receiving.and_then(|x| x.receiver.as_ref()?.transit_min_ns);
+    let one_way = s.relative_one_way_delay.map(|d| {
+        let stamped = transit_min
+            .map(|min| {
+                let max = min as f64 + d.max_ns;
+                format!(
+                    " ({} by the timestamps: the absolute maximum when the clocks agree)",
+                    format_duration_ns(max)
+                )
+            })
+            .unwrap_or_default();
+        let path = match r.spec.direction {
+            Direction::Loopback => "one-way out",
+            Direction::Oneway | Direction::Reverse => "one-way",
+        };
+        format!(
+            "{path} {} above the fastest packet{stamped}",
+            format_duration_ns(d.max_ns)
+        )
+    });
+    let round_trip = s
+        .round_trip
+        .map(|d| format!("round trip {}", format_duration_ns(d.max_ns)));
+    let parts: Vec<String> = one_way.into_iter().chain(round_trip).collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The final report, as a person reads it.
@@ -1064,6 +1140,75 @@ mod tests {
         assert_eq!(
             format_time(951_782_400 * 1_000_000_000),
             "2000-02-29 00:00:00"
+        );
+    }
+
+    fn delays(min_ns: f64, max_ns: f64) -> LatencySummary {
+        LatencySummary {
+            count: 200,
+            min_ns,
+            mean_ns: (min_ns + max_ns) / 2.0,
+            max_ns,
+            variance_ns2: 0.0,
+            stddev_ns: 0.0,
+            p50_ns: min_ns,
+            p90_ns: max_ns,
+            p99_ns: max_ns,
+            p999_ns: max_ns,
+            peak_to_peak_ns: max_ns - min_ns,
+        }
+    }
+
+    /// Issue 12: the largest transfer delay, and with `--echo-every` the echoes' round trips
+    /// from departure and from the schedule, each said for what it is.
+    #[test]
+    fn an_echoed_load_shows_its_round_trips_and_largest_delays() {
+        let mut spec = TestSpec::new(Protocol::Udp, Direction::Oneway);
+        spec.echo_every = Some(10);
+        let summary = flowlab_control::Summary2 {
+            relative_one_way_delay: Some(delays(0.0, 1_500_000.0)),
+            round_trip: Some(delays(200_000.0, 2_000_000.0)),
+            round_trip_from_schedule: Some(delays(210_000.0, 5_000_000.0)),
+            echoes: Some(flowlab_stats::SeqCounts {
+                received: 199,
+                unique: 199,
+                lost: 1,
+                reordered: 0,
+                duplicates: 0,
+            }),
+            ..Default::default()
+        };
+        let result = TestResult {
+            schema_version: SCHEMA_VERSION,
+            flowlab_version: "0".into(),
+            started_at_ns: 0,
+            target: "a".into(),
+            agent_address: "127.0.0.1:9470".into(),
+            spec,
+            summary,
+            client: None,
+            agent: None,
+            intervals: Vec::new(),
+            interrupted: false,
+            error: None,
+        };
+        let text = render(&result);
+        let line = |start: &str| {
+            let found = text.lines().find(|l| l.trim_start().starts_with(start));
+            found
+                .unwrap_or_else(|| panic!("no '{start}' in\n{text}"))
+                .to_string()
+        };
+        assert!(line("echoes").contains("199 of 200 due (every 10th packet"));
+        assert!(line("round trip").contains("max 2.00 ms"), "{text}");
+        assert!(line("rtt from schedule").contains("max 5.00 ms"), "{text}");
+        assert_eq!(
+            line("max delay").trim(),
+            "max delay          one-way 1.50 ms above the fastest packet; round trip 2.00 ms"
+        );
+        assert_eq!(
+            [1, 2, 3, 11, 12, 22, 101].map(ordinal),
+            ["1st", "2nd", "3rd", "11th", "12th", "22nd", "101st"]
         );
     }
 

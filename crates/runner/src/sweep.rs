@@ -506,7 +506,7 @@ pub fn run_sweep(
 }
 
 /// `--until-ci` must watch a figure every point measures: round trips only come from
-/// loopback tests, transaction figures only from request/response ones. (Before, a one-way
+/// loopback tests and echoed loads (`--echo-every`), transaction figures only from request/response ones. (Before, a one-way
 /// sweep watching the default `rtt` ran every point to the most repetitions.)
 fn check_ci_metric(plan: &Plan) -> anyhow::Result<()> {
     let Some((_, _, metric)) = &plan.until_ci else {
@@ -520,12 +520,13 @@ fn check_ci_metric(plan: &Plan) -> anyhow::Result<()> {
             .traffic
             .as_ref()
             .is_some_and(|t| t.transactions().is_some());
-        let loopback = point.spec.direction == flowlab_spec::Direction::Loopback;
+        let echoed = point.spec.direction == flowlab_spec::Direction::Loopback
+            || point.spec.echo_every.is_some();
         let missing =
-            (round_trip && !loopback && !has_transactions) || (transactional && !has_transactions);
+            (round_trip && !echoed && !has_transactions) || (transactional && !has_transactions);
         if missing {
             bail!(
-                "--until-ci watches {metric}, which point {} does not measure (round trips need --mode loopback, transaction figures rr or crr traffic); choose another with --ci-metric, e.g. delay, loss or throughput",
+                "--until-ci watches {metric}, which point {} does not measure (round trips need --mode loopback or --echo-every, transaction figures rr or crr traffic); choose another with --ci-metric, e.g. delay, loss or throughput",
                 point.params
             );
         }

@@ -1,12 +1,14 @@
 //! Every lab in examples/lab with a network file of the same base name in examples/sim (its
 //! twin, for `flowlab run --sim`) describes the same links: the same nodes joined, and on
-//! each link the same rate, delay, ATM PHY and encapsulation, and the same scheduler where
-//! the lab's link has one. So an experiment run on both compares the emulator (or tbf) with
+//! each link the same rate, delay, ATM PHY and encapsulation, losses and jitter, and the same
+//! scheduler where the lab's link has one. So an experiment run on both compares the emulator (or tbf) with
 //! the simulator, not two different networks.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use flowlab_link::impair::ImpairConfig;
+use flowlab_link::loss::LossModel;
 use flowlab_netns::lab::{LabSpec, LinkSpec};
 use flowlab_sim::{NetworkLink, SimNetwork};
 
@@ -29,6 +31,9 @@ struct Facts {
     delay_ns: u64,
     phy: Option<String>,
     encap: Option<String>,
+    /// The impairments' loss model and jitter.
+    loss: String,
+    jitter_ns: u64,
 }
 
 fn lab_facts(l: &LinkSpec) -> Facts {
@@ -38,6 +43,8 @@ fn lab_facts(l: &LinkSpec) -> Facts {
             delay_ns: l.delay_ns.unwrap_or(0),
             phy: None,
             encap: None,
+            loss: loss_of(None),
+            jitter_ns: 0,
         };
     };
     let atm = e.atm.as_ref().map(|a| &a.port);
@@ -47,7 +54,13 @@ fn lab_facts(l: &LinkSpec) -> Facts {
         delay_ns: e.delay_ns(),
         phy: atm.map(|p| p.phy.clone()),
         encap: atm.map(|p| format!("{:?}", p.encap)),
+        loss: loss_of(e.impair.as_ref()),
+        jitter_ns: e.impair.as_ref().map_or(0, |i| i.jitter_ns),
     }
+}
+
+fn loss_of(impair: Option<&ImpairConfig>) -> String {
+    format!("{:?}", impair.map_or(&LossModel::None, |i| &i.loss))
 }
 
 fn sim_facts(l: &NetworkLink) -> Facts {
@@ -56,6 +69,8 @@ fn sim_facts(l: &NetworkLink) -> Facts {
         delay_ns: l.delay_ns,
         phy: l.atm.map(|p| p.phy.clone()),
         encap: l.atm.map(|p| format!("{:?}", p.encap)),
+        loss: loss_of(l.impair),
+        jitter_ns: l.impair.map_or(0, |i| i.jitter_ns),
     }
 }
 
@@ -119,32 +134,46 @@ fn every_lab_and_its_twin_describe_the_same_links() {
     }
 }
 
+/// The differences between a lab of two hosts joined by a link emulating `emulate` and a
+/// network of two routers joined by a link with `keys`.
+fn two_node_differences(emulate: &str, keys: &str) -> Vec<String> {
+    let lab = LabSpec::parse(&format!(
+        "[lab]\nname = \"t\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+         [[link]]\na = \"a\"\nb = \"b\"\nemulate = {{ {emulate} }}\n"
+    ))
+    .unwrap();
+    let net = SimNetwork::load(&format!(
+        "[network]\n[[node]]\nname = \"a\"\nkind = \"ip-router\"\n[[node]]\nname = \"b\"\n\
+         kind = \"ip-router\"\n[[link]]\nfrom = \"b\"\nto = \"a\"\n{keys}"
+    ))
+    .unwrap();
+    differences(&lab, &net)
+}
+
 #[test]
 fn a_twin_that_disagrees_is_caught() {
-    let lab = LabSpec::parse(
-        "[lab]\nname = \"t\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
-         [[link]]\na = \"a\"\nb = \"b\"\n\
-         emulate = { phy = \"OC-3c\", encap = \"vc-mux\", rate = \"6M\", delay = \"95ms\" }\n",
-    )
-    .unwrap();
-    let net = |link: &str| {
-        SimNetwork::load(&format!(
-            "[network]\n[[node]]\nname = \"a\"\nkind = \"ip-router\"\n[[node]]\nname = \"b\"\n\
-             kind = \"ip-router\"\n[[link]]\nfrom = \"b\"\nto = \"a\"\n{link}"
-        ))
-        .unwrap()
-    };
+    let pvc = r#"phy = "OC-3c", encap = "vc-mux", rate = "6M", delay = "95ms""#;
     let same = "phy = \"OC-3c\"\nencap = \"vc-mux\"\nrate = \"6M\"\ndelay = \"95ms\"\n";
-    assert_eq!(differences(&lab, &net(same)), Vec::<String>::new());
-    for other in [
-        same.replace("6M", "7M"),
-        same.replace("95ms", "90ms"),
-        same.replace("vc-mux", "llc-snap"),
-        same.replace("OC-3c", "OC-12c"),
-        "rate = \"6M\"\ndelay = \"95ms\"\n".to_string(),
-    ] {
-        let d = differences(&lab, &net(&other));
-        assert_eq!(d.len(), 1, "{other}: {d:?}");
+    let radio = r#"rate = "20M", delay = "15ms", loss = "2%", loss_burst = 4"#;
+    let radio_twin = "rate = \"20M\"\ndelay = \"15ms\"\nloss = \"2%\"\nloss_burst = 4\n";
+    assert_eq!(two_node_differences(pvc, same), Vec::<String>::new());
+    assert_eq!(
+        two_node_differences(radio, radio_twin),
+        Vec::<String>::new()
+    );
+    let cases = [
+        (pvc, same.replace("6M", "7M")),
+        (pvc, same.replace("95ms", "90ms")),
+        (pvc, same.replace("vc-mux", "llc-snap")),
+        (pvc, same.replace("OC-3c", "OC-12c")),
+        (pvc, "rate = \"6M\"\ndelay = \"95ms\"\n".to_string()),
+        (radio, radio_twin.replace("2%", "3%")),
+        (radio, radio_twin.replace("loss_burst = 4\n", "")),
+        (radio, format!("{radio_twin}jitter = \"1ms\"\n")),
+    ];
+    for (emulate, keys) in cases {
+        let d = two_node_differences(emulate, &keys);
+        assert_eq!(d.len(), 1, "{keys}: {d:?}");
         assert!(d[0].starts_with("a-b: lab Facts"), "{d:?}");
     }
 }

@@ -14,6 +14,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod accounting_tests;
 mod engine;
 pub mod limits;
 mod network;

@@ -14,6 +14,7 @@ use std::fmt;
 use flowlab_atm::ServiceCategory;
 use flowlab_link::atm::PortSpec;
 use flowlab_link::diffserv::SchedSpec;
+use flowlab_link::impair::ImpairConfig;
 use flowlab_results::{EchoReport, Role, SideReport};
 use flowlab_spanned::{FileError, Reader};
 use flowlab_spec::{Direction, Protocol as TestProtocol, TestSpec};
@@ -105,7 +106,10 @@ pub struct NetworkLink<'n> {
     /// IP links: the line rate; ATM links: a router's sending rate in cell bits (the
     /// line's cell rate unless `rate` shapes it lower).
     pub rate_bps: u64,
+    /// The least one-way delay (propagation, or the impairment stage's delay).
     pub delay_ns: u64,
+    /// The impairment stage, when it does more than delay.
+    pub impair: Option<&'n ImpairConfig>,
     /// The ATM port (PHY, encapsulation, buffer) of an ATM link.
     pub atm: Option<&'n PortSpec>,
     /// A router's packet scheduler on the link.
@@ -191,7 +195,8 @@ impl SimNetwork {
                 a: &nodes[l.a].name,
                 b: &nodes[l.b].name,
                 rate_bps: l.rate_bps,
-                delay_ns: l.delay_ns,
+                delay_ns: l.impair.as_ref().map_or(l.delay_ns, |i| i.delay_ns),
+                impair: l.impair.as_ref(),
                 atm: l.atm.as_ref().map(|a| &a.port),
                 sched: &l.sched,
             })
@@ -244,6 +249,8 @@ fn host_map(hosts: &Reader, model: &Model) -> Result<BTreeMap<String, usize>, Sc
 pub fn run_step(network: &SimNetwork, flows: &[SimFlow]) -> Result<Vec<SimFlowResult>, SimError> {
     let mut model = network.model.clone();
     model.duration_ns = 0;
+    // The step's seed (its flows share it): repetitions draw their own impairments.
+    model.seed = flows.first().map_or(model.seed, |f| f.spec.seed);
     for f in flows {
         let spec = network
             .flow_spec(f)
@@ -366,6 +373,12 @@ impl SimNetwork {
             }
         }
         client.notes = not_simulated(&f.spec);
+        if r.in_flight_at_end > 0 {
+            client.notes.push(format!(
+                "simulated: {} packets still in flight at the end, not counted as lost by the receiver",
+                r.in_flight_at_end
+            ));
+        }
         SimFlowResult {
             name: f.name.clone(),
             client,
@@ -480,6 +493,10 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
         (spec.interval_ns.is_some(), "live interval reports"),
         (spec.packet_log, "the packet log"),
         (spec.busy_poll, "busy polling"),
+        (
+            spec.echo_every.is_some(),
+            "echoes inside a load (echo_every)",
+        ),
         (s.kernel_pacing, "kernel pacing"),
         (s.zerocopy, "zero-copy sending"),
         (s.tx_timestamps, "transmit timestamps"),

@@ -3,12 +3,14 @@
 
 use std::fmt::Write as _;
 
+use flowlab_link::StageReport;
 use flowlab_results::{ReceiverReport, SenderReport};
 use flowlab_stats::LatencySummary;
 use serde::Serialize;
 
-/// Bumped when a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped when a field changes meaning or disappears. 2: `throughput_bps` and `goodput_bps`
+/// over the receiving span, `loss_ratio` without packets in flight at the end.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The result of [`crate::run`]: one run, or one per sweep value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,14 +56,19 @@ pub struct FlowReport {
     pub one_way_delay: Option<LatencySummary>,
     /// Peak-to-peak one-way delay variation (max − min), exact in simulation.
     pub delay_variation_ns: f64,
-    /// Packets sent but not delivered (ping: requests without an echo), over packets sent.
+    /// Packets dropped on the way (ping: a request or its echo), over packets sent less
+    /// those still in flight at the end.
     pub loss_ratio: f64,
-    /// IP bytes received per second of the flow's active time.
+    /// IP bytes received per second over the receiving span (first to last arrival,
+    /// `count - 1` gaps), as a real test's receiver measures goodput.
     pub throughput_bps: f64,
-    /// Application bytes delivered (TCP: in order, once) per second of active time.
+    /// Application bytes delivered (TCP: in order, once) per second over the same span.
     pub goodput_bps: f64,
     pub policer: Option<PolicerReport>,
     pub tcp: Option<TcpReport>,
+    /// Packets neither delivered nor dropped when the run ended: in a shaper's queue, a
+    /// port's buffer or on a link (ping: requests and echoes). Not counted as lost.
+    pub in_flight_at_end: u64,
     pub sender: SenderReport,
     pub receiver: ReceiverReport,
 }
@@ -106,7 +113,7 @@ pub struct ClassReport {
 }
 
 /// One output port (one direction of a link).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PortReport {
     pub name: String,
     /// "atm" (cell port), "ip" or "ip-over-atm" (packet scheduler).
@@ -125,6 +132,9 @@ pub struct PortReport {
     pub max_occupancy_cells: u64,
     pub vcs: Vec<VcReport>,
     pub classes: Vec<ClassReport>,
+    /// The link's impairment stage after this port, when it has one: frames lost by cause,
+    /// copies, reorderings, the most it held (the emulator's report of the same stage).
+    pub impair: Option<StageReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -188,6 +198,9 @@ pub fn render_human(r: &SimReport) -> String {
                     ms(f.delay_variation_ns)
                 );
             }
+            if f.in_flight_at_end > 0 {
+                let _ = write!(out, "  in flight at end {}", f.in_flight_at_end);
+            }
             if let Some(rtt) = &f.receiver.round_trip {
                 let _ = write!(out, "  rtt mean {}", ms(rtt.mean_ns));
             }
@@ -222,11 +235,21 @@ pub fn render_human(r: &SimReport) -> String {
             } else {
                 let sent: u64 = p.classes.iter().map(|c| c.sent).sum();
                 let dropped: u64 = p.classes.iter().map(|c| c.dropped).sum();
-                let _ = writeln!(
+                let _ = write!(
                     out,
                     "port {:<16} {}  packets sent {:>8} dropped {:>6}",
                     p.name, p.kind, sent, dropped
                 );
+                if let Some(st) = &p.impair {
+                    let _ = write!(
+                        out,
+                        "  impairments lost {} duplicated {} reordered {}",
+                        st.frames_dropped(),
+                        st.duplicated,
+                        st.reordered
+                    );
+                }
+                out.push('\n');
             }
         }
     }

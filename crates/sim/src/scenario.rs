@@ -7,7 +7,9 @@
 
 use flowlab_atm::{PolicingAction, ServiceCategory};
 use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
+use flowlab_link::config::{read_impair, IMPAIR_KEYS};
 use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
+use flowlab_link::impair::ImpairConfig;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
@@ -20,13 +22,13 @@ pub type ScenarioError = FileError;
 const SECTIONS: &[&str] = &["sim", "node", "link", "flow", "background", "sweep"];
 const SIM_KEYS: &[&str] = &["duration", "drain", "seed", "description"];
 const NODE_KEYS: &[&str] = &["name", "kind"];
+/// With flowlab_link's `IMPAIR_KEYS` (`delay`, `jitter`, `loss` ...), read by its reader.
 const LINK_KEYS: &[&str] = &[
     "name",
     "from",
     "to",
     "phy",
     "rate",
-    "delay",
     "buffer_cells",
     "host_buffer_cells",
     "epd",
@@ -124,7 +126,11 @@ pub(crate) struct LinkSpec {
     /// IP links: the bit rate. IP over ATM: the rate a router's scheduler sends at, in bits of
     /// whole cells (the line's cell bit rate unless `rate` shapes the VC lower).
     pub rate_bps: u64,
+    /// The propagation delay, when the impairment stage would only delay.
     pub delay_ns: u64,
+    /// The impairment stage (the emulator's, same keys) after the port of an IP link, when
+    /// it does more than delay: it then holds the delay too.
+    pub impair: Option<ImpairConfig>,
     pub mtu: u32,
     pub sched: SchedSpec,
     pub tx_ring: usize,
@@ -312,10 +318,10 @@ fn unit_of(key: &str) -> Option<Unit> {
     Some(match key {
         "rate" | "pcr" | "scr" => Unit::Rate,
         "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" => Unit::Bytes,
-        "duration" | "drain" | "delay" | "start" | "interval" | "cdvt" | "delayed_ack"
-        | "min_rto" | "loop_delay" => Unit::Duration,
+        "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
+        | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
-        | "buffer_packets" | "tx_ring" | "mbs" | "mss" | "passes" | "cells_per_frame" => {
+        | "buffer_packets" | "tx_ring" | "mbs" | "mss" | "passes" | "cells_per_frame" | "limit" => {
             Unit::Count
         }
         _ => return None,
@@ -544,7 +550,8 @@ pub(crate) fn read_links(
 }
 
 fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> {
-    l.only(LINK_KEYS)?;
+    let keys: Vec<&str> = LINK_KEYS.iter().chain(IMPAIR_KEYS).copied().collect();
+    l.only(&keys)?;
     let a = node_ref(l, "from", nodes)?;
     let b = node_ref(l, "to", nodes)?;
     if a == b {
@@ -584,6 +591,7 @@ fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> 
         return mtu_error(format!("{mtu} is above the IPv4 maximum 65535"));
     }
     let link_limit = queue_limit(&l)?.unwrap_or(DEFAULT_LIMIT);
+    let (delay_ns, impair) = read_link_impair(&l, atm.is_some())?;
     Ok(LinkSpec {
         sched: read_sched(&l, link_limit)?,
         tx_ring: l.positive("tx_ring")?.unwrap_or(1) as usize,
@@ -592,9 +600,32 @@ fn read_link(l: &Reader, nodes: &[NodeSpec]) -> Result<LinkSpec, ScenarioError> 
         b,
         atm,
         rate_bps,
-        delay_ns: l.duration_ns("delay")?.unwrap_or(0),
+        delay_ns,
+        impair,
         mtu: mtu as u32,
     })
+}
+
+/// The link's impairment keys, read as a lab's `emulate` table reads them: a propagation
+/// delay, or a whole stage. Cells of an ATM link are not lost, copied or delayed apart one by
+/// one here, so an ATM link takes `delay` only.
+fn read_link_impair(l: &Reader, atm: bool) -> Result<(u64, Option<ImpairConfig>), ScenarioError> {
+    let Some(config) = read_impair(l)? else {
+        return Ok((0, None));
+    };
+    if config.is_fixed_delay() {
+        return Ok((config.delay_ns, None));
+    }
+    if atm {
+        let key = IMPAIR_KEYS
+            .iter()
+            .find(|&&k| k != "delay" && l.get(k).is_some())
+            .copied()
+            .unwrap_or("delay");
+        let msg = "the impairment stage runs on IP links; an ATM link takes delay only";
+        return Err(l.error(l.required(key)?, key, msg));
+    }
+    Ok((0, Some(config)))
 }
 
 /// The ATM side of a link with a `phy`.
@@ -937,3 +968,6 @@ pub(crate) fn shortest_path(
     path.reverse();
     Some(path)
 }
+
+#[cfg(test)]
+mod tests;

@@ -35,6 +35,7 @@ fn udp(rate_bps: u64, size: u32, duration_ns: u64) -> TestSpec {
         traffic: None,
         seed: 1,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 

@@ -38,6 +38,7 @@ impl TestSpec {
             traffic: None,
             seed: 0,
             authenticated_packets: false,
+            echo_every: None,
         }
     }
 }

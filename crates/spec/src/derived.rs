@@ -165,6 +165,7 @@ mod tests {
             traffic: None,
             seed: 7,
             authenticated_packets: false,
+            echo_every: None,
         }
     }
 

@@ -37,6 +37,8 @@ pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
 pub const MAX_FLOWS: u32 = 65_535;
 /// Largest socket buffer or TCP window clamp asked for (the kernel takes an int and doubles it).
 pub const MAX_BUFFER: u32 = 1 << 30;
+/// Largest `echo_every`: one echo in a million packets is already a sparse probe.
+pub const MAX_ECHO_EVERY: u32 = 1_000_000;
 /// Longest TCP congestion control name (the kernel's TCP_CA_NAME_MAX less its NUL).
 const MAX_CONGESTION_NAME: usize = 15;
 /// Longest interface name (IFNAMSIZ less its NUL).
@@ -124,6 +126,11 @@ pub struct TestSpec {
     /// one. Needs a pre-shared key at both ends; UDP at a constant rate.
     #[serde(default)]
     pub authenticated_packets: bool,
+    /// RTT under the flow's own load (`--echo-every N`): in a one-way UDP test the agent
+    /// echoes every packet whose sequence number is a multiple of N back to the client, which
+    /// measures their round trips while the load runs.
+    #[serde(default)]
+    pub echo_every: Option<u32>,
 }
 
 /// Where native link-layer frames go.
@@ -179,7 +186,26 @@ impl TestSpec {
         self.check_raw()?;
         self.socket.validate(self.protocol)?;
         self.check_traffic()?;
-        self.check_authenticated()
+        self.check_authenticated()?;
+        self.check_echo_every()
+    }
+
+    fn check_echo_every(&self) -> Result<(), SpecError> {
+        let Some(every) = self.echo_every else {
+            return Ok(());
+        };
+        if !(1..=MAX_ECHO_EVERY).contains(&every) {
+            return refuse(format!("echo-every must be 1..={MAX_ECHO_EVERY} packets"));
+        }
+        let one_way_load = self.protocol == Protocol::Udp
+            && self.direction == Direction::Oneway
+            && self.transactions().is_none();
+        if !one_way_load {
+            return refuse(
+                "echo-every measures RTT inside a one-way UDP load: use --proto udp --mode oneway (loopback already echoes every packet)",
+            );
+        }
+        Ok(())
     }
 
     fn check_authenticated(&self) -> Result<(), SpecError> {
@@ -452,6 +478,43 @@ fn is_interface_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
+    #[test]
+    fn echo_every_is_bounded_and_for_one_way_udp_only() {
+        let load = |every: u32| TestSpec {
+            echo_every: Some(every),
+            ..TestSpec::new(Protocol::Udp, Direction::Oneway)
+        };
+        assert_eq!(load(1).validate(), Ok(()));
+        assert_eq!(load(MAX_ECHO_EVERY).validate(), Ok(()));
+        for every in [0, MAX_ECHO_EVERY + 1] {
+            let e = load(every).validate().unwrap_err().to_string();
+            assert_eq!(e, "echo-every must be 1..=1000000 packets");
+        }
+        let loopback = TestSpec {
+            direction: Direction::Loopback,
+            ..load(10)
+        };
+        let tcp = TestSpec {
+            protocol: Protocol::Tcp,
+            rate_bps: None,
+            size: 1000,
+            ..load(10)
+        };
+        let rr = TestSpec {
+            traffic: Some(TrafficSpec::parse("rr:request=64,response=64").unwrap()),
+            rate_bps: None,
+            ..load(10)
+        };
+        for spec in [loopback, tcp, rr] {
+            let e = spec.validate().unwrap_err().to_string();
+            assert!(
+                e.starts_with("echo-every measures RTT inside a one-way UDP load"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn macs_parse_and_print() {

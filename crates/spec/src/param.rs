@@ -42,6 +42,7 @@ pub enum Param {
     Zerocopy,
     TxTimestamps,
     BusyPoll,
+    EchoEvery,
 }
 
 /// What a parameter's values are.
@@ -79,7 +80,7 @@ pub enum ParamValue {
 
 impl Param {
     /// Every parameter, in the order `--help` texts list them.
-    pub const ALL: [Param; 25] = [
+    pub const ALL: [Param; 26] = [
         Param::Protocol,
         Param::Direction,
         Param::Rate,
@@ -105,6 +106,7 @@ impl Param {
         Param::Zerocopy,
         Param::TxTimestamps,
         Param::BusyPoll,
+        Param::EchoEvery,
     ];
 
     /// The flag's name without its dashes: what a sweep stores a point's value under.
@@ -135,6 +137,7 @@ impl Param {
             Param::Zerocopy => "zerocopy",
             Param::TxTimestamps => "tx-timestamps",
             Param::BusyPoll => "busy-poll",
+            Param::EchoEvery => "echo-every",
         }
     }
 
@@ -149,9 +152,12 @@ impl Param {
             | Param::Mss
             | Param::WindowClamp => ValueKind::Bytes,
             Param::Duration | Param::Interval => ValueKind::Duration,
-            Param::Count | Param::Flows | Param::Seed | Param::Priority | Param::Mark => {
-                ValueKind::Number
-            }
+            Param::Count
+            | Param::Flows
+            | Param::Seed
+            | Param::Priority
+            | Param::Mark
+            | Param::EchoEvery => ValueKind::Number,
             Param::Dscp => ValueKind::Dscp,
             Param::Nodelay
             | Param::KernelPacing
@@ -288,6 +294,7 @@ impl TestSpec {
             (Param::Seed, V::Number(n)) => self.seed = n,
             (Param::Priority, V::Number(n)) => s.priority = Some(narrow(param, n)?),
             (Param::Mark, V::Number(n)) => s.mark = Some(narrow(param, n)?),
+            (Param::EchoEvery, V::Number(n)) => self.echo_every = Some(narrow(param, n)?),
             (Param::Dscp, V::Number(n)) => {
                 s.dscp = Some(u8::try_from(n).map_err(|_| SpecError("a DSCP is 0..=63".into()))?)
             }
@@ -335,6 +342,7 @@ impl TestSpec {
             Param::Seed => Some(V::Number(self.seed)),
             Param::Priority => number(s.priority),
             Param::Mark => number(s.mark),
+            Param::EchoEvery => number(self.echo_every),
             Param::Dscp => s.dscp.map(|d| V::Number(u64::from(d))),
             Param::Congestion => s.congestion.clone().map(V::Text),
             Param::Nodelay => s.nodelay.map(V::Switch),
@@ -375,6 +383,7 @@ mod tests {
             traffic: None,
             seed: 1,
             authenticated_packets: false,
+            echo_every: None,
         }
     }
 

@@ -165,6 +165,7 @@ mod tests {
             traffic: None,
             seed: 1,
             authenticated_packets: false,
+            echo_every: None,
         }
     }
 
@@ -183,6 +184,12 @@ mod tests {
             ..spec()
         };
         assert_eq!(check_request(&max, &limits), Ok(()));
+        // RTT under load: the agent echoes every 10th packet of the load.
+        let echoed = TestSpec {
+            echo_every: Some(10),
+            ..spec()
+        };
+        assert_eq!(check_request(&echoed, &limits), Ok(()));
         let cases = [
             (
                 TestSpec { size: 10, ..spec() },

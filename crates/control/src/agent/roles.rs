@@ -86,6 +86,7 @@ fn datagram_role<S: flowlab_engine::DatagramSocket>(
         Direction::Oneway => {
             let r = flowlab_engine::udp_receive(socks, spec, ctx, false, stop, on_interval);
             (out.receiver, out.log, out.error) = (Some(r.report), r.log, r.error);
+            out.echo = r.echo;
         }
         Direction::Reverse => {
             let s = flowlab_engine::udp_send(socks, spec, ctx, stop);

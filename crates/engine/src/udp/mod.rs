@@ -1,7 +1,8 @@
 //! UDP roles for one or many flows, each flow on its own connected socket: a paced sender
 //! (`send`: one thread, a timer heap over the flows, trains sent with UDP GSO or sendmmsg), a
 //! receiver (recvmmsg with kernel timestamps, socket-drop counters and GRO), an echoer, and
-//! the loopback client that sends and takes the echoes on one thread.
+//! the loopback client that sends and takes the echoes on one thread (also the client of a
+//! one-way load whose every Nth packet is echoed, `--echo-every`).
 
 mod send;
 
@@ -10,6 +11,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::AtomicBool;
 
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
+use flowlab_results::schedule_book::ScheduleBook;
 use flowlab_results::EchoReport;
 use flowlab_spec::TestSpec;
 use flowlab_sys::poll::wait_readable;
@@ -18,7 +20,7 @@ use flowlab_wire::{ProbeHeader, ProbeRepr};
 
 use crate::packet_auth::PacketAuth;
 
-use crate::readiness::{DatagramSocket, Readiness};
+use crate::readiness::{DatagramSend, DatagramSocket, Readiness};
 use crate::{
     stopped, wait_until, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget,
     SenderOutcome, MAX_BATCH,
@@ -47,7 +49,8 @@ const GRO_FROM_PACKETS_PER_SEC: f64 = 50_000.0;
 /// the echoes are taken in between, so no second thread competes with the sender for a core.
 /// That is what keeps round trips short on a small machine, above all with busy polling
 /// (the agent's echo thread spins on the other core). `sending_done` is raised when the last
-/// packet has left; receiving goes on until `stop_receiving`.
+/// packet has left; receiving goes on until `stop_receiving`. With `echo_every` the load's
+/// live intervals are the agent's: this end reports none.
 pub fn udp_ping<S: DatagramSocket>(
     socks: &[S],
     spec: &TestSpec,
@@ -67,11 +70,15 @@ pub fn udp_ping<S: DatagramSocket>(
     let mut meter = ReceiverMeter::new(socks.len(), true, spec.packet_log);
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut scratch = TrainScratch::default();
-    let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
+    let period = spec.interval_ns.filter(|_| spec.echo_every.is_none());
+    let mut intervals = IntervalClock::new(period, clock::monotonic_ns());
     let budget = SendBudget::of(ctx);
     let start = clock::monotonic_ns();
     let (mut sender, mut sending) = match Sender::new(socks, 0, spec, ctx, &budget, start) {
-        Ok(s) => (Some(s), true),
+        Ok(mut s) => {
+            s.remember_schedule(spec.echo_every.map_or(1, u64::from));
+            (Some(s), true)
+        }
         Err(e) => {
             error = error.or(Some(e));
             (None, false)
@@ -83,11 +90,15 @@ pub fn udp_ping<S: DatagramSocket>(
                 match udp::recv_batch(sock, &mut batch) {
                     Ok(0) => break,
                     Ok(n) => (0..n).for_each(|k| {
+                        let from = Incoming {
+                            session: ctx.session,
+                            auth: auth.as_ref(),
+                            book: sender.as_ref().and_then(|s| s.book.as_ref()),
+                        };
                         record_datagram(
                             &mut meter,
                             i,
-                            ctx.session,
-                            auth.as_ref(),
+                            &from,
                             batch.payload(k),
                             batch.meta(k),
                             &mut scratch,
@@ -153,16 +164,22 @@ pub fn udp_ping<S: DatagramSocket>(
             None,
         ),
     };
+    // Echoes of a load: packets 0, N, 2N... of each flow were to come back, the last ones too.
+    let echoes_due: Option<Vec<u64>> = spec.echo_every.map(|n| {
+        let sent = sent_meter.packets_per_flow();
+        sent.iter().map(|&p| p.div_ceil(u64::from(n))).collect()
+    });
+    let received = ReceiverOutcome {
+        report: meter.report(echoes_due.as_deref()),
+        log: meter.take_log(),
+        error,
+        echo: None,
+    };
     let sent = SenderOutcome {
         report: sent_meter.report(),
         log: sent_meter.take_log(),
         error: send_error,
         worker_cpu_ns: (0, 0),
-    };
-    let received = ReceiverOutcome {
-        report: meter.report(None),
-        log: meter.take_log(),
-        error,
     };
     (sent, received)
 }
@@ -223,6 +240,12 @@ pub fn udp_receive<S: DatagramSocket>(
     let read_rate = spec.socket.read_rate_bps.filter(|&r| r > 0);
     let prepared = prepare_receivers(socks, spec, read_rate.is_none() && wants_gro(spec));
     let auth = ctx.packet_auth();
+    let from = Incoming {
+        session: ctx.session,
+        auth: auth.as_ref(),
+        book: None,
+    };
+    let mut echoer = spec.echo_every.map(|n| Echoer::new(ctx, u64::from(n)));
     let mut meter = ReceiverMeter::new(socks.len(), round_trip, spec.packet_log);
     let batch_size = if read_rate.is_some() {
         1
@@ -234,7 +257,9 @@ pub fn udp_receive<S: DatagramSocket>(
     let mut next_read_ns = 0u64;
     let mut scratch = TrainScratch::default();
     let mut error = None;
+    // An echo must not wait for a timer: it would add up to the period to its round trip.
     let coalesce = !spec.busy_poll
+        && echoer.is_none()
         && read_rate.is_none()
         && prepared.kernel_stamps
         && (socks.len() >= COALESCE_FROM_SOCKETS || wants_gro(spec));
@@ -265,12 +290,15 @@ pub fn udp_receive<S: DatagramSocket>(
                             record_datagram(
                                 &mut meter,
                                 i,
-                                ctx.session,
-                                auth.as_ref(),
+                                &from,
                                 batch.payload(0),
                                 read_now,
                                 &mut scratch,
                             );
+                            if let Some(echoer) = &mut echoer {
+                                echoer.take(batch.payload(0), &read_now);
+                                echoer.send(&socks[i]);
+                            }
                         }
                         return Ok(n);
                     }
@@ -279,12 +307,17 @@ pub fn udp_receive<S: DatagramSocket>(
                         record_datagram(
                             &mut meter,
                             i,
-                            ctx.session,
-                            auth.as_ref(),
+                            &from,
                             batch.payload(k),
                             batch.meta(k),
                             &mut scratch,
                         );
+                        if let Some(echoer) = &mut echoer {
+                            echoer.take(batch.payload(k), &batch.meta(k));
+                        }
+                    }
+                    if let Some(echoer) = &mut echoer {
+                        echoer.send(&socks[i]);
                     }
                     Ok(n)
                 });
@@ -307,6 +340,7 @@ pub fn udp_receive<S: DatagramSocket>(
         report,
         log: meter.take_log(),
         error,
+        echo: echoer.map(|e| e.report),
     }
 }
 
@@ -334,15 +368,29 @@ struct TrainScratch {
     seqs: Vec<u64>,
 }
 
+/// What a receiver knows of the datagrams it takes.
+#[derive(Clone, Copy)]
+struct Incoming<'a> {
+    session: u32,
+    /// Authenticated test packets: the tag each must carry.
+    auth: Option<&'a PacketAuth>,
+    /// Echoes back at the sender: when their packets were due, and which packets come back.
+    book: Option<&'a ScheduleBook>,
+}
+
 fn record_datagram(
     meter: &mut ReceiverMeter,
     flow_index: usize,
-    session: u32,
-    auth: Option<&PacketAuth>,
+    from: &Incoming<'_>,
     payload: &[u8],
     meta: udp::RecvMeta,
     scratch: &mut TrainScratch,
 ) {
+    let Incoming {
+        session,
+        auth,
+        book,
+    } = *from;
     // Echoes come back to a loopback client; anything else goes one way. On a shared medium
     // (native frames on `lo`) an end also sees the other direction's frames: not ours.
     let expect_echo = meter.expects_echoes();
@@ -382,6 +430,19 @@ fn record_datagram(
             arrival_ns,
             kernel_stamp,
         };
+        // An echo at its sender: timed from its departure and from its schedule, counted in
+        // the echoes' own sequence space (one datagram each: echo receivers take no GRO).
+        if let Some(book) = book.filter(|_| expect_echo) {
+            match book.echo_seq(probe.seq) {
+                Some(seq) => meter.on_echo(
+                    flow_index,
+                    Arrived { seq, ..arrived },
+                    book.scheduled(flow_index, probe.seq),
+                ),
+                None => meter.on_malformed(),
+            }
+            continue;
+        }
         match train {
             Some(t)
                 if Arrived {
@@ -411,10 +472,8 @@ pub fn udp_echo<S: DatagramSocket>(
     stop: &AtomicBool,
 ) -> (EchoReport, Option<String>) {
     prepare_receivers(socks, spec, false);
-    let auth = ctx.packet_auth();
-    let mut report = EchoReport::default();
+    let mut echoer = Echoer::new(ctx, 1);
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH as usize);
     let mut drops = vec![0u64; socks.len()];
     let mut error = None;
     match Readiness::new(socks, spec.busy_poll) {
@@ -423,48 +482,14 @@ pub fn udp_echo<S: DatagramSocket>(
             while !stopped(stop) {
                 let result = ready.each_ready(|i| {
                     let n = udp::recv_batch(&socks[i], &mut batch)?;
-                    out.clear();
                     for k in 0..n {
                         let meta = batch.meta(k);
                         if let Some(d) = meta.rxq_drops {
                             drops[i] = u64::from(d);
                         }
-                        let mut packet = batch.payload(k).to_vec();
-                        // Forged or altered packets are not echoed (nor is the echo sealed).
-                        let genuine = auth.as_ref().is_none_or(|a| a.verify(&packet));
-                        match ProbeHeader::new_checked(&mut packet[..]) {
-                            // An echo seen again (native frames on a shared medium) is not
-                            // echoed twice.
-                            Ok(h) if h.flags() & flowlab_wire::probe::FLAG_ECHO != 0 => {}
-                            Ok(mut h)
-                                if h.session() == ctx.session && !meta.truncated && genuine =>
-                            {
-                                h.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
-                                if let Some(auth) = &auth {
-                                    auth.seal(&mut packet);
-                                }
-                                out.push(packet);
-                            }
-                            _ => report.malformed += 1,
-                        }
+                        echoer.take(batch.payload(k), &meta);
                     }
-                    let slices: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
-                    let mut done = 0;
-                    while done < slices.len() {
-                        match socks[i].send_frames(&slices[done..], false) {
-                            Ok(k) => {
-                                report.packets_echoed += k as u64;
-                                report.bytes_echoed += slices[done..done + k]
-                                    .iter()
-                                    .map(|s| s.len() as u64)
-                                    .sum::<u64>();
-                                done += k;
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            // The echo path is lossy like any other: a refused echo is lost.
-                            Err(_) => break,
-                        }
-                    }
+                    echoer.send(&socks[i]);
                     Ok(n)
                 });
                 if let Err(e) = result {
@@ -474,7 +499,138 @@ pub fn udp_echo<S: DatagramSocket>(
             }
         }
     }
+    let mut report = echoer.report;
     let total_drops: u64 = drops.iter().sum();
     report.socket_buffer_drops = (total_drops > 0).then_some(total_drops);
     (report, error)
+}
+
+/// The one echo of test packets: the agent of a loopback test echoes every probe, the
+/// receiver of a load with `--echo-every N` every probe whose sequence number N divides.
+/// Echoes leave on the socket the probe came in on, connected to the client: an echo goes
+/// only to the peer that asked.
+struct Echoer {
+    session: u32,
+    auth: Option<PacketAuth>,
+    every: u64,
+    /// Echoes of the last read, waiting to be sent.
+    out: Vec<Vec<u8>>,
+    report: EchoReport,
+}
+
+impl Echoer {
+    fn new(ctx: &RunContext, every: u64) -> Echoer {
+        Echoer {
+            session: ctx.session,
+            auth: ctx.packet_auth(),
+            every: every.max(1),
+            out: Vec::with_capacity(MAX_BATCH as usize),
+            report: EchoReport::default(),
+        }
+    }
+
+    /// Queues the echoes of one received buffer (a datagram, or a GRO train of them), each
+    /// stamped with the buffer's arrival.
+    fn take(&mut self, payload: &[u8], meta: &udp::RecvMeta) {
+        for datagram in datagrams(payload, meta) {
+            // Forged or altered packets are not echoed (nor is the echo sealed).
+            let genuine = self.auth.as_ref().is_none_or(|a| a.verify(datagram));
+            match ProbeHeader::new_checked(datagram) {
+                // An echo seen again (native frames on a shared medium) is not echoed twice.
+                Ok(h) if h.flags() & flowlab_wire::probe::FLAG_ECHO != 0 => {}
+                Ok(h) if h.session() == self.session && !meta.truncated && genuine => {
+                    if h.seq().is_multiple_of(self.every) {
+                        self.out.push(self.echo(datagram, meta));
+                    }
+                }
+                _ => self.report.malformed += 1,
+            }
+        }
+    }
+
+    fn echo(&self, datagram: &[u8], meta: &udp::RecvMeta) -> Vec<u8> {
+        let mut packet = datagram.to_vec();
+        if let Ok(mut h) = ProbeHeader::new_checked(&mut packet[..]) {
+            h.set_echo(meta.kernel_rx_ns.unwrap_or_else(clock::realtime_ns));
+        }
+        if let Some(auth) = &self.auth {
+            auth.seal(&mut packet);
+        }
+        packet
+    }
+
+    /// Sends the queued echoes on `sock`.
+    fn send<S: DatagramSend>(&mut self, sock: &S) {
+        let slices: Vec<&[u8]> = self.out.iter().map(Vec::as_slice).collect();
+        let mut done = 0;
+        while done < slices.len() {
+            match sock.send_frames(&slices[done..], false) {
+                Ok(k) => {
+                    self.report.packets_echoed += k as u64;
+                    self.report.bytes_echoed += slices[done..done + k]
+                        .iter()
+                        .map(|s| s.len() as u64)
+                        .sum::<u64>();
+                    done += k;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The echo path is lossy like any other: a refused echo is lost.
+                Err(_) => break,
+            }
+        }
+        self.out.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(session: u32, seq: u64, flags: u8) -> Vec<u8> {
+        let mut packet = vec![0u8; 100];
+        let header = ProbeRepr {
+            flags,
+            session,
+            seq,
+            sent_ns: 1_000 + seq,
+            echoed_ns: 0,
+        };
+        assert!(header.emit(&mut packet));
+        packet
+    }
+
+    /// `--echo-every 10`: of a load's packets, 0, 10 and 20 come back marked and stamped;
+    /// another session's packet is malformed, an echo is never echoed again.
+    #[test]
+    fn the_echoer_returns_every_nth_probe_of_its_session() {
+        let ctx = RunContext {
+            session: 7,
+            ..RunContext::default()
+        };
+        let mut echoer = Echoer::new(&ctx, 10);
+        let meta = udp::RecvMeta {
+            kernel_rx_ns: Some(55_000),
+            ..udp::RecvMeta::default()
+        };
+        for seq in 0..25 {
+            echoer.take(&probe(7, seq, 0), &meta);
+        }
+        echoer.take(&probe(8, 30, 0), &meta);
+        echoer.take(&probe(7, 40, flowlab_wire::probe::FLAG_ECHO), &meta);
+        let echoes: Vec<ProbeRepr> = echoer
+            .out
+            .iter()
+            .map(|p| ProbeRepr::parse(p).unwrap())
+            .collect();
+        assert_eq!(
+            echoes.iter().map(|p| p.seq).collect::<Vec<_>>(),
+            [0, 10, 20]
+        );
+        assert!(echoes.iter().all(|p| p.is_echo() && p.echoed_ns == 55_000));
+        assert_eq!(
+            echoes[1].sent_ns, 1_010,
+            "the send stamp goes back unchanged"
+        );
+        assert_eq!(echoer.report.malformed, 1);
+    }
 }

@@ -8,6 +8,7 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 
 use flowlab_results::meter::SenderMeter;
+use flowlab_results::schedule_book::ScheduleBook;
 use flowlab_spec::TestSpec;
 use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
@@ -280,6 +281,8 @@ pub(crate) struct Sender<'a, S> {
     train: Train,
     realtime_offset: i64,
     acks: Option<AckReader>,
+    /// A sender whose packets come back as echoes remembers when they were due.
+    pub(crate) book: Option<ScheduleBook>,
 }
 
 /// Reads a reverse sender's acknowledgements (see `flowlab_wire::ack`) for the core.
@@ -368,7 +371,14 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
                 cookie,
                 next_read_ns: 0,
             }),
+            book: None,
         })
+    }
+
+    /// Remembers when every `every`th packet was due (on the real-time clock of the send
+    /// stamps), for the round trips of their echoes.
+    pub(crate) fn remember_schedule(&mut self, every: u64) {
+        self.book = Some(ScheduleBook::new(self.socks.len(), every));
     }
 
     /// Sends what is due at `now` (on the monotonic clock), or says when something will be.
@@ -449,6 +459,9 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
                 .on_sent(i, p.seq, len, sent_ns, p.due_ns, now_mono);
             if let (true, Some(deadline)) = (self.stamping, p.due_ns) {
                 self.departures.on_sent(i, deadline);
+            }
+            if let (Some(book), Some(due)) = (&mut self.book, p.due_ns) {
+                book.on_sent(i, p.seq, due.saturating_add_signed(self.realtime_offset));
             }
         }
         if self.stamping {

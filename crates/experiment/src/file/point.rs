@@ -31,6 +31,7 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "congestion",
     "send_buffer",
     "recv_buffer",
+    "echo_every",
 ];
 const HOST_KEYS: &[&str] = &["name", "address"];
 /// The flow keys that set a field of its `TestSpec` (beyond its protocol and mode), in the
@@ -47,6 +48,7 @@ const SPEC_KEYS: &[&str] = &[
     "congestion",
     "send_buffer",
     "recv_buffer",
+    "echo_every",
 ];
 const PROTOCOLS: &[(&str, Protocol)] = &[("udp", Protocol::Udp), ("tcp", Protocol::Tcp)];
 const MODES: &[(&str, Direction)] = &[

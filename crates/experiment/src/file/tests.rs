@@ -500,6 +500,11 @@ fn every_flow_key_maps_into_the_test_spec() {
     );
     let traffic = load(&one_flow("traffic = \"poisson:pps=10,size=100\"")).unwrap();
     assert!(traffic.points[0].flow("f").unwrap().spec.traffic.is_some());
+    let echoed = load(&one_flow("echo_every = 10")).unwrap();
+    assert_eq!(
+        echoed.points[0].flow("f").unwrap().spec.echo_every,
+        Some(10)
+    );
 }
 
 #[test]
@@ -529,6 +534,11 @@ fn refusals_of_test_spec_validate_name_the_key_at_fault() {
             "congestion = \"no such thing\"",
             "congestion",
             "not a congestion control name",
+        ),
+        (
+            "mode = \"loopback\"\necho_every = 10",
+            "echo_every",
+            "echo-every measures RTT inside a one-way UDP load",
         ),
         (
             "protocol = \"tcp\"\nsize = \"100MB\"",

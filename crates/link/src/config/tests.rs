@@ -186,3 +186,8 @@ fn the_documented_examples_load() {
     assert_eq!(six.ip.unwrap().rate_bps, 6_000_000);
     assert_eq!(six.impair.unwrap().delay_ns, 95_000_000);
 }
+
+#[test]
+fn impairment_keys_are_emulate_keys() {
+    assert!(IMPAIR_KEYS.iter().all(|k| KEYS.contains(k)));
+}

@@ -208,3 +208,27 @@ proptest! {
         prop_assert!(r[0].max_depth <= u64::from(limit));
     }
 }
+
+#[test]
+fn a_delay_alone_is_a_fixed_delay() {
+    let delay = ImpairConfig {
+        delay_ns: 10_000_000,
+        ..ImpairConfig::default()
+    };
+    assert!(delay.is_fixed_delay() && !delay.may_reorder());
+    let lossy = ImpairConfig {
+        loss: LossModel::Random { p: 0.01 },
+        ..delay.clone()
+    };
+    assert!(!lossy.is_fixed_delay() && !lossy.may_reorder());
+    let limited = ImpairConfig {
+        limit: 10,
+        ..delay.clone()
+    };
+    assert!(!limited.is_fixed_delay());
+    let jittery = ImpairConfig {
+        jitter_ns: 1,
+        ..delay
+    };
+    assert!(!jittery.is_fixed_delay() && jittery.may_reorder());
+}

@@ -107,6 +107,7 @@ fn spec() -> TestSpec {
         traffic: None,
         seed: 1,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 
@@ -397,6 +398,11 @@ fn until_ci_refuses_a_metric_the_tests_do_not_measure() {
         p.spec.direction = Direction::Loopback;
     }
     check_ci_metric(&loopback).unwrap();
+    let mut echoed = one_way.clone();
+    for p in &mut echoed.points {
+        p.spec.echo_every = Some(10);
+    }
+    check_ci_metric(&echoed).unwrap();
     let delay = Plan {
         until_ci: Some((0.02, 6, "delay".into())),
         ..one_way.clone()

@@ -114,6 +114,7 @@ fn spec(count: u64) -> TestSpec {
         traffic: None,
         seed: 1,
         authenticated_packets: false,
+        echo_every: None,
     }
 }
 
@@ -317,4 +318,61 @@ fn on_the_real_clock_packets_leave_on_schedule() {
         );
     }
     assert!(started.elapsed().as_nanos() as u64 >= 4 * MS);
+}
+
+/// Coordinated omission: a sender 3 ms behind its schedule sends the due packets at once.
+/// Their echoes' round trip from departure is the path's 100 µs; from the schedule it adds
+/// each packet's lateness, 3 ms for the first, next to nothing for the one due now.
+#[test]
+fn a_late_sender_shows_its_lateness_in_the_round_trip_from_schedule() {
+    use crate::udp::{record_datagram, Incoming, TrainScratch};
+    use flowlab_results::meter::ReceiverMeter;
+    let socks = [FakeSocket::default()];
+    let budget = SendBudget::new(None, 0);
+    let start = clock::monotonic_ns() - 3 * MS;
+    let mut s = Sender::new(&socks, 0, &spec(4), &CTX, &budget, start).unwrap();
+    s.remember_schedule(1);
+    assert!(matches!(s.step(clock::monotonic_ns()), Step::Sent));
+    assert_eq!(
+        socks[0].seqs(),
+        [0, 1, 2, 3],
+        "the late packets leave as one train"
+    );
+    let mut meter = ReceiverMeter::new(1, true, false);
+    let from = Incoming {
+        session: CTX.session,
+        auth: None,
+        book: s.book.as_ref(),
+    };
+    for (datagram, _) in socks[0].sent.lock().unwrap().iter() {
+        let mut echo = datagram.clone();
+        let mut header = flowlab_wire::ProbeHeader::new_checked(&mut echo[..]).unwrap();
+        let sent_ns = header.sent_ns();
+        header.set_echo(sent_ns + 50_000);
+        let meta = udp::RecvMeta {
+            len: echo.len(),
+            kernel_rx_ns: Some(sent_ns + 100_000),
+            ..udp::RecvMeta::default()
+        };
+        record_datagram(
+            &mut meter,
+            0,
+            &from,
+            &echo,
+            meta,
+            &mut TrainScratch::default(),
+        );
+    }
+    let report = meter.report(None);
+    let rtt = report.round_trip.unwrap();
+    assert_eq!(
+        (rtt.count, rtt.min_ns, rtt.max_ns),
+        (4, 100_000.0, 100_000.0)
+    );
+    let due = report.round_trip_from_schedule.unwrap();
+    assert_eq!(due.count, 4);
+    assert!(due.max_ns >= 3_100_000.0, "{due:?}");
+    assert!(due.max_ns < 4_100_000.0, "{due:?}");
+    let on_time = (due.min_ns - rtt.min_ns).abs();
+    assert!(on_time < 1_000_000.0, "on time they agree: {due:?}");
 }

@@ -73,7 +73,7 @@ pub fn run_export(args: ExportArgs) -> anyhow::Result<ExitCode> {
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// Two or three run ids; differences are against the first.
-    #[arg(num_args = 2..=3, required = true)]
+    #[arg(num_args = 2..=3, required = true, value_name = "RUN")]
     pub runs: Vec<RunId>,
     /// Results database.
     #[arg(long)]

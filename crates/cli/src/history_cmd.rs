@@ -85,11 +85,7 @@ pub struct CompareArgs {
 
 /// `flowlab compare RUN RUN [RUN]`: each flow's figures side by side.
 pub fn run_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let c = flowlab_runner::compare::compare(args.db.as_deref(), &args.runs)?;
-    let text = match args.json {
-        true => format!("{}\n", serde_json::to_string_pretty(&c)?),
-        false => flowlab_runner::format::comparison_table(&c),
-    };
+    let text = flowlab_runner::compare::output(args.db.as_deref(), &args.runs, args.json)?;
     write!(std::io::stdout().lock(), "{text}")?;
     Ok(ExitCode::SUCCESS)
 }

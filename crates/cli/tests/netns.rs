@@ -120,6 +120,45 @@ fn tbf_at_1mbit_halves_a_2mbit_udp_offer_and_holds_tcp_to_1mbit() {
     );
 }
 
+/// Issue 12: in a reverse test the agent sends, so drops in its own qdisc come back in its
+/// report and are no longer counted as the network's loss.
+#[test]
+fn a_reverse_senders_qdisc_drops_come_back_from_the_agent() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("reverse_qdisc_drops") else {
+        return;
+    };
+    pair.limit_rate(Side::B, 1_000_000, 10_000, 20)
+        .expect("tbf");
+    let _agent = agent_in_b(&pair, AGENT);
+    // Transmit stamps keep the sender from GSO trains, which a qdisc drops as one.
+    let args = [
+        AGENT,
+        "--reverse",
+        "--rate",
+        "2M",
+        "--size",
+        "1000",
+        "-d",
+        "2s",
+        "--tx-timestamps",
+    ];
+    let v = json(&client_in_a(&pair, &args));
+    let lost = f64_at(&v, "/summary/packets_lost");
+    assert!(lost > 100.0, "2 Mbit/s through 1 Mbit/s loses: {lost}");
+    assert_eq!(v["agent"]["host_qdisc_drops"]["qdisc"], "tbf");
+    assert!(
+        v["client"]["host_qdisc_drops"].is_null(),
+        "the client sent nothing"
+    );
+    let at_host = f64_at(&v, "/summary/lost_in_sender_qdisc");
+    assert!(
+        at_host >= 0.95 * lost && at_host <= lost,
+        "{at_host} of {lost} lost in the agent's tbf"
+    );
+    let beyond = f64_at(&v, "/summary/lost_beyond_sender");
+    assert_eq!(at_host + beyond, lost);
+}
+
 /// Issue 12: RTT under a flow's own load. Through a 10 Mbit/s tbf holding 50 ms of queue,
 /// a 12 Mbit/s load's echoed packets wait in the queue they fill; at 1 Mbit/s they do not.
 #[test]
@@ -527,6 +566,13 @@ fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
             .all(|f| f["one_way_delay"]["bound_ns"].is_number()),
         "{v:#}"
     );
+    // The clocks were re-probed during the step; namespaces share one clock, so each fitted
+    // drift is ~0 within its bound.
+    for (agent, c) in v["clocks"].as_object().unwrap() {
+        let drift = c["drift_ppm"].as_f64().expect("re-probed during the step");
+        let bound = f64_at(c, "/drift_bound_ppm");
+        assert!(drift.abs() <= bound, "{agent}: drift {drift} ± {bound} ppm");
+    }
 
     // The offered-load search: the highest load with no loss is the bottleneck's rate. The
     // loads step finely near the 10 Mbit/s link (each source's 100 % is 6 Mbit/s).

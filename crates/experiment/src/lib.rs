@@ -10,7 +10,7 @@ pub mod limits;
 pub mod plan;
 pub mod search;
 
-pub use clock::{one_way_valid, ClockError, ClockEstimator, ClockFit, ClockSample};
+pub use clock::{one_way_valid, ClockError, ClockEstimator, ClockFit, ClockOffset, ClockSample};
 pub use file::{
     load, Block, BlockKind, Experiment, ExperimentError, Flow, Host, Item, SearchKind, SearchSpec,
     SweepPoint, DEFAULT_AGENT_PORT,

@@ -89,6 +89,15 @@ pub fn compare(db: Option<&Path>, ids: &[RunId]) -> anyhow::Result<Comparison> {
     Comparison::of(&runs)
 }
 
+/// What `flowlab compare` prints: the table, or the JSON document with `json`.
+pub fn output(db: Option<&Path>, ids: &[RunId], json: bool) -> anyhow::Result<String> {
+    let c = compare(db, ids)?;
+    Ok(match json {
+        true => format!("{}\n", serde_json::to_string_pretty(&c)?),
+        false => crate::format::comparison_table(&c),
+    })
+}
+
 impl Comparison {
     /// Compares `runs` (2 or 3, each with results): every flow any of them has, in the order
     /// first seen.

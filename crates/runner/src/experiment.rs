@@ -16,9 +16,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use flowlab_control::{TestResult, TestRun};
 use flowlab_emu::EmuReport;
-use flowlab_experiment::{
-    ClockEstimator, ClockSample, Experiment, ResolvedFlow, SearchMachine, Step,
-};
+use flowlab_experiment::{Experiment, ResolvedFlow, SearchMachine, Step};
 use flowlab_netns::lab::LabState;
 use flowlab_results::ReceiverReport;
 use flowlab_spec::Direction;
@@ -29,9 +27,12 @@ use crate::emulated::EmulatorWatch;
 use crate::observer::{Event, ExperimentStart, Observer};
 pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::simulated::SimulatedNetwork;
+use clocks::ClockWatch;
 
-/// Clock exchanges per agent before the experiment.
-const CLOCK_PROBES: usize = 16;
+mod clocks;
+
+/// How often the agents' clocks are re-probed while an experiment runs.
+const REPROBE_PERIOD: Duration = Duration::from_secs(2);
 /// Flows of a step start this long after the controller schedules them.
 const START_DELAY: Duration = Duration::from_millis(800);
 
@@ -50,14 +51,18 @@ pub trait StepRunner {
 /// The real network: flowlab agents, each running its flows as a client (`--allow-relay`).
 pub struct Network {
     key: Option<Vec<u8>>,
+    /// The agents' clocks, re-probed in the background; `clocks` is their fit after the last
+    /// step.
+    watch: ClockWatch,
     clocks: Clocks,
     /// Real, or a lab's.
     kind: NetworkKind,
 }
 
 impl Network {
-    /// Checks that every agent of `steps` answers and speaks our version, and estimates its
-    /// clock, before anything runs. `kind`: the real network, or a lab's agents.
+    /// Checks that every agent of `steps` answers and speaks our version, and starts
+    /// estimating its clock (re-probed every [`REPROBE_PERIOD`] until the network is
+    /// dropped), before anything runs. `kind`: the real network, or a lab's agents.
     pub fn connect(
         steps: &[Step],
         key: Option<Vec<u8>>,
@@ -68,26 +73,14 @@ impl Network {
             .flat_map(|s| s.flows.iter())
             .flat_map(|f| [&f.client_agent, &f.server_agent])
             .collect();
-        let mut clocks = Clocks::new();
-        for agent in agents {
-            let exchanges =
-                flowlab_control::controller::probe_clock(agent, key.as_deref(), CLOCK_PROBES)
-                    .map_err(|e| anyhow::anyhow!("agent {agent}: {e}"))?;
-            let mut estimator = ClockEstimator::new(10_000_000_000);
-            for (t1, t2, t3, t4) in exchanges {
-                let _ = estimator.add(ClockSample { t1, t2, t3, t4 });
-            }
-            let now = flowlab_sys::clock::realtime_ns();
-            let (offset_ns, bound_ns) = estimator.offset_at(now).unwrap_or((0, u64::MAX));
-            clocks.insert(
-                agent.clone(),
-                ClockOffset {
-                    offset_ns,
-                    bound_ns,
-                },
-            );
-        }
-        Ok(Network { key, clocks, kind })
+        let watch = ClockWatch::start(&agents, key.as_deref(), REPROBE_PERIOD)?;
+        let clocks = watch.clocks();
+        Ok(Network {
+            key,
+            watch,
+            clocks,
+            kind,
+        })
     }
 }
 
@@ -105,12 +98,12 @@ impl StepRunner for Network {
     fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
         let start = flowlab_sys::clock::realtime_ns() + START_DELAY.as_nanos() as u64;
         let (key, clocks) = (self.key.as_deref(), &self.clocks);
-        std::thread::scope(|scope| {
+        let results = std::thread::scope(|scope| {
             let handles: Vec<_> = step
                 .flows
                 .iter()
                 .map(|f| {
-                    let offset = clocks.get(&f.client_agent).map_or(0, |c| c.offset_ns);
+                    let offset = clocks.get(&f.client_agent).map_or(0, |c| c.at(start).0);
                     let at = (start + f.start_offset_ns).saturating_add_signed(offset);
                     let length = f.spec.duration_ns.unwrap_or(60_000_000_000);
                     let timeout =
@@ -134,7 +127,10 @@ impl StepRunner for Network {
                         .unwrap_or_else(|_| Err("the flow's thread failed".into()))
                 })
                 .collect()
-        })
+        });
+        // The fit now covers the step: its one-way delays are corrected along it.
+        self.clocks = self.watch.clocks();
+        results
     }
 }
 
@@ -261,7 +257,9 @@ fn arrivals(result: &TestResult) -> Option<&ReceiverReport> {
 }
 
 /// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
-/// (each relative to the controller). Loopback flows have round trips instead.
+/// (each relative to the controller) along their fitted lines at the middle of the flow's
+/// arrivals. The smallest delay came at an unknown time of the flow, so the bound adds how
+/// far the two clocks may drift apart in half its span. Loopback flows have round trips instead.
 fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<OneWay> {
     let (sender_agent, receiver_agent) = match result.spec.direction {
         Direction::Oneway => (&flow.client_agent, &flow.server_agent),
@@ -273,8 +271,22 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
     let relative = rx.relative_delay.as_ref()?;
     let sender = clocks.get(sender_agent.as_str())?;
     let receiver = clocks.get(receiver_agent.as_str())?;
-    let min_ns = transit_min - (receiver.offset_ns - sender.offset_ns) as f64;
-    let bound_ns = receiver.bound_ns.saturating_add(sender.bound_ns) as f64;
+    // `started_at_ns` is on the relaying client agent's clock; the fits are on ours.
+    let client_offset = clocks
+        .get(flow.client_agent.as_str())
+        .map_or(0, |c| c.offset_ns);
+    let middle = (result.started_at_ns + rx.duration_ns / 2).saturating_add_signed(-client_offset);
+    let ((rx_off, rx_bound), (tx_off, tx_bound)) = (receiver.at(middle), sender.at(middle));
+    let drift_ppm = receiver.drift_ppm.unwrap_or(0.0) - sender.drift_ppm.unwrap_or(0.0);
+    let drift_bound_ppm = receiver
+        .drift_bound_ppm
+        .zip(sender.drift_bound_ppm)
+        .map(|(r, s)| r + s);
+    let min_ns = transit_min - rx_off.saturating_sub(tx_off) as f64;
+    // The fitted drift apart, and its own bound where the flow outlasts the probes' span.
+    let apart_ppm = drift_ppm.abs() + drift_bound_ppm.unwrap_or(0.0);
+    let apart_ns = apart_ppm * 1e-6 * rx.duration_ns as f64 / 2.0;
+    let bound_ns = rx_bound.saturating_add(tx_bound) as f64 + apart_ns;
     Some(OneWay {
         min_ns,
         p50_ns: min_ns + relative.p50_ns,
@@ -282,6 +294,8 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
         max_ns: min_ns + relative.max_ns,
         bound_ns,
         valid: flowlab_experiment::one_way_valid(min_ns as i64, bound_ns as u64),
+        clock_drift_ppm: drift_bound_ppm.map(|_| drift_ppm),
+        clock_drift_bound_ppm: drift_bound_ppm,
     })
 }
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::observer::ExperimentStart;
-use crate::outcome::{FlowOutcome, NetworkKind, TrialOutcome};
+use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -215,6 +215,25 @@ fn socket_drops_text(r: &TestResult) -> String {
     }
 }
 
+/// Where the lost packets were lost, when some were and the sender's qdisc was read: "3 in
+/// the sending host's qdisc (tbf on veth0), 0 beyond it".
+fn loss_attribution_text(r: &TestResult) -> Option<String> {
+    let s = &r.summary;
+    let (at_host, beyond) = (s.lost_in_sender_qdisc?, s.lost_beyond_sender?);
+    if s.packets_lost == 0 {
+        return None;
+    }
+    let qdiscs: Vec<String> = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.host_qdisc_drops.as_ref())
+        .map(|d| format!("{} on {}", d.qdisc, d.interface))
+        .collect();
+    Some(format!(
+        "{at_host} in the sending host's qdisc ({}), {beyond} beyond it",
+        qdiscs.join(", ")
+    ))
+}
+
 fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
     c.map_or(String::new(), |c| {
         format!(
@@ -363,7 +382,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        "  lost after sending {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
         s.packets_lost,
         s.packets_sent,
         s.loss_pct,
@@ -371,6 +390,9 @@ fn render_packets(r: &TestResult, out: &mut String) {
         s.duplicates,
         socket_drops_text(r)
     );
+    if let Some(where_lost) = loss_attribution_text(r) {
+        let _ = writeln!(out, "  of which          {where_lost}");
+    }
     if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
         let _ = writeln!(
             out,
@@ -704,12 +726,36 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     for (agent, c) in *clocks {
         let _ = writeln!(
             out,
-            "  clock of {agent}: offset {} ± {} from this host",
+            "  clock of {agent}: offset {} ± {} from this host, {}",
             format_duration_ns(c.offset_ns as f64),
-            format_duration_ns(c.bound_ns as f64)
+            format_duration_ns(c.bound_ns as f64),
+            drift_text(c.drift_ppm.zip(c.drift_bound_ppm))
         );
     }
     out
+}
+
+/// A clock drift and its bound, or why there is none yet.
+fn drift_text(drift: Option<(f64, f64)>) -> String {
+    match drift {
+        Some((ppm, bound)) => format!("drift {ppm:+.2} ± {bound:.2} ppm"),
+        None => "drift not yet known (re-probed while the experiment runs)".into(),
+    }
+}
+
+/// A flow's absolute one-way delay, its bound, and how the two clocks drift apart.
+fn one_way_text(o: &OneWay) -> String {
+    let drift = drift_text(o.clock_drift_ppm.zip(o.clock_drift_bound_ppm));
+    if !o.valid {
+        let bound = format_duration_ns(o.bound_ns);
+        return format!("one-way: relative figures only (clock bound {bound}); clocks {drift}");
+    }
+    format!(
+        "one-way min {} ± {}, p99 {}; clocks {drift}",
+        format_duration_ns(o.min_ns),
+        format_duration_ns(o.bound_ns),
+        format_duration_ns(o.p99_ns)
+    )
 }
 
 /// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
@@ -755,6 +801,9 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
                     format_rate(s.receiver_goodput_bps),
                     s.loss_pct
                 );
+                if let Some(o) = &r.one_way {
+                    let _ = writeln!(out, "  {:<width$} {}", "", one_way_text(o));
+                }
             }
             Err(e) => {
                 let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);

@@ -11,7 +11,9 @@ use crate::conn::{Conn, ConnError};
 use crate::protocol::Message;
 
 /// Answers clock probes until the controller hangs up: each reply carries the receive and
-/// send times of this host's CLOCK_REALTIME.
+/// send times of this host's CLOCK_REALTIME. An experiment's controller holds this connection
+/// for the whole run and re-probes every few seconds (at most `SETUP_TIMEOUT` apart); it
+/// keeps its admission place meanwhile, so probe sessions stay capped per source.
 pub(super) fn answer_time_probes(conn: &mut Conn, first_t1: u64) -> Result<(), String> {
     let mut t1_ns = first_t1;
     loop {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use flowlab_engine::RunContext;
-use flowlab_results::{IntervalReport, PacketRecord, SideReport};
+use flowlab_engine::{QdiscWatch, RunContext};
+use flowlab_results::{IntervalReport, PacketRecord, Role, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_units::format_rate;
@@ -309,6 +309,11 @@ fn run_test(
     let stop = AtomicBool::new(false);
     let (events, inbox) = mpsc::channel::<Event>();
     let cpu_start = CpuSnapshot::take().ok();
+    // The agent sends in reverse tests and echoes in loopback ones: its own qdisc's drops.
+    let peer = conn.stream().peer_addr().map(|a| a.ip()).ok();
+    let qdisc_watch = peer
+        .filter(|_| matches!(role, Role::Sender | Role::Echo))
+        .and_then(QdiscWatch::start);
     let mut report = SideReport {
         role,
         host: flowlab_sys::host::hostname(),
@@ -320,8 +325,9 @@ fn run_test(
         transactions: None,
         responder: None,
         tcp_info: None,
+        host_qdisc_drops: None,
         error: None,
-        notes: data.configure(spec, role == flowlab_results::Role::Sender),
+        notes: data.configure(spec, role == Role::Sender),
     };
     if let (None, Some(cap)) = (spec.rate_bps, limits.max_rate_bps) {
         report.notes.push(format!(
@@ -359,6 +365,7 @@ fn run_test(
         }
     });
     report.cpu = cpu_start.and_then(|start| cpu_load(&start));
+    report.host_qdisc_drops = qdisc_watch.zip(peer).and_then(|(w, peer)| w.finish(peer));
     // A client that stopped reading stalls the first send; the rest would stall again.
     let logged = log.chunks(PACKET_LOG_CHUNK).try_for_each(|chunk| {
         conn.send(&Message::PacketLog {

@@ -14,13 +14,7 @@ impl Bottleneck {
     fn new(capacity: f64) -> Bottleneck {
         let clocks = [("10.0.0.1:9470", 0), ("10.0.0.2:9470", 2_000_000)]
             .into_iter()
-            .map(|(a, offset_ns)| {
-                let c = ClockOffset {
-                    offset_ns,
-                    bound_ns: 1000,
-                };
-                (a.to_string(), c)
-            })
+            .map(|(a, offset_ns)| (a.to_string(), ClockOffset::fixed(offset_ns, 1000)))
             .collect();
         Bottleneck {
             capacity,
@@ -313,4 +307,96 @@ fn a_target_is_real_a_lab_or_a_simulation_never_two() {
     );
     let both = Target::from_flags(Some("three"), Some(sim)).unwrap_err();
     assert_eq!(both.to_string(), "--lab and --sim exclude each other");
+}
+
+/// Issue 12: one-way delays are corrected along each clock's fitted line (at the middle of
+/// the flow), not by one offset taken before the experiment.
+#[test]
+fn one_way_delay_is_corrected_along_the_fitted_clocks() {
+    let e = load(
+        r#"
+[[flow]]
+name = "x"
+from = "a"
+to = "b"
+rate = "1M"
+duration = "2s"
+"#,
+    );
+    let flow = steps(&e, &BTreeMap::new())[0].flows[0].clone();
+    // The receiver's clock was 5 ms ahead at the last probe and gains 100 ppm; the flow's
+    // arrivals span 9 to 11 s after that probe, so at their middle it is 6 ms ahead.
+    let t0 = 1_000_000_000_000_u64;
+    let receiver = ClockOffset {
+        offset_ns: 5_000_000,
+        bound_ns: 20_000,
+        at_ns: t0,
+        drift_ppm: Some(100.0),
+        drift_bound_ppm: Some(2.0),
+        first_probe_ns: t0 - 60_000_000_000,
+        probes: 30,
+    };
+    let clocks: Clocks = [
+        (flow.client_agent.clone(), ClockOffset::fixed(0, 10_000)),
+        (flow.server_agent.clone(), receiver),
+    ]
+    .into_iter()
+    .collect();
+    // A true delay of 1 ms, each packet stamped on arrival by the drifting clock.
+    let start = t0 + 9_000_000_000;
+    let mut meter = flowlab_results::meter::ReceiverMeter::new(1, false, false);
+    for seq in 0..=200u64 {
+        let sent = start + seq * 10_000_000;
+        let (ahead, _) = receiver.at(sent);
+        meter.on_packet(
+            0,
+            flowlab_results::meter::Arrived {
+                seq,
+                size: 1000,
+                sent_ns: sent,
+                echoed_ns: None,
+                arrival_ns: sent + 1_000_000 + ahead as u64,
+                kernel_stamp: true,
+            },
+        );
+    }
+    let mut r = result(&flow.spec, 1e6, 0.0);
+    r.started_at_ns = start;
+    r.agent = Some(flowlab_results::SideReport {
+        role: flowlab_results::Role::Receiver,
+        host: "b".into(),
+        cpu: None,
+        role_cpu: None,
+        sender: None,
+        receiver: Some(meter.report(None)),
+        echo: None,
+        transactions: None,
+        responder: None,
+        tcp_info: None,
+        host_qdisc_drops: None,
+        error: None,
+        notes: Vec::new(),
+    });
+    let o = one_way(&r, &flow, &clocks).unwrap();
+    // Bounds: 20 µs + 2 ppm over the 10 s since the last probe, the sender's 10 µs, and the
+    // clocks' 100 ± 2 ppm apart over half the 2 s of arrivals (as the receiver's clock times
+    // them).
+    assert!(
+        (o.bound_ns - 152_000.0).abs() < 100.0,
+        "bound {} ns",
+        o.bound_ns
+    );
+    assert!((o.min_ns - 1e6).abs() <= o.bound_ns, "min {} ns", o.min_ns);
+    assert!(o.valid);
+    assert_eq!(o.clock_drift_ppm, Some(100.0));
+    // The offset of the last probe alone (5 ms) would have said 1.9 ms.
+    let transit_min = r
+        .agent
+        .as_ref()
+        .unwrap()
+        .receiver
+        .as_ref()
+        .unwrap()
+        .transit_min_ns;
+    assert_eq!(transit_min, Some(6_900_000));
 }

@@ -54,6 +54,9 @@ pub enum Command {
         after_help = "Examples:\n  flowlab export 12 --csv -o run12.csv\n  flowlab export 12 --json > run12.json"
     )]
     Export(crate::history_cmd::ExportArgs),
+    /// Compare stored runs flow by flow: throughput, loss and delay, with the differences.
+    #[command(after_help = "Examples:\n  flowlab compare 12 13\n  flowlab compare 12 13 --json")]
+    Compare(crate::history_cmd::CompareArgs),
     /// Plot a stored run as SVG.
     #[command(
         after_help = "Examples:\n  flowlab plot 12 --x size --y rtt,loss,cpu --by proto -o rtt.svg\n  flowlab plot 12 --kind timeseries --y throughput -o ts.svg\n  flowlab plot 12 --kind loss-index -o loss.svg"

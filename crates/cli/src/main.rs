@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         args::Command::History(a) => history_cmd::run_history(a),
         args::Command::Show(a) => history_cmd::run_show(a),
         args::Command::Export(a) => history_cmd::run_export(a),
+        args::Command::Compare(a) => history_cmd::run_compare(a),
         args::Command::Plot(a) => plot_cmd::run_plot(a),
         args::Command::Report(a) => plot_cmd::run_report(a),
     };

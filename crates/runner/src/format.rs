@@ -672,7 +672,12 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
     if let Some(network) = NetworkKind::of_params(&i.params) {
         let _ = writeln!(out, "network   {network}");
     }
-    let _ = writeln!(out, "params    {}", i.params);
+    let mut params = i.params.clone();
+    let emulator = params.as_object_mut().and_then(|p| p.remove("emulator"));
+    let _ = writeln!(out, "params    {params}");
+    if let Some(e) = emulator {
+        out.push_str(&emulator_text(&e));
+    }
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
         out.push_str(&flowlab_report::text_table(run, metrics));
@@ -1046,6 +1051,165 @@ pub fn agent_stopping(stats: &AgentStats) -> String {
         stats.refused.load(Relaxed),
         stats.malformed_control.load(Relaxed)
     )
+}
+
+/// An emulated lab's counters kept with a run (`flowlab_emu::EmuReport`, or why they could
+/// not be read): per link direction, the emulator's own figures and each stage's.
+fn emulator_text(stored: &Value) -> String {
+    let report = match serde_json::from_value::<flowlab_emu::EmuReport>(stored.clone()) {
+        Ok(r) => r,
+        Err(_) => {
+            let why = stored["error"].as_str().unwrap_or("an unreadable report");
+            return format!("emulator  counters not kept: {why}\n");
+        }
+    };
+    let mut out =
+        "emulator  counts over the run (largest depths and release errors since the lab came up)\n"
+            .to_string();
+    for d in report.links.iter().flat_map(|l| &l.directions) {
+        let drops = &d.emulator_drops;
+        let own = drops.store_full + drops.egress_full + drops.send_errors + drops.ingress_overflow;
+        let _ = write!(
+            out,
+            "  {} {} → {}: frames {} in, {} out, {} late, {own} dropped by the emulator",
+            d.link, d.from, d.to, d.frames_received, d.frames_sent, d.late
+        );
+        if let Some(e) = &d.release_error {
+            let _ = write!(
+                out,
+                "; release error p50 {}, p99 {}, max {}",
+                format_duration_ns(e.p50_ns),
+                format_duration_ns(e.p99_ns),
+                format_duration_ns(e.max_ns)
+            );
+        }
+        out.push('\n');
+        for s in &d.stages {
+            let _ = writeln!(out, "    {}", stage_text(s));
+        }
+        if let Some(last) = d.depth.last() {
+            let _ = writeln!(
+                out,
+                "    depth: {} samples to {:.1} s, deepest {:?}",
+                d.depth.len(),
+                last.t_ms as f64 / 1e3,
+                deepest(&d.depth)
+            );
+        }
+    }
+    out
+}
+
+/// One stage's line: frames, drops by cause, largest backlog, and for ATM its cells and VCs.
+fn stage_text(s: &flowlab_link::StageReport) -> String {
+    let dropped: Vec<String> = s.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let mut line = format!(
+        "{}: frames {} in, {} out, dropped [{}], deepest {} {}",
+        s.stage,
+        s.frames_in,
+        s.frames_out,
+        dropped.join(", "),
+        s.max_depth,
+        s.depth_unit
+    );
+    if let Some(c) = &s.cells {
+        let _ = write!(
+            line,
+            "; cells {} in, {} out, dropped: policer {}, buffer full {}, EPD {}, PPD {}, CLP {}, line {}",
+            c.cells_in, c.cells_out, c.policed_dropped, c.dropped_buffer_full, c.dropped_epd, c.dropped_ppd, c.dropped_clp, c.lost_on_line
+        );
+        for vc in &c.vcs {
+            let _ = write!(
+                line,
+                "\n      vc {} ({}): cells {} in, {} out, {} dropped; frames {} in, {} out",
+                vc.name,
+                vc.service,
+                vc.cells_in,
+                vc.cells_out,
+                vc.cells_dropped,
+                vc.frames_in,
+                vc.frames_out
+            );
+        }
+    }
+    for c in &s.classes {
+        let _ = write!(
+            line,
+            "\n      class {}: {} queued, {} sent, {} dropped, {} out of profile",
+            c.name, c.enqueued, c.sent, c.dropped, c.out_of_profile
+        );
+    }
+    line
+}
+
+/// Each stage's largest depth over the samples.
+fn deepest(samples: &[flowlab_emu::report::DepthSample]) -> Vec<u64> {
+    let stages = samples.iter().map(|s| s.depth.len()).max().unwrap_or(0);
+    (0..stages)
+        .map(|i| {
+            samples
+                .iter()
+                .filter_map(|s| s.depth.get(i))
+                .copied()
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// `flowlab compare`: the runs compared, then per flow a row per metric with each run's value
+/// and each later run's difference from the first (in points for percentages).
+pub fn comparison_table(c: &crate::compare::Comparison) -> String {
+    let mut out = String::new();
+    for r in &c.runs {
+        let network = r.network.as_deref().unwrap_or("network not recorded");
+        let _ = writeln!(out, "run {:<5} {} on {network}", r.run, r.kind);
+    }
+    let first = c.runs.first().map_or(0, |r| r.run);
+    let mut header = format!("  {:<14}", "metric");
+    for r in &c.runs {
+        let _ = write!(header, " {:>14}", format!("run {}", r.run));
+    }
+    for r in c.runs.iter().skip(1) {
+        let _ = write!(header, " {:>20}", format!("{} − {first}", r.run));
+    }
+    for f in &c.flows {
+        let _ = writeln!(out, "\n{} ({})\n{header}", f.flow, f.protocol);
+        for m in &f.metrics {
+            let _ = write!(out, "  {:<14}", m.metric);
+            for v in &m.values {
+                let cell = v.map_or("—".into(), |v| metric_value(&m.metric, v));
+                let _ = write!(out, " {cell:>14}");
+            }
+            for d in &m.differences {
+                let cell = d.map_or("—".into(), |d| metric_difference(&m.metric, d));
+                let _ = write!(out, " {cell:>20}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn metric_value(metric: &str, v: f64) -> String {
+    match metric {
+        m if m.ends_with("_bps") => format_rate(v),
+        m if m.ends_with("_us") => format_duration_ns(v * 1e3),
+        m if m.ends_with("_pct") => format!("{v:.3} %"),
+        _ => format_count(v),
+    }
+}
+
+fn metric_difference(metric: &str, d: crate::compare::Difference) -> String {
+    let sign = if d.absolute < 0.0 { "-" } else { "+" };
+    if metric.ends_with("_pct") {
+        return format!("{sign}{:.3} pt", d.absolute.abs());
+    }
+    let magnitude = metric_value(metric, d.absolute.abs());
+    match d.relative_pct {
+        Some(r) => format!("{sign}{magnitude} ({r:+.1} %)"),
+        None => format!("{sign}{magnitude}"),
+    }
 }
 
 /// A flag parser's error as one line: its first line without its own `error: ` prefix, and

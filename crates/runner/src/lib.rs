@@ -5,8 +5,10 @@
 //! and record runs in the results database ([`record`]). Each runner reports its progress as
 //! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
 
+pub mod compare;
 pub mod defaults;
 pub mod demo;
+pub mod emulated;
 pub mod experiment;
 pub mod format;
 pub mod host;

@@ -36,8 +36,10 @@ use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use self::fragments::{Frag, Fragmenter};
 use crate::report::{
-    BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
+    BackgroundReport, ClassReport, FlowReport, FragReport, PolicerReport, PortReport, TcpReport,
+    VcReport,
 };
 use crate::scenario::{Model, NodeKind, Protocol};
 use crate::sender::{FlowSender, Transmit};
@@ -307,6 +309,8 @@ enum Fate {
     /// Dropped: refused by a queue or policer, lost by an impairment, or its frame failed
     /// reassembly.
     Dropped,
+    /// A fragmented datagram's piece, split again at a router: its parts carry it on.
+    Split,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -316,6 +320,8 @@ struct Pkt {
     sent_ns: u64,
     payload: Payload,
     fate: Fate,
+    /// The piece of a fragmented datagram this record is, if it is one.
+    frag: Option<Frag>,
 }
 
 impl Pkt {
@@ -348,6 +354,7 @@ struct Stream {
     shaper: Option<Shaper>,
     shape_q: VecDeque<CellMeta>,
     shape_wake: u64,
+    frag: Fragmenter,
 }
 
 impl Stream {
@@ -416,9 +423,9 @@ impl Stream {
         Some(pkt)
     }
 
-    /// Per sub-flow, packets neither delivered nor dropped.
+    /// Per sub-flow, packets neither delivered nor dropped (a fragmented datagram once).
     fn in_flight(&self, per_sub: &mut [u64]) {
-        for p in self.inflight.iter().filter(|p| p.fate == Fate::InFlight) {
+        for p in self.inflight.iter().filter(|p| Stream::counts_in_flight(p)) {
             if let Some(n) = per_sub.get_mut(p.sub()) {
                 *n += 1;
             }
@@ -436,8 +443,6 @@ struct FlowRt {
     source: Source,
     /// The far end sends every datagram back (ping, loopback).
     echo: bool,
-    /// The largest datagram the path carries (bigger ones are lost at the sender).
-    path_mtu: u32,
     next_k: u64,
     fwd: usize,
     rev: usize,
@@ -513,15 +518,6 @@ fn echoes(p: &Protocol) -> bool {
     }
 }
 
-/// The smallest MTU of the links along `path`.
-fn path_mtu(m: &Model, path: &[usize]) -> u32 {
-    path.windows(2)
-        .filter_map(|w| iface_of(m, w[0], w[1]))
-        .map(|i| m.links[i / 2].mtu)
-        .min()
-        .unwrap_or(u32::MAX)
-}
-
 /// A flow's run-time state: its source (the pacers of a UDP flow, a ping clock, a TCP
 /// connection) and its meters.
 fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
@@ -574,7 +570,6 @@ fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
     FlowRt {
         source,
         echo,
-        path_mtu: path_mtu(m, &f.path),
         next_k: 0,
         fwd: 2 * fi,
         rev: 2 * fi + 1,
@@ -700,7 +695,9 @@ impl<'m> Sim<'m> {
                         port.set_vc(VcId(sid as u32), f.service);
                     }
                 }
+                let mtus = hops.iter().map(|&i| m.links[i / 2].mtu).collect();
                 streams.push(Stream {
+                    frag: Fragmenter::new(mtus),
                     flow: fi,
                     reverse,
                     reasm: vec![FrameDelimiter::default(); path.len()],
@@ -1026,8 +1023,7 @@ impl<'m> Sim<'m> {
         }
     }
 
-    /// Sends datagram `t` of flow `f`, or loses it at the sender when the path cannot carry
-    /// it (fragmentation is not modelled).
+    /// Sends datagram `t` of flow `f` (fragmented on the way if a link is too small for it).
     fn send_datagram(&mut self, f: usize, t: Transmit) {
         let m = self.m;
         let Protocol::Udp(spec) = &m.flows[f].protocol else {
@@ -1035,13 +1031,6 @@ impl<'m> Sim<'m> {
         };
         let size = t.payload.saturating_add(spec.header_bytes);
         let fl = &mut self.flows[f];
-        if size > fl.path_mtu {
-            fl.sender.on_send_error(t.sub as usize, 1);
-            if let Some(n) = fl.sent.get_mut(t.sub as usize) {
-                *n += 1;
-            }
-            return;
-        }
         let (fwd, seq) = (
             fl.fwd,
             Payload::Udp {
@@ -1103,15 +1092,7 @@ impl<'m> Sim<'m> {
     fn emit(&mut self, s: usize, payload: Payload, size: u32, deadline: Option<u64>) {
         let now = self.now;
         let st = &mut self.streams[s];
-        let frame = st.next_frame;
-        st.next_frame = st.next_frame.wrapping_add(1);
-        st.inflight.push_back(Pkt {
-            size,
-            cells: 0,
-            sent_ns: now,
-            payload,
-            fate: Fate::InFlight,
-        });
+        let frame = st.push_datagram(size, now, payload);
         if !st.reverse {
             let fl = &mut self.flows[st.flow];
             let (sub, seq) = match payload {
@@ -1136,6 +1117,13 @@ impl<'m> Sim<'m> {
         };
         // First: a replayed delivery may retire earlier packets and move the slots.
         self.settle(i);
+        let parts = self.streams[s].split_at(frame, hop);
+        if !parts.is_empty() {
+            for part in parts {
+                self.forward(s, hop, part);
+            }
+            return;
+        }
         let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
             return;
         };
@@ -1420,6 +1408,9 @@ impl<'m> Sim<'m> {
         let Some(pkt) = st.delivered(frame).or_else(|| st.copies.remove(&frame)) else {
             return;
         };
+        let Some(pkt) = st.reassemble_ip(pkt, now) else {
+            return;
+        };
         let f = st.flow;
         let delay = now.saturating_sub(pkt.sent_ns);
         match pkt.payload {
@@ -1646,13 +1637,17 @@ impl<'m> Sim<'m> {
             }),
             tcp,
             in_flight_at_end: in_flight.iter().sum(),
+            fragmentation: FragReport::both(st.frag_report(), self.streams[rt.rev].frag_report()),
             sender,
             receiver,
         }
     }
 
-    fn reports(self) -> Outcome {
+    fn reports(mut self) -> Outcome {
         let m = self.m;
+        for st in &mut self.streams {
+            st.frag.expire(self.end_ns);
+        }
         let flows = (0..m.flows.len()).map(|fi| self.flow_report(fi)).collect();
         let vc_name = |vc: u32| -> String {
             match self.owners.get(vc as usize) {
@@ -1789,6 +1784,8 @@ fn recirculate(bg: &mut Background, d: &Departure) {
         bg.returns.push_back((arrival_ns, cell));
     }
 }
+
+mod fragments;
 
 #[cfg(test)]
 mod tests {

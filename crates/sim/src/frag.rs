@@ -36,13 +36,6 @@ impl Piece {
         self.len + IP_HEADER
     }
 
-    /// The header's flags-and-fragment-offset field (MF is 0x2000, the offset in 8-byte
-    /// units), as it goes on the wire.
-    pub(crate) fn flags_and_offset(&self) -> u16 {
-        let mf = if self.more { 0x2000 } else { 0 };
-        mf | (self.offset / 8) as u16
-    }
-
     /// The fragments a node sends of this piece on a link of `mtu` bytes: itself if it fits,
     /// else parts of the most data a multiple of 8 bytes allows, the last with the piece's MF.
     /// An MTU below 28 bytes (8 data bytes) is refused at load, so every part carries data.
@@ -144,11 +137,6 @@ impl Reassembler {
             timed_out: 0,
             refused: 0,
         }
-    }
-
-    /// Data bytes held in incomplete datagrams.
-    pub(crate) fn held_bytes(&self) -> u64 {
-        self.held_bytes
     }
 
     /// Fragment `piece` of datagram `key` arrives at `now`.

@@ -849,10 +849,9 @@ fn flow_size(
                 let m = format!("{s} bytes is below the 28 bytes of IP and UDP headers");
                 return Err(key_error("size", m));
             }
-            if s > u64::from(path_mtu) {
-                let m = format!(
-                    "{s} bytes is above the path MTU {path_mtu} (fragmentation is not modelled)"
-                );
+            // Larger datagrams are fragmented on the way, up to IPv4's largest.
+            if s > 65_535 {
+                let m = format!("{s} bytes is above the IPv4 maximum of 65535");
                 return Err(key_error("size", m));
             }
             Ok(s as u32)

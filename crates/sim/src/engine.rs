@@ -36,6 +36,7 @@ use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use self::cell_loss::LineLoss;
 use self::fragments::{Frag, Fragmenter};
 use crate::report::{
     BackgroundReport, ClassReport, FlowReport, FragReport, PolicerReport, PortReport, TcpReport,
@@ -257,6 +258,8 @@ struct Iface {
     /// `flight`, and reach the far end when it releases them (in time order, which may not
     /// be the order they came in).
     impair: Option<Box<Impairments>>,
+    /// An ATM link's cell loss on the line, deciding every stream cell it carries.
+    line_loss: Option<Box<LineLoss>>,
     wake: u64,
     arrive_wake: u64,
     atm_encap: Option<Encapsulation>,
@@ -602,10 +605,15 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
     let mut ifaces = Vec::with_capacity(m.links.len() * 2);
     for l in &m.links {
         for (from, to) in [(l.a, l.b), (l.b, l.a)] {
-            let impair = l.impair.as_ref().map(|c| {
-                let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
-                Box::new(Impairments::new(c.clone(), stage_seed))
-            });
+            let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
+            let impair = l
+                .impair
+                .as_ref()
+                .map(|c| Box::new(Impairments::new(c.clone(), stage_seed)));
+            let line_loss = l
+                .atm
+                .as_ref()
+                .and_then(|a| LineLoss::new(a.cell_loss, stage_seed));
             let from_kind = m.nodes[from].kind;
             let kind = match (&l.atm, from_kind) {
                 (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
@@ -637,6 +645,7 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                 // Its releases need events of their own.
                 sink: impair.is_none(),
                 impair,
+                line_loss,
                 wake: NEVER,
                 arrive_wake: NEVER,
                 atm_encap: l.atm.as_ref().map(|a| a.port.encap),
@@ -1235,6 +1244,9 @@ impl<'m> Sim<'m> {
                     self.cells_sent += 1;
                     let vc = d.cell.vc.0 as usize;
                     // Stream VCs come first (dense indices), background passes after them.
+                    if vc < n_streams && iface.line_loss.as_mut().is_some_and(|l| l.lose()) {
+                        continue;
+                    }
                     if vc < n_streams {
                         let t = d.tx_end_ns.saturating_add(delay);
                         if !iface.sink {
@@ -1287,12 +1299,15 @@ impl<'m> Sim<'m> {
                             let n = u64::from(pkt.size / 53).max(1);
                             let span = end - start;
                             for j in 0..n {
+                                self.cells_sent += 1;
+                                if iface.line_loss.as_mut().is_some_and(|l| l.lose()) {
+                                    continue;
+                                }
                                 let t = start + (span * (j + 1)).div_ceil(n);
                                 let cell = CellMeta::user_data(VcId(stream), frame, j + 1 == n);
                                 iface
                                     .flight
                                     .push_back((t.saturating_add(delay), Unit::Cell(cell)));
-                                self.cells_sent += 1;
                             }
                         }
                     }
@@ -1707,6 +1722,7 @@ impl<'m> Sim<'m> {
                         frames_epd: c.frames_epd,
                         frames_ppd: c.frames_ppd,
                         max_occupancy_cells: c.max_occupancy,
+                        cells_lost_on_line: iface.line_loss.as_ref().map_or(0, |l| l.lost),
                         vcs,
                         classes: Vec::new(),
                         impair: None,
@@ -1747,6 +1763,7 @@ impl<'m> Sim<'m> {
                         frames_epd: 0,
                         frames_ppd: 0,
                         max_occupancy_cells: 0,
+                        cells_lost_on_line: iface.line_loss.as_ref().map_or(0, |l| l.lost),
                         vcs: Vec::new(),
                         classes,
                         impair: iface.impair.as_ref().and_then(|stage| {
@@ -1785,6 +1802,7 @@ fn recirculate(bg: &mut Background, d: &Departure) {
     }
 }
 
+mod cell_loss;
 mod fragments;
 
 #[cfg(test)]

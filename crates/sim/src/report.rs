@@ -169,6 +169,9 @@ pub struct PortReport {
     pub frames_epd: u64,
     pub frames_ppd: u64,
     pub max_occupancy_cells: u64,
+    /// Cells the line lost after the port (`cell_loss`): absent when it loses none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cells_lost_on_line: u64,
     pub vcs: Vec<VcReport>,
     pub classes: Vec<ClassReport>,
     /// The link's impairment stage after this port, when it has one: frames lost by cause,
@@ -181,6 +184,10 @@ pub struct BackgroundReport {
     pub name: String,
     pub cells_injected: u64,
     pub passes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn ms(ns: f64) -> String {

@@ -7,9 +7,10 @@
 
 use flowlab_atm::{PolicingAction, ServiceCategory};
 use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
-use flowlab_link::config::{read_impair, IMPAIR_KEYS};
+use flowlab_link::config::{read_cell_loss, read_impair, IMPAIR_KEYS};
 use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
 use flowlab_link::impair::ImpairConfig;
+use flowlab_link::loss::LossModel;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
@@ -31,6 +32,9 @@ const LINK_KEYS: &[&str] = &[
     "rate",
     "buffer_cells",
     "host_buffer_cells",
+    "cell_loss",
+    "cell_loss_burst",
+    "cell_gemodel",
     "epd",
     "ppd",
     "clp_threshold",
@@ -114,6 +118,8 @@ pub(crate) struct NodeSpec {
 pub(crate) struct AtmSpec {
     pub port: PortSpec,
     pub host_buffer_cells: usize,
+    /// Cells lost on the line, each direction on its own (`cell_loss` ...).
+    pub cell_loss: LossModel,
 }
 
 /// One link; it carries traffic both ways, each way with its own output port.
@@ -631,11 +637,18 @@ fn read_link_impair(l: &Reader, atm: bool) -> Result<(u64, Option<ImpairConfig>)
 /// The ATM side of a link with a `phy`.
 fn read_atm(l: &Reader) -> Result<Option<AtmSpec>, ScenarioError> {
     let Some(port) = read_port(l)? else {
+        for key in ["cell_loss", "cell_loss_burst", "cell_gemodel"] {
+            if let Some(item) = l.get(key) {
+                let msg = "needs phy (an ATM link); an IP link takes loss";
+                return Err(l.error(item, key, msg));
+            }
+        }
         return Ok(None);
     };
     Ok(Some(AtmSpec {
         port,
         host_buffer_cells: l.positive("host_buffer_cells")?.unwrap_or(1 << 16) as usize,
+        cell_loss: read_cell_loss(l)?,
     }))
 }
 

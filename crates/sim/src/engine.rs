@@ -36,6 +36,7 @@ use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use self::bg_model::ModelSource;
 use self::cell_loss::LineLoss;
 use self::fragments::{Frag, Fragmenter};
 use crate::report::{
@@ -473,6 +474,8 @@ struct Background {
     returns: VecDeque<(u64, CellMeta)>,
     recirc: RecirculationLoop,
     wake: u64,
+    /// A traffic model's frames, instead of cells at `rate`.
+    model: Option<Box<ModelSource>>,
 }
 
 enum VcOwner {
@@ -773,7 +776,13 @@ impl<'m> Sim<'m> {
                 u128::from(b.cells_per_second_num.max(1)),
             )
             .unwrap_or(ExactNs::from_ns(1));
+            let model = b.model.as_ref().zip(l.atm.as_ref()).and_then(|(spec, a)| {
+                let seed = spec.seed_for(seed, m.flows.len() + bi);
+                let rate = a.port.line.cell_bit_rate();
+                ModelSource::new(b, spec, seed, a.port.encap, rate).map(Box::new)
+            });
             bgs.push(Background {
+                model,
                 port_iface,
                 next_ns: b.start_ns,
                 k: 0,
@@ -1501,7 +1510,10 @@ impl<'m> Sim<'m> {
     fn ensure_bg(&mut self, b: usize) {
         let stop = self.m.backgrounds[b].stop_ns;
         let bg = &self.bgs[b];
-        let emit = (bg.next_ns < stop).then_some(bg.next_ns);
+        let emit = match &bg.model {
+            Some(src) => src.next_ns(),
+            None => (bg.next_ns < stop).then_some(bg.next_ns),
+        };
         let ret = bg.returns.front().map(|r| r.0);
         let t = match (emit, ret) {
             (Some(a), Some(r)) => Some(a.min(r)),
@@ -1531,7 +1543,18 @@ impl<'m> Sim<'m> {
             bg.returns.pop_front();
             port.enqueue(now, cell);
         }
-        while bg.next_ns <= now && bg.next_ns < spec.stop_ns {
+        let vc = bg.recirc.first_vc();
+        if let (Some(src), Some(vc)) = (bg.model.as_mut(), vc) {
+            let mut cells = Vec::new();
+            src.cells_due(now, &mut cells);
+            for (frame, end) in cells {
+                let mut cell = CellMeta::user_data(vc, frame, end);
+                cell.clp = spec.clp;
+                port.enqueue(now, cell);
+                bg.injected += 1;
+            }
+        }
+        while bg.model.is_none() && bg.next_ns <= now && bg.next_ns < spec.stop_ns {
             let Some(vc) = bg.recirc.first_vc() else {
                 break;
             };
@@ -1802,6 +1825,7 @@ fn recirculate(bg: &mut Background, d: &Departure) {
     }
 }
 
+mod bg_model;
 mod cell_loss;
 mod fragments;
 

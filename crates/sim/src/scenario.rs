@@ -88,6 +88,7 @@ const BACKGROUND_KEYS: &[&str] = &[
     "clp",
     "start",
     "duration",
+    "traffic",
 ];
 const NOT_MAX: &str = "'max' is not a rate here";
 const NODE_KINDS: &[(&str, NodeKind)] = &[
@@ -189,7 +190,10 @@ pub(crate) struct BackgroundSpec {
     /// The switch and the link (index into `links`) whose output port it loads.
     pub node: usize,
     pub link: usize,
+    /// Cell bits per second: the `rate`, or what the `traffic` model offers (estimated).
     pub cells_per_second_num: u64,
+    /// A traffic model sending AAL5 frames instead of single cells at `rate`.
+    pub model: Option<SendSpec>,
     pub poisson: bool,
     pub passes: usize,
     pub loop_delay_ns: u64,
@@ -912,14 +916,22 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         );
         return Err(b.required("to")?.error(msg));
     };
-    let rate = b
-        .bit_rate("rate", NOT_MAX)?
-        .ok_or_else(|| FileError::at(b.line(), "background: needs rate"))?;
     let start_ns = b.duration_ns("start")?.unwrap_or(0);
+    let stop_ns = stop_ns(&b, start_ns, run_ns)?;
+    let model = background::read_model(&b, stop_ns.saturating_sub(start_ns))?;
+    let rate = match (&model, b.bit_rate("rate", NOT_MAX)?) {
+        (Some((_, offered)), None) => *offered,
+        (None, Some(r)) => r,
+        (Some(_), Some(_)) => {
+            return Err(b.error(b.required("rate")?, "rate", "a traffic model sets its own"))
+        }
+        (None, None) => return Err(FileError::at(b.line(), "background: needs rate")),
+    };
     Ok(BackgroundSpec {
         node,
         link,
         cells_per_second_num: rate,
+        model: model.map(|m| m.0),
         poisson: b.choice("pattern", PATTERNS)?.unwrap_or(false),
         passes: b.positive("passes")?.unwrap_or(1).min(1024) as usize,
         loop_delay_ns: b.duration_ns("loop_delay")?.unwrap_or(10_000),
@@ -927,7 +939,7 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         service: read_service(&b)?.unwrap_or(ServiceCategory::Ubr),
         clp: b.bool("clp")?.unwrap_or(false),
         start_ns,
-        stop_ns: stop_ns(&b, start_ns, run_ns)?,
+        stop_ns,
         line: b.line(),
         name,
     })
@@ -981,5 +993,6 @@ pub(crate) fn shortest_path(
     Some(path)
 }
 
+mod background;
 #[cfg(test)]
 mod tests;

@@ -97,7 +97,8 @@ const NODE_KINDS: &[(&str, NodeKind)] = &[
     ("ip-router", NodeKind::IpRouter),
     ("router", NodeKind::IpRouter),
 ];
-const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true)];
+// `ttcp` is read apart (a bulk TCP transfer between hosts), named here for the error text.
+const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true), ("ttcp", false)];
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,18 +408,28 @@ fn build(doc: &Reader) -> Result<Model, ScenarioError> {
         nodes,
     };
     let mut flows: Vec<FlowSpec> = Vec::new();
-    for f in &flow_t {
-        let flow = read_flow(f, &net, sim.duration_ns)?;
+    let mut backgrounds = Vec::new();
+    let ttcp = bg_t.iter().filter_map(|b| match background::is_ttcp(b) {
+        Ok(true) => Some(background::ttcp_flow(b, &net, sim.duration_ns).map(|f| (b, f))),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    });
+    let read = flow_t
+        .iter()
+        .map(|f| read_flow(f, &net, sim.duration_ns).map(|flow| (f, flow)));
+    for r in read.chain(ttcp) {
+        let (table, flow) = r?;
         if flows.iter().any(|x| x.name == flow.name) {
-            let item = f.required("name")?;
+            let item = table.required("name")?;
             return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
         }
         flows.push(flow);
     }
-    let backgrounds = bg_t
-        .iter()
-        .map(|b| read_background(b, &net, sim.duration_ns))
-        .collect::<Result<Vec<_>, _>>()?;
+    for b in &bg_t {
+        if !background::is_ttcp(b)? {
+            backgrounds.push(read_background(b, &net, sim.duration_ns)?);
+        }
+    }
     let model = Model {
         description: sim.description,
         duration_ns: sim.duration_ns,

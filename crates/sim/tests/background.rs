@@ -114,3 +114,78 @@ fn a_tcp_like_background_and_bad_keys() {
         assert!(e.contains(want), "{keys}: {e}");
     }
 }
+
+#[test]
+fn a_ttcp_background_is_a_bulk_tcp_transfer_that_queues_the_pings() {
+    let net = |bg: &str| {
+        format!(
+            r#"
+[sim]
+duration = "2s"
+[[node]]
+name = "a"
+kind = "host"
+[[node]]
+name = "r"
+kind = "ip-router"
+[[node]]
+name = "b"
+kind = "host"
+[[node]]
+name = "c"
+kind = "host"
+[[link]]
+from = "a"
+to = "r"
+rate = "100M"
+[[link]]
+from = "c"
+to = "r"
+rate = "100M"
+[[link]]
+from = "r"
+to = "b"
+rate = "10M"
+delay = "1ms"
+buffer_packets = 50
+[[flow]]
+name = "ping"
+from = "a"
+to = "b"
+protocol = "ping"
+interval = "10ms"
+{bg}
+"#
+        )
+    };
+    let ttcp = "[[background]]\nname = \"ttcp\"\nfrom = \"c\"\nto = \"b\"\npattern = \"ttcp\"\nwindow = \"60KiB\"";
+    let quiet = run(&load(&net("")).unwrap(), None).runs.remove(0);
+    let loaded = run(&load(&net(ttcp)).unwrap(), None).runs.remove(0);
+    let bulk = loaded.flows.iter().find(|f| f.name == "ttcp").unwrap();
+    assert_eq!(bulk.protocol, "tcp");
+    // Its window (41 segments) fits the 50-packet queue: it fills the 10 Mbit/s bottleneck
+    // (1460-byte segments: 97 % of it is payload) without a loss.
+    assert!(bulk.goodput_bps > 8.5e6, "{}", bulk.goodput_bps);
+    // And the pings wait behind its queue.
+    let rtt = |r: &flowlab_sim::RunReport| {
+        r.flows[0]
+            .receiver
+            .round_trip
+            .as_ref()
+            .map(|s| s.mean_ns)
+            .unwrap()
+    };
+    assert!(
+        rtt(&loaded) > rtt(&quiet) + 5e6,
+        "{} vs {}",
+        rtt(&loaded),
+        rtt(&quiet)
+    );
+    let dup = format!(
+        "{ttcp}\n[[background]]\nname = \"ping\"\nfrom = \"c\"\nto = \"b\"\npattern = \"ttcp\""
+    );
+    assert!(load(&net(&dup))
+        .unwrap_err()
+        .to_string()
+        .contains("defined twice"));
+}

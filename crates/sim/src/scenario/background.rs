@@ -1,9 +1,11 @@
-//! A background source's traffic model (`traffic = ...`): any model a flow takes, its
-//! packets sent as AAL5 frames into the loaded port.
+//! Background sources beyond single cells: a traffic model (`traffic = ...`, any model a
+//! flow takes, its packets sent as AAL5 frames into the loaded port), and `pattern = "ttcp"`,
+//! a bulk TCP transfer between two hosts as ttcp makes one.
 
+use flowlab_atm::ServiceCategory;
 use flowlab_spanned::{Item, Reader};
 
-use super::ScenarioError;
+use super::{flow_path, flow_size, flow_tcp, stop_ns, FlowSpec, Net, Protocol, ScenarioError};
 use crate::limits::PROBE_EMISSIONS;
 use crate::sender::{offered, parse_traffic, SendSpec};
 
@@ -38,4 +40,55 @@ fn traffic(b: &Reader, item: &Item) -> Result<SendSpec, ScenarioError> {
     parse_traffic(text)
         .and_then(SendSpec::model)
         .map_err(|m| b.error(item, "traffic", m))
+}
+
+/// The keys of a ttcp background: where it runs, when, and its TCP settings.
+const TTCP_KEYS: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "path",
+    "pattern",
+    "start",
+    "duration",
+    "window",
+    "send_buffer",
+    "mss",
+    "bytes",
+];
+
+/// Whether a `[[background]]` table is a ttcp transfer (`pattern = "ttcp"`).
+pub(super) fn is_ttcp(b: &Reader) -> Result<bool, ScenarioError> {
+    Ok(b.string("pattern")? == Some("ttcp"))
+}
+
+/// A ttcp background: a bulk TCP transfer (the flows' Reno model, its defaults: 64 KiB
+/// window, MSS of the path MTU) from host `from` to host `to`, loading every link on its
+/// path and reported among the flows under its name.
+pub(super) fn ttcp_flow(b: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioError> {
+    let b = b.named("background");
+    b.only(TTCP_KEYS)?;
+    let name = b.required_string("name")?.to_string();
+    let b = b.named(format!("background {name}"));
+    let path = flow_path(&b, &name, net)?;
+    let size = flow_size(&b, &Protocol::Tcp, &path, net)?;
+    let start_ns = b.duration_ns("start")?.unwrap_or(0);
+    Ok(FlowSpec {
+        path,
+        protocol: Protocol::Tcp,
+        size,
+        count: None,
+        start_ns,
+        stop_ns: stop_ns(&b, start_ns, run_ns)?,
+        service: ServiceCategory::Ubr,
+        contract: None,
+        police: None,
+        shape: false,
+        dscp: 0,
+        tcp: flow_tcp(&b, size)?,
+        metered_headers: 0,
+        line: b.line(),
+        rate_line: b.line(),
+        name,
+    })
 }

@@ -359,6 +359,9 @@ struct Stream {
     shape_q: VecDeque<CellMeta>,
     shape_wake: u64,
     frag: Fragmenter,
+    /// The extra leaves of a point-to-multipoint VC rooted here: their streams and the
+    /// switch where each gets its copies.
+    replicas: Vec<(usize, usize)>,
 }
 
 impl Stream {
@@ -529,6 +532,8 @@ fn echoes(p: &Protocol) -> bool {
 fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
     let f = &m.flows[fi];
     let source = match &f.protocol {
+        // An extra leaf sends nothing itself: its root's cells are copied to it.
+        _ if f.replica_of.is_some() => Source::Ping { interval_ns: NEVER },
         Protocol::Udp(spec) => {
             let end = EndCondition {
                 until_ns: Some(f.stop_ns),
@@ -710,6 +715,7 @@ impl<'m> Sim<'m> {
                 let mtus = hops.iter().map(|&i| m.links[i / 2].mtu).collect();
                 streams.push(Stream {
                     frag: Fragmenter::new(mtus),
+                    replicas: Vec::new(),
                     flow: fi,
                     reverse,
                     reasm: vec![FrameDelimiter::default(); path.len()],
@@ -732,6 +738,11 @@ impl<'m> Sim<'m> {
             flows.push(flow_rt(m, fi, seed));
         }
 
+        for (fi, f) in m.flows.iter().enumerate() {
+            if let Some((root, branch)) = f.replica_of {
+                streams[2 * root].replicas.push((2 * fi, branch));
+            }
+        }
         for st in &streams {
             let delivers_only = match &m.flows[st.flow].protocol {
                 Protocol::Tcp => false,
@@ -1108,23 +1119,32 @@ impl<'m> Sim<'m> {
 
     /// A host sends a packet on `stream` (its first hop).
     fn emit(&mut self, s: usize, payload: Payload, size: u32, deadline: Option<u64>) {
-        let now = self.now;
         let st = &mut self.streams[s];
-        let frame = st.push_datagram(size, now, payload);
-        if !st.reverse {
-            let fl = &mut self.flows[st.flow];
-            let (sub, seq) = match payload {
-                Payload::Udp { sub, seq } => (sub as usize, seq),
-                Payload::Seg { txn, .. } => (0, txn),
-                _ => (0, 0),
-            };
-            let metered = size.saturating_sub(self.m.flows[st.flow].metered_headers);
-            fl.sender.on_sent(sub, seq, metered, now, deadline, now);
-            if let Some(n) = fl.sent.get_mut(sub) {
-                *n += 1;
-            }
+        let frame = st.push_datagram(size, self.now, payload);
+        let (flow, reverse) = (st.flow, st.reverse);
+        if !reverse {
+            self.count_sent(flow, payload, size, deadline);
         }
         self.forward(s, 0, frame);
+        if !self.streams[s].replicas.is_empty() {
+            self.copy_to_replicas(s, frame, payload, size, deadline);
+        }
+    }
+
+    /// Flow `f`'s sender sent `payload` of `size` bytes now.
+    fn count_sent(&mut self, f: usize, payload: Payload, size: u32, deadline: Option<u64>) {
+        let now = self.now;
+        let (sub, seq) = match payload {
+            Payload::Udp { sub, seq } => (sub as usize, seq),
+            Payload::Seg { txn, .. } => (0, txn),
+            _ => (0, 0),
+        };
+        let metered = size.saturating_sub(self.m.flows[f].metered_headers);
+        let fl = &mut self.flows[f];
+        fl.sender.on_sent(sub, seq, metered, now, deadline, now);
+        if let Some(n) = fl.sent.get_mut(sub) {
+            *n += 1;
+        }
     }
 
     /// Hands packet `frame` of stream `s` to the interface of hop `hop`.
@@ -1406,6 +1426,9 @@ impl<'m> Sim<'m> {
             let Some(&i) = st.ifaces.get(hop) else {
                 return;
             };
+            if !st.replicas.is_empty() {
+                self.replicate_cell(s, node, cell, now);
+            }
             self.settle(i);
             if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
                 if port.enqueue(now, cell) != AtmVerdict::Queued {
@@ -1828,6 +1851,7 @@ fn recirculate(bg: &mut Background, d: &Departure) {
 mod bg_model;
 mod cell_loss;
 mod fragments;
+mod p2mp;
 
 #[cfg(test)]
 mod tests {

@@ -74,6 +74,7 @@ const FLOW_KEYS: &[&str] = &[
     "delayed_ack",
     "min_rto",
     "traffic",
+    "leaves",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -183,6 +184,9 @@ pub(crate) struct FlowSpec {
     /// Lines of the `[[flow]]` table and of its rate (the table's when it has none).
     pub line: usize,
     pub rate_line: usize,
+    /// An extra leaf of a point-to-multipoint VC: the root flow's index and the switch
+    /// where the copies for this leaf are made.
+    pub replica_of: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -414,16 +418,27 @@ fn build(doc: &Reader) -> Result<Model, ScenarioError> {
         Ok(false) => None,
         Err(e) => Some(Err(e)),
     });
-    let read = flow_t
-        .iter()
-        .map(|f| read_flow(f, &net, sim.duration_ns).map(|flow| (f, flow)));
+    let read = flow_t.iter().map(|f| {
+        let flow = read_flow(f, &net, sim.duration_ns)?;
+        // The extra leaves of a point-to-multipoint VC follow their root.
+        let mut leaves = p2mp::leaves(f, &flow, 0, &net)?;
+        leaves.insert(0, flow);
+        Ok((f, leaves))
+    });
+    let ttcp = ttcp.map(|r| r.map(|(b, f)| (b, vec![f])));
     for r in read.chain(ttcp) {
-        let (table, flow) = r?;
-        if flows.iter().any(|x| x.name == flow.name) {
-            let item = table.required("name")?;
-            return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+        let (table, group) = r?;
+        let root = flows.len();
+        for mut flow in group {
+            if flows.iter().any(|x| x.name == flow.name) {
+                let item = table.required("name")?;
+                return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+            }
+            if let Some((_, branch)) = flow.replica_of {
+                flow.replica_of = Some((root, branch));
+            }
+            flows.push(flow);
         }
-        flows.push(flow);
     }
     for b in &bg_t {
         if !background::is_ttcp(b)? {
@@ -718,6 +733,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         dscp,
         tcp: flow_tcp(&f, size)?,
         metered_headers: 0,
+        replica_of: None,
         line: f.line(),
         rate_line: f
             .get("rate")
@@ -1005,5 +1021,6 @@ pub(crate) fn shortest_path(
 }
 
 mod background;
+mod p2mp;
 #[cfg(test)]
 mod tests;

@@ -139,6 +139,11 @@ impl Reassembler {
         }
     }
 
+    /// Datagrams incomplete now.
+    pub(crate) fn pending(&self) -> u64 {
+        self.partial.len() as u64
+    }
+
     /// Fragment `piece` of datagram `key` arrives at `now`.
     pub(crate) fn arrive(&mut self, now: u64, key: u64, piece: Piece) -> Arrival {
         self.expire(now);

@@ -90,6 +90,9 @@ pub struct FragReport {
     pub reassembly_timeouts: u64,
     /// Fragments dropped because the receiver held 4 MiB (`ipfrag_high_thresh`) already.
     pub fragments_refused: u64,
+    /// Datagrams still incomplete when the run ended, less than 30 s after their first
+    /// fragment (lost already if one of their fragments was dropped).
+    pub awaiting_reassembly_at_end: u64,
 }
 
 impl FragReport {
@@ -100,6 +103,8 @@ impl FragReport {
             reassembled: self.reassembled + o.reassembled,
             reassembly_timeouts: self.reassembly_timeouts + o.reassembly_timeouts,
             fragments_refused: self.fragments_refused + o.fragments_refused,
+            awaiting_reassembly_at_end: self.awaiting_reassembly_at_end
+                + o.awaiting_reassembly_at_end,
         }
     }
 
@@ -249,6 +254,13 @@ pub fn render_human(r: &SimReport) -> String {
             }
             if let Some(rtt) = &f.receiver.round_trip {
                 let _ = write!(out, "  rtt mean {}", ms(rtt.mean_ns));
+            }
+            if let Some(g) = &f.fragmentation {
+                let _ = write!(
+                    out,
+                    "  fragmented {} into {} reassembled {} timed out {}",
+                    g.datagrams_fragmented, g.fragments, g.reassembled, g.reassembly_timeouts
+                );
             }
             if let Some(p) = &f.policer {
                 let _ = write!(

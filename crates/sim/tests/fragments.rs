@@ -80,6 +80,7 @@ fn a_lost_fragment_loses_its_datagram_after_the_reassembly_timeout() {
     // (31 s of drain); those that lost all of them left nothing to time out.
     let incomplete = frag.datagrams_fragmented - frag.reassembled;
     assert!(frag.reassembly_timeouts > 0 && frag.reassembly_timeouts <= incomplete);
+    assert_eq!(frag.awaiting_reassembly_at_end, 0);
     let all_lost = 0.1f64.powi(3) * frag.datagrams_fragmented as f64;
     assert!((incomplete - frag.reassembly_timeouts) as f64 <= 10.0 * all_lost + 3.0);
     assert_eq!(f.in_flight_at_end, 0);
@@ -93,4 +94,13 @@ fn pings_above_the_path_mtu_run_and_small_ones_report_no_fragmentation() {
         .unwrap_err()
         .to_string()
         .contains("65535"));
+}
+
+#[test]
+fn incomplete_datagrams_at_the_end_await_reassembly_within_the_timeout() {
+    let short = routed(4124, "loss = \"10%\"").replace("drain = \"31s\"", "drain = \"1s\"");
+    let frag = one(&short).flows[0].fragmentation.unwrap();
+    assert_eq!(frag.reassembly_timeouts, 0);
+    assert!(frag.awaiting_reassembly_at_end > 0);
+    assert!(frag.awaiting_reassembly_at_end <= frag.datagrams_fragmented - frag.reassembled);
 }

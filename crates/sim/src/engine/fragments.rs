@@ -162,6 +162,7 @@ impl Stream {
             reassembled: f.reasm.reassembled,
             reassembly_timeouts: f.reasm.timed_out,
             fragments_refused: f.reasm.refused,
+            awaiting_reassembly_at_end: f.reasm.pending(),
         })
     }
 }

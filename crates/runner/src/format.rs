@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
-use flowlab_experiment::Step;
+use flowlab_experiment::{Step, ThroughputFlag, ThroughputResult};
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
@@ -711,11 +711,16 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     let ExperimentStart {
         name,
         steps,
+        search,
         network,
         clocks,
     } = start;
+    let runs = match search {
+        true => "a search".to_string(),
+        false => format!("{steps} steps"),
+    };
     let mut out = format!(
-        "experiment {name} ({steps} steps, {} agents), network {network}\n",
+        "experiment {name} ({runs}, {} agents), network {network}\n",
         clocks.len()
     );
     for (agent, c) in *clocks {
@@ -809,15 +814,53 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
     out
 }
 
-/// A search's trial: what was offered and what came through.
+/// A search's trial: what was offered, for how long, and what came through.
 pub fn trial_line(t: &TrialOutcome) -> String {
+    let length = t
+        .duration_ns
+        .map(|ns| format!(" for {}", format_duration_ns(ns as f64)))
+        .unwrap_or_default();
     format!(
-        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        "trial {}: offered {}{length} -> goodput {}, loss {:.3}%",
         t.index,
         format_rate(t.offered_bps as f64),
         format_rate(t.goodput_bps),
         t.loss * 100.0
     )
+}
+
+/// A search's result: its document, then for an RFC 2544 throughput one line per reason to
+/// doubt it (the flags of `flowlab_experiment::ThroughputResult`).
+pub fn search_text(result: &Value) -> String {
+    let mut out = format!("search result: {result}\n");
+    let Ok(found) = serde_json::from_value::<ThroughputResult>(result.clone()) else {
+        return out;
+    };
+    let rate = found.rate_bps.map_or(0.0, |r| r as f64);
+    for &flag in &found.flags {
+        let detail = match flag {
+            ThroughputFlag::ShortTrial => format!(
+                "{}: a queue can hide a rate above capacity",
+                format_duration_ns(found.trial_s * 1e9)
+            ),
+            ThroughputFlag::AboveCapacity => format!(
+                "{} > {}",
+                format_rate(rate),
+                format_rate(found.capacity_bps.unwrap_or(0.0))
+            ),
+            ThroughputFlag::LossAtLongerTrial => {
+                found.verification.as_ref().map_or_else(String::new, |v| {
+                    format!(
+                        "{:.3}% over {}",
+                        v.loss_ratio * 100.0,
+                        format_duration_ns(v.trial_s * 1e9)
+                    )
+                })
+            }
+        };
+        let _ = writeln!(out, "warning: {} ({detail})", flag.describe());
+    }
+    out
 }
 
 /// The demo's first line: where its agent listens and what it runs.

@@ -23,7 +23,7 @@ use super::config::{
     START_TIMEOUT,
 };
 use super::data::DataSockets;
-use super::relay::{answer_time_probes, relay_test};
+use super::relay::{answer_time_probes, relay_drain, relay_test};
 use super::roles::{run_role, Event};
 use crate::admission::Ticket;
 use crate::auth;
@@ -180,7 +180,8 @@ impl Session<'_> {
                 target,
                 spec,
                 start_at_ns,
-            } => self.relayed_test(&mut conn, &target, spec, start_at_ns, ticket),
+                drain_ns,
+            } => self.relayed_test(&mut conn, &target, spec, (start_at_ns, drain_ns), ticket),
             other => {
                 stats.malformed_control.fetch_add(1, Ordering::Relaxed);
                 refuse(
@@ -198,7 +199,7 @@ impl Session<'_> {
         conn: &mut Conn,
         target: &str,
         spec: TestSpec,
-        start_at_ns: Option<u64>,
+        (start_at_ns, drain_ns): (Option<u64>, Option<u64>),
         ticket: Ticket,
     ) -> Result<(), String> {
         let (config, stats) = (self.config, self.stats);
@@ -214,10 +215,14 @@ impl Session<'_> {
         if let Err(reason) = check_limits(&spec, &config.limits) {
             return refuse(conn, stats, reason);
         }
+        let drain = match relay_drain(drain_ns) {
+            Ok(drain) => drain,
+            Err(reason) => return refuse(conn, stats, reason),
+        };
         let Some(_slot) = take_slot(stats, &config.limits) else {
             return refuse(conn, stats, busy(&config.limits));
         };
-        relay_test(conn, config, target, spec, start_at_ns, self.log)
+        relay_test(conn, config, target, spec, (start_at_ns, drain), self.log)
     }
 
     /// The client's own test: checked, accepted with data sockets towards the client only,

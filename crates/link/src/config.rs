@@ -23,6 +23,7 @@ pub const KEYS: &[&str] = &[
     "clp_threshold",
     "cell_loss",
     "cell_loss_burst",
+    "cell_gemodel",
     "vcs",
     // IP port
     "rate",
@@ -141,6 +142,8 @@ fn read_atm(e: &Reader) -> Result<Option<AtmSpec>, FileError> {
             "ppd",
             "clp_threshold",
             "cell_loss",
+            "cell_loss_burst",
+            "cell_gemodel",
             "vcs",
         ] {
             if let Some(item) = e.get(key) {
@@ -178,7 +181,7 @@ fn read_atm(e: &Reader) -> Result<Option<AtmSpec>, FileError> {
     if !vcs.is_empty() {
         spec.vcs = vcs;
     }
-    spec.cell_loss = read_loss(e, "cell_loss", "cell_loss_burst", None)?;
+    spec.cell_loss = read_cell_loss(e)?;
     Ok(Some(spec))
 }
 
@@ -248,6 +251,13 @@ pub fn read_impair(e: &Reader) -> Result<Option<ImpairConfig>, FileError> {
         reorder: probability(e, "reorder")?.unwrap_or(0.0),
         limit,
     }))
+}
+
+/// Cell loss on an ATM line: `cell_loss` (a probability), with `cell_loss_burst` (Gilbert's
+/// model of that mean burst in cells), or the `cell_gemodel` table (Gilbert-Elliott, as
+/// `gemodel`). Lab links and simulated ATM links read it here.
+pub fn read_cell_loss(e: &Reader) -> Result<LossModel, FileError> {
+    read_loss(e, "cell_loss", "cell_loss_burst", Some("cell_gemodel"))
 }
 
 /// `key` (a probability), `burst_key` (mean burst length: Gilbert's model with that

@@ -36,8 +36,12 @@ use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use self::bg_model::ModelSource;
+use self::cell_loss::LineLoss;
+use self::fragments::{Frag, Fragmenter};
 use crate::report::{
-    BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
+    BackgroundReport, ClassReport, FlowReport, FragReport, PolicerReport, PortReport, TcpReport,
+    VcReport,
 };
 use crate::scenario::{Model, NodeKind, Protocol};
 use crate::sender::{FlowSender, Transmit};
@@ -255,6 +259,8 @@ struct Iface {
     /// `flight`, and reach the far end when it releases them (in time order, which may not
     /// be the order they came in).
     impair: Option<Box<Impairments>>,
+    /// An ATM link's cell loss on the line, deciding every stream cell it carries.
+    line_loss: Option<Box<LineLoss>>,
     wake: u64,
     arrive_wake: u64,
     atm_encap: Option<Encapsulation>,
@@ -307,6 +313,8 @@ enum Fate {
     /// Dropped: refused by a queue or policer, lost by an impairment, or its frame failed
     /// reassembly.
     Dropped,
+    /// A fragmented datagram's piece, split again at a router: its parts carry it on.
+    Split,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -316,6 +324,8 @@ struct Pkt {
     sent_ns: u64,
     payload: Payload,
     fate: Fate,
+    /// The piece of a fragmented datagram this record is, if it is one.
+    frag: Option<Frag>,
 }
 
 impl Pkt {
@@ -348,6 +358,10 @@ struct Stream {
     shaper: Option<Shaper>,
     shape_q: VecDeque<CellMeta>,
     shape_wake: u64,
+    frag: Fragmenter,
+    /// The extra leaves of a point-to-multipoint VC rooted here: their streams and the
+    /// switch where each gets its copies.
+    replicas: Vec<(usize, usize)>,
 }
 
 impl Stream {
@@ -416,9 +430,9 @@ impl Stream {
         Some(pkt)
     }
 
-    /// Per sub-flow, packets neither delivered nor dropped.
+    /// Per sub-flow, packets neither delivered nor dropped (a fragmented datagram once).
     fn in_flight(&self, per_sub: &mut [u64]) {
-        for p in self.inflight.iter().filter(|p| p.fate == Fate::InFlight) {
+        for p in self.inflight.iter().filter(|p| Stream::counts_in_flight(p)) {
             if let Some(n) = per_sub.get_mut(p.sub()) {
                 *n += 1;
             }
@@ -436,8 +450,6 @@ struct FlowRt {
     source: Source,
     /// The far end sends every datagram back (ping, loopback).
     echo: bool,
-    /// The largest datagram the path carries (bigger ones are lost at the sender).
-    path_mtu: u32,
     next_k: u64,
     fwd: usize,
     rev: usize,
@@ -465,6 +477,8 @@ struct Background {
     returns: VecDeque<(u64, CellMeta)>,
     recirc: RecirculationLoop,
     wake: u64,
+    /// A traffic model's frames, instead of cells at `rate`.
+    model: Option<Box<ModelSource>>,
 }
 
 enum VcOwner {
@@ -513,20 +527,13 @@ fn echoes(p: &Protocol) -> bool {
     }
 }
 
-/// The smallest MTU of the links along `path`.
-fn path_mtu(m: &Model, path: &[usize]) -> u32 {
-    path.windows(2)
-        .filter_map(|w| iface_of(m, w[0], w[1]))
-        .map(|i| m.links[i / 2].mtu)
-        .min()
-        .unwrap_or(u32::MAX)
-}
-
 /// A flow's run-time state: its source (the pacers of a UDP flow, a ping clock, a TCP
 /// connection) and its meters.
 fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
     let f = &m.flows[fi];
     let source = match &f.protocol {
+        // An extra leaf sends nothing itself: its root's cells are copied to it.
+        _ if f.replica_of.is_some() => Source::Ping { interval_ns: NEVER },
         Protocol::Udp(spec) => {
             let end = EndCondition {
                 until_ns: Some(f.stop_ns),
@@ -574,7 +581,6 @@ fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
     FlowRt {
         source,
         echo,
-        path_mtu: path_mtu(m, &f.path),
         next_k: 0,
         fwd: 2 * fi,
         rev: 2 * fi + 1,
@@ -607,10 +613,15 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
     let mut ifaces = Vec::with_capacity(m.links.len() * 2);
     for l in &m.links {
         for (from, to) in [(l.a, l.b), (l.b, l.a)] {
-            let impair = l.impair.as_ref().map(|c| {
-                let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
-                Box::new(Impairments::new(c.clone(), stage_seed))
-            });
+            let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
+            let impair = l
+                .impair
+                .as_ref()
+                .map(|c| Box::new(Impairments::new(c.clone(), stage_seed)));
+            let line_loss = l
+                .atm
+                .as_ref()
+                .and_then(|a| LineLoss::new(a.cell_loss, stage_seed));
             let from_kind = m.nodes[from].kind;
             let kind = match (&l.atm, from_kind) {
                 (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
@@ -642,6 +653,7 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                 // Its releases need events of their own.
                 sink: impair.is_none(),
                 impair,
+                line_loss,
                 wake: NEVER,
                 arrive_wake: NEVER,
                 atm_encap: l.atm.as_ref().map(|a| a.port.encap),
@@ -700,7 +712,10 @@ impl<'m> Sim<'m> {
                         port.set_vc(VcId(sid as u32), f.service);
                     }
                 }
+                let mtus = hops.iter().map(|&i| m.links[i / 2].mtu).collect();
                 streams.push(Stream {
+                    frag: Fragmenter::new(mtus),
+                    replicas: Vec::new(),
                     flow: fi,
                     reverse,
                     reasm: vec![FrameDelimiter::default(); path.len()],
@@ -723,6 +738,11 @@ impl<'m> Sim<'m> {
             flows.push(flow_rt(m, fi, seed));
         }
 
+        for (fi, f) in m.flows.iter().enumerate() {
+            if let Some((root, branch)) = f.replica_of {
+                streams[2 * root].replicas.push((2 * fi, branch));
+            }
+        }
         for st in &streams {
             let delivers_only = match &m.flows[st.flow].protocol {
                 Protocol::Tcp => false,
@@ -767,7 +787,13 @@ impl<'m> Sim<'m> {
                 u128::from(b.cells_per_second_num.max(1)),
             )
             .unwrap_or(ExactNs::from_ns(1));
+            let model = b.model.as_ref().zip(l.atm.as_ref()).and_then(|(spec, a)| {
+                let seed = spec.seed_for(seed, m.flows.len() + bi);
+                let rate = a.port.line.cell_bit_rate();
+                ModelSource::new(b, spec, seed, a.port.encap, rate).map(Box::new)
+            });
             bgs.push(Background {
+                model,
                 port_iface,
                 next_ns: b.start_ns,
                 k: 0,
@@ -1026,8 +1052,7 @@ impl<'m> Sim<'m> {
         }
     }
 
-    /// Sends datagram `t` of flow `f`, or loses it at the sender when the path cannot carry
-    /// it (fragmentation is not modelled).
+    /// Sends datagram `t` of flow `f` (fragmented on the way if a link is too small for it).
     fn send_datagram(&mut self, f: usize, t: Transmit) {
         let m = self.m;
         let Protocol::Udp(spec) = &m.flows[f].protocol else {
@@ -1035,13 +1060,6 @@ impl<'m> Sim<'m> {
         };
         let size = t.payload.saturating_add(spec.header_bytes);
         let fl = &mut self.flows[f];
-        if size > fl.path_mtu {
-            fl.sender.on_send_error(t.sub as usize, 1);
-            if let Some(n) = fl.sent.get_mut(t.sub as usize) {
-                *n += 1;
-            }
-            return;
-        }
         let (fwd, seq) = (
             fl.fwd,
             Payload::Udp {
@@ -1101,31 +1119,32 @@ impl<'m> Sim<'m> {
 
     /// A host sends a packet on `stream` (its first hop).
     fn emit(&mut self, s: usize, payload: Payload, size: u32, deadline: Option<u64>) {
-        let now = self.now;
         let st = &mut self.streams[s];
-        let frame = st.next_frame;
-        st.next_frame = st.next_frame.wrapping_add(1);
-        st.inflight.push_back(Pkt {
-            size,
-            cells: 0,
-            sent_ns: now,
-            payload,
-            fate: Fate::InFlight,
-        });
-        if !st.reverse {
-            let fl = &mut self.flows[st.flow];
-            let (sub, seq) = match payload {
-                Payload::Udp { sub, seq } => (sub as usize, seq),
-                Payload::Seg { txn, .. } => (0, txn),
-                _ => (0, 0),
-            };
-            let metered = size.saturating_sub(self.m.flows[st.flow].metered_headers);
-            fl.sender.on_sent(sub, seq, metered, now, deadline, now);
-            if let Some(n) = fl.sent.get_mut(sub) {
-                *n += 1;
-            }
+        let frame = st.push_datagram(size, self.now, payload);
+        let (flow, reverse) = (st.flow, st.reverse);
+        if !reverse {
+            self.count_sent(flow, payload, size, deadline);
         }
         self.forward(s, 0, frame);
+        if !self.streams[s].replicas.is_empty() {
+            self.copy_to_replicas(s, frame, payload, size, deadline);
+        }
+    }
+
+    /// Flow `f`'s sender sent `payload` of `size` bytes now.
+    fn count_sent(&mut self, f: usize, payload: Payload, size: u32, deadline: Option<u64>) {
+        let now = self.now;
+        let (sub, seq) = match payload {
+            Payload::Udp { sub, seq } => (sub as usize, seq),
+            Payload::Seg { txn, .. } => (0, txn),
+            _ => (0, 0),
+        };
+        let metered = size.saturating_sub(self.m.flows[f].metered_headers);
+        let fl = &mut self.flows[f];
+        fl.sender.on_sent(sub, seq, metered, now, deadline, now);
+        if let Some(n) = fl.sent.get_mut(sub) {
+            *n += 1;
+        }
     }
 
     /// Hands packet `frame` of stream `s` to the interface of hop `hop`.
@@ -1136,6 +1155,13 @@ impl<'m> Sim<'m> {
         };
         // First: a replayed delivery may retire earlier packets and move the slots.
         self.settle(i);
+        let parts = self.streams[s].split_at(frame, hop);
+        if !parts.is_empty() {
+            for part in parts {
+                self.forward(s, hop, part);
+            }
+            return;
+        }
         let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
             return;
         };
@@ -1247,6 +1273,9 @@ impl<'m> Sim<'m> {
                     self.cells_sent += 1;
                     let vc = d.cell.vc.0 as usize;
                     // Stream VCs come first (dense indices), background passes after them.
+                    if vc < n_streams && iface.line_loss.as_mut().is_some_and(|l| l.lose()) {
+                        continue;
+                    }
                     if vc < n_streams {
                         let t = d.tx_end_ns.saturating_add(delay);
                         if !iface.sink {
@@ -1299,12 +1328,15 @@ impl<'m> Sim<'m> {
                             let n = u64::from(pkt.size / 53).max(1);
                             let span = end - start;
                             for j in 0..n {
+                                self.cells_sent += 1;
+                                if iface.line_loss.as_mut().is_some_and(|l| l.lose()) {
+                                    continue;
+                                }
                                 let t = start + (span * (j + 1)).div_ceil(n);
                                 let cell = CellMeta::user_data(VcId(stream), frame, j + 1 == n);
                                 iface
                                     .flight
                                     .push_back((t.saturating_add(delay), Unit::Cell(cell)));
-                                self.cells_sent += 1;
                             }
                         }
                     }
@@ -1394,6 +1426,9 @@ impl<'m> Sim<'m> {
             let Some(&i) = st.ifaces.get(hop) else {
                 return;
             };
+            if !st.replicas.is_empty() {
+                self.replicate_cell(s, node, cell, now);
+            }
             self.settle(i);
             if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
                 if port.enqueue(now, cell) != AtmVerdict::Queued {
@@ -1418,6 +1453,9 @@ impl<'m> Sim<'m> {
         let st = &mut self.streams[s];
         // A copy's second arrival is delivered again, as a real receiver sees it.
         let Some(pkt) = st.delivered(frame).or_else(|| st.copies.remove(&frame)) else {
+            return;
+        };
+        let Some(pkt) = st.reassemble_ip(pkt, now) else {
             return;
         };
         let f = st.flow;
@@ -1495,7 +1533,10 @@ impl<'m> Sim<'m> {
     fn ensure_bg(&mut self, b: usize) {
         let stop = self.m.backgrounds[b].stop_ns;
         let bg = &self.bgs[b];
-        let emit = (bg.next_ns < stop).then_some(bg.next_ns);
+        let emit = match &bg.model {
+            Some(src) => src.next_ns(),
+            None => (bg.next_ns < stop).then_some(bg.next_ns),
+        };
         let ret = bg.returns.front().map(|r| r.0);
         let t = match (emit, ret) {
             (Some(a), Some(r)) => Some(a.min(r)),
@@ -1525,7 +1566,18 @@ impl<'m> Sim<'m> {
             bg.returns.pop_front();
             port.enqueue(now, cell);
         }
-        while bg.next_ns <= now && bg.next_ns < spec.stop_ns {
+        let vc = bg.recirc.first_vc();
+        if let (Some(src), Some(vc)) = (bg.model.as_mut(), vc) {
+            let mut cells = Vec::new();
+            src.cells_due(now, &mut cells);
+            for (frame, end) in cells {
+                let mut cell = CellMeta::user_data(vc, frame, end);
+                cell.clp = spec.clp;
+                port.enqueue(now, cell);
+                bg.injected += 1;
+            }
+        }
+        while bg.model.is_none() && bg.next_ns <= now && bg.next_ns < spec.stop_ns {
             let Some(vc) = bg.recirc.first_vc() else {
                 break;
             };
@@ -1646,13 +1698,17 @@ impl<'m> Sim<'m> {
             }),
             tcp,
             in_flight_at_end: in_flight.iter().sum(),
+            fragmentation: FragReport::both(st.frag_report(), self.streams[rt.rev].frag_report()),
             sender,
             receiver,
         }
     }
 
-    fn reports(self) -> Outcome {
+    fn reports(mut self) -> Outcome {
         let m = self.m;
+        for st in &mut self.streams {
+            st.frag.expire(self.end_ns);
+        }
         let flows = (0..m.flows.len()).map(|fi| self.flow_report(fi)).collect();
         let vc_name = |vc: u32| -> String {
             match self.owners.get(vc as usize) {
@@ -1712,6 +1768,7 @@ impl<'m> Sim<'m> {
                         frames_epd: c.frames_epd,
                         frames_ppd: c.frames_ppd,
                         max_occupancy_cells: c.max_occupancy,
+                        cells_lost_on_line: iface.line_loss.as_ref().map_or(0, |l| l.lost),
                         vcs,
                         classes: Vec::new(),
                         impair: None,
@@ -1752,6 +1809,7 @@ impl<'m> Sim<'m> {
                         frames_epd: 0,
                         frames_ppd: 0,
                         max_occupancy_cells: 0,
+                        cells_lost_on_line: iface.line_loss.as_ref().map_or(0, |l| l.lost),
                         vcs: Vec::new(),
                         classes,
                         impair: iface.impair.as_ref().and_then(|stage| {
@@ -1789,6 +1847,11 @@ fn recirculate(bg: &mut Background, d: &Departure) {
         bg.returns.push_back((arrival_ns, cell));
     }
 }
+
+mod bg_model;
+mod cell_loss;
+mod fragments;
+mod p2mp;
 
 #[cfg(test)]
 mod tests {

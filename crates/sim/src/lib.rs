@@ -17,6 +17,7 @@
 #[cfg(test)]
 mod accounting_tests;
 mod engine;
+mod frag;
 pub mod limits;
 mod network;
 pub mod report;

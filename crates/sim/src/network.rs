@@ -326,6 +326,7 @@ impl SimNetwork {
             dscp: spec.socket.dscp.unwrap_or(0),
             tcp: tcp_spec(spec, size.saturating_sub(TCP_HEADERS)),
             metered_headers,
+            replica_of: None,
             line: 0,
             rate_line: 0,
         })

@@ -7,9 +7,10 @@
 
 use flowlab_atm::{PolicingAction, ServiceCategory};
 use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
-use flowlab_link::config::{read_impair, IMPAIR_KEYS};
+use flowlab_link::config::{read_cell_loss, read_impair, IMPAIR_KEYS};
 use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
 use flowlab_link::impair::ImpairConfig;
+use flowlab_link::loss::LossModel;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
@@ -31,6 +32,9 @@ const LINK_KEYS: &[&str] = &[
     "rate",
     "buffer_cells",
     "host_buffer_cells",
+    "cell_loss",
+    "cell_loss_burst",
+    "cell_gemodel",
     "epd",
     "ppd",
     "clp_threshold",
@@ -70,6 +74,7 @@ const FLOW_KEYS: &[&str] = &[
     "delayed_ack",
     "min_rto",
     "traffic",
+    "leaves",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -84,6 +89,7 @@ const BACKGROUND_KEYS: &[&str] = &[
     "clp",
     "start",
     "duration",
+    "traffic",
 ];
 const NOT_MAX: &str = "'max' is not a rate here";
 const NODE_KINDS: &[(&str, NodeKind)] = &[
@@ -92,7 +98,8 @@ const NODE_KINDS: &[(&str, NodeKind)] = &[
     ("ip-router", NodeKind::IpRouter),
     ("router", NodeKind::IpRouter),
 ];
-const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true)];
+// `ttcp` is read apart (a bulk TCP transfer between hosts), named here for the error text.
+const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true), ("ttcp", false)];
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +121,8 @@ pub(crate) struct NodeSpec {
 pub(crate) struct AtmSpec {
     pub port: PortSpec,
     pub host_buffer_cells: usize,
+    /// Cells lost on the line, each direction on its own (`cell_loss` ...).
+    pub cell_loss: LossModel,
 }
 
 /// One link; it carries traffic both ways, each way with its own output port.
@@ -175,6 +184,9 @@ pub(crate) struct FlowSpec {
     /// Lines of the `[[flow]]` table and of its rate (the table's when it has none).
     pub line: usize,
     pub rate_line: usize,
+    /// An extra leaf of a point-to-multipoint VC: the root flow's index and the switch
+    /// where the copies for this leaf are made.
+    pub replica_of: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -183,7 +195,10 @@ pub(crate) struct BackgroundSpec {
     /// The switch and the link (index into `links`) whose output port it loads.
     pub node: usize,
     pub link: usize,
+    /// Cell bits per second: the `rate`, or what the `traffic` model offers (estimated).
     pub cells_per_second_num: u64,
+    /// A traffic model sending AAL5 frames instead of single cells at `rate`.
+    pub model: Option<SendSpec>,
     pub poisson: bool,
     pub passes: usize,
     pub loop_delay_ns: u64,
@@ -397,18 +412,39 @@ fn build(doc: &Reader) -> Result<Model, ScenarioError> {
         nodes,
     };
     let mut flows: Vec<FlowSpec> = Vec::new();
-    for f in &flow_t {
+    let mut backgrounds = Vec::new();
+    let ttcp = bg_t.iter().filter_map(|b| match background::is_ttcp(b) {
+        Ok(true) => Some(background::ttcp_flow(b, &net, sim.duration_ns).map(|f| (b, f))),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    });
+    let read = flow_t.iter().map(|f| {
         let flow = read_flow(f, &net, sim.duration_ns)?;
-        if flows.iter().any(|x| x.name == flow.name) {
-            let item = f.required("name")?;
-            return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+        // The extra leaves of a point-to-multipoint VC follow their root.
+        let mut leaves = p2mp::leaves(f, &flow, 0, &net)?;
+        leaves.insert(0, flow);
+        Ok((f, leaves))
+    });
+    let ttcp = ttcp.map(|r| r.map(|(b, f)| (b, vec![f])));
+    for r in read.chain(ttcp) {
+        let (table, group) = r?;
+        let root = flows.len();
+        for mut flow in group {
+            if flows.iter().any(|x| x.name == flow.name) {
+                let item = table.required("name")?;
+                return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+            }
+            if let Some((_, branch)) = flow.replica_of {
+                flow.replica_of = Some((root, branch));
+            }
+            flows.push(flow);
         }
-        flows.push(flow);
     }
-    let backgrounds = bg_t
-        .iter()
-        .map(|b| read_background(b, &net, sim.duration_ns))
-        .collect::<Result<Vec<_>, _>>()?;
+    for b in &bg_t {
+        if !background::is_ttcp(b)? {
+            backgrounds.push(read_background(b, &net, sim.duration_ns)?);
+        }
+    }
     let model = Model {
         description: sim.description,
         duration_ns: sim.duration_ns,
@@ -631,11 +667,18 @@ fn read_link_impair(l: &Reader, atm: bool) -> Result<(u64, Option<ImpairConfig>)
 /// The ATM side of a link with a `phy`.
 fn read_atm(l: &Reader) -> Result<Option<AtmSpec>, ScenarioError> {
     let Some(port) = read_port(l)? else {
+        for key in ["cell_loss", "cell_loss_burst", "cell_gemodel"] {
+            if let Some(item) = l.get(key) {
+                let msg = "needs phy (an ATM link); an IP link takes loss";
+                return Err(l.error(item, key, msg));
+            }
+        }
         return Ok(None);
     };
     Ok(Some(AtmSpec {
         port,
         host_buffer_cells: l.positive("host_buffer_cells")?.unwrap_or(1 << 16) as usize,
+        cell_loss: read_cell_loss(l)?,
     }))
 }
 
@@ -690,6 +733,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         dscp,
         tcp: flow_tcp(&f, size)?,
         metered_headers: 0,
+        replica_of: None,
         line: f.line(),
         rate_line: f
             .get("rate")
@@ -849,10 +893,9 @@ fn flow_size(
                 let m = format!("{s} bytes is below the 28 bytes of IP and UDP headers");
                 return Err(key_error("size", m));
             }
-            if s > u64::from(path_mtu) {
-                let m = format!(
-                    "{s} bytes is above the path MTU {path_mtu} (fragmentation is not modelled)"
-                );
+            // Larger datagrams are fragmented on the way, up to IPv4's largest.
+            if s > 65_535 {
+                let m = format!("{s} bytes is above the IPv4 maximum of 65535");
                 return Err(key_error("size", m));
             }
             Ok(s as u32)
@@ -900,14 +943,22 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         );
         return Err(b.required("to")?.error(msg));
     };
-    let rate = b
-        .bit_rate("rate", NOT_MAX)?
-        .ok_or_else(|| FileError::at(b.line(), "background: needs rate"))?;
     let start_ns = b.duration_ns("start")?.unwrap_or(0);
+    let stop_ns = stop_ns(&b, start_ns, run_ns)?;
+    let model = background::read_model(&b, stop_ns.saturating_sub(start_ns))?;
+    let rate = match (&model, b.bit_rate("rate", NOT_MAX)?) {
+        (Some((_, offered)), None) => *offered,
+        (None, Some(r)) => r,
+        (Some(_), Some(_)) => {
+            return Err(b.error(b.required("rate")?, "rate", "a traffic model sets its own"))
+        }
+        (None, None) => return Err(FileError::at(b.line(), "background: needs rate")),
+    };
     Ok(BackgroundSpec {
         node,
         link,
         cells_per_second_num: rate,
+        model: model.map(|m| m.0),
         poisson: b.choice("pattern", PATTERNS)?.unwrap_or(false),
         passes: b.positive("passes")?.unwrap_or(1).min(1024) as usize,
         loop_delay_ns: b.duration_ns("loop_delay")?.unwrap_or(10_000),
@@ -915,7 +966,7 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         service: read_service(&b)?.unwrap_or(ServiceCategory::Ubr),
         clp: b.bool("clp")?.unwrap_or(false),
         start_ns,
-        stop_ns: stop_ns(&b, start_ns, run_ns)?,
+        stop_ns,
         line: b.line(),
         name,
     })
@@ -969,5 +1020,7 @@ pub(crate) fn shortest_path(
     Some(path)
 }
 
+mod background;
+mod p2mp;
 #[cfg(test)]
 mod tests;

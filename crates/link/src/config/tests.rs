@@ -62,6 +62,19 @@ fn loss_forms() {
         .atm
         .unwrap();
     assert_eq!(cells.cell_loss, LossModel::Random { p: 1e-4 });
+    let ge = r#"phy = "OC-3c", cell_gemodel = { p = 0.01, r = 0.25, loss_bad = 0.5 }"#;
+    assert_eq!(
+        load(ge).unwrap().atm.unwrap().cell_loss,
+        LossModel::GilbertElliott {
+            p: 0.01,
+            r: 0.25,
+            loss_bad: 0.5,
+            loss_good: 0.0
+        }
+    );
+    let both = r#"phy = "OC-3c", cell_loss = 0.1, cell_gemodel = { p = 0.1, r = 0.5 }"#;
+    assert!(err(both).contains("give cell_loss or cell_gemodel, not both"));
+    assert!(err("cell_loss_burst = 3.0, delay = \"1ms\"").contains("needs phy"));
 }
 
 #[test]

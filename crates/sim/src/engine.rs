@@ -19,8 +19,8 @@ use flowlab_atm::gcra::{Policer, PolicerVerdict};
 use flowlab_atm::replicate::LoopStep;
 use flowlab_atm::switch::Verdict as AtmVerdict;
 use flowlab_atm::{
-    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, OutputPort,
-    PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
+    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, LineRate,
+    OutputPort, PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
 };
 use flowlab_link::diffserv::DiffServPort;
 use flowlab_link::impair::Impairments;
@@ -36,10 +36,11 @@ use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::endsys::{Held, Next, Stages};
 use crate::report::{
     BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
 };
-use crate::scenario::{Model, NodeKind, Protocol};
+use crate::scenario::{Model, NodeKind, NodeSpec, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
@@ -60,6 +61,8 @@ enum Ev {
     Shape(u32),
     /// A background source's next cell (or a recirculating cell's return).
     Bg(u32),
+    /// An end-system stage (host CPU, router forwarding) releases a packet.
+    EndSys(u32),
 }
 
 #[derive(Clone, Copy)]
@@ -490,6 +493,8 @@ pub(crate) struct Sim<'m> {
     cells_sent: u64,
     /// Datagrams a flow's sender hands over at one wake-up (kept to reuse its allocation).
     due: Vec<Transmit>,
+    /// Host CPUs and router forwarding paths (`endsys`).
+    endsys: Stages,
 }
 
 /// What one run produced.
@@ -601,6 +606,16 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     })
 }
 
+/// A host adapter's cell line: the physical line, or slower if its SAR segments slower.
+fn adapter_line(line: LineRate, host: &NodeSpec) -> LineRate {
+    match host.endsys.sar_rate_bps {
+        Some(sar) if (sar as f64) < line.cell_bit_rate() => {
+            LineRate::from_cell_bit_rate(sar).unwrap_or(line)
+        }
+        _ => line,
+    }
+}
+
 /// Both directions of every link, each an output port (cells or packets) with its line, its
 /// far end, and its impairment stage, seeded per direction from the run's `seed`.
 fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
@@ -622,7 +637,7 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                     let cfg = if from_kind == NodeKind::AtmSwitch {
                         a.port.port_config(buffer)
                     } else {
-                        PortConfig::new(a.port.line, buffer)
+                        PortConfig::new(adapter_line(a.port.line, &m.nodes[from]), buffer)
                     };
                     IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
                 }
@@ -745,6 +760,16 @@ impl<'m> Sim<'m> {
             }
         }
 
+        let node_costs: Vec<_> = m.nodes.iter().map(|n| n.endsys).collect();
+        let iface_to: Vec<usize> = ifaces.iter().map(|i| i.to).collect();
+        let endsys = Stages::new(&node_costs, &iface_to, seed);
+        for (i, iface) in ifaces.iter_mut().enumerate() {
+            // A receiving host's CPU orders deliveries in time: no shortcut past it.
+            if endsys.receive(i).is_some() {
+                iface.sink = false;
+            }
+        }
+
         let mut bgs = Vec::new();
         for (bi, b) in m.backgrounds.iter().enumerate() {
             let l = &m.links[b.link];
@@ -798,6 +823,7 @@ impl<'m> Sim<'m> {
             events: 0,
             cells_sent: 0,
             due: Vec::new(),
+            endsys,
         }
     }
 
@@ -869,6 +895,7 @@ impl<'m> Sim<'m> {
                     }
                     self.background(b);
                 }
+                Ev::EndSys(k) => self.endsys_release(k as usize),
             }
         }
         for i in 0..self.ifaces.len() {
@@ -1125,7 +1152,36 @@ impl<'m> Sim<'m> {
                 *n += 1;
             }
         }
-        self.forward(s, 0, frame);
+        let node = self.streams[s].path[0];
+        match self.endsys.send(node) {
+            Some(k) => self.hold(k, s, frame, Next::Forward { hop: 0 }),
+            None => self.forward(s, 0, frame),
+        }
+    }
+
+    /// Holds packet `frame` of stream `s` in end-system stage `k` until it is released.
+    fn hold(&mut self, k: usize, s: usize, frame: u32, next: Next) {
+        let stream = s as u32;
+        let t = self.endsys.stages[k].hold(
+            self.now,
+            Held {
+                stream,
+                frame,
+                next,
+            },
+        );
+        self.push(t, Ev::EndSys(k as u32));
+    }
+
+    /// What end-system stage `k` releases by now goes on its way.
+    fn endsys_release(&mut self, k: usize) {
+        while let Some(h) = self.endsys.stages[k].release(self.now) {
+            let s = h.stream as usize;
+            match h.next {
+                Next::Forward { hop } => self.forward(s, hop as usize, h.frame),
+                Next::Deliver => self.deliver(s, h.frame, self.now),
+            }
+        }
     }
 
     /// Hands packet `frame` of stream `s` to the interface of hop `hop`.
@@ -1411,10 +1467,24 @@ impl<'m> Sim<'m> {
     /// Packet `frame` of stream `s` reaches hop `hop` at `now` (the clock, except on a sink
     /// link, where only deliveries happen).
     fn packet_at(&mut self, s: usize, hop: usize, frame: u32, now: u64) {
-        if hop + 1 < self.streams[s].path.len() {
-            self.forward(s, hop, frame);
+        let st = &self.streams[s];
+        if hop + 1 < st.path.len() {
+            match self.endsys.forward(st.path[hop]) {
+                Some(k) => self.hold(k, s, frame, Next::Forward { hop: hop as u32 }),
+                None => self.forward(s, hop, frame),
+            }
             return;
         }
+        // Only non-sink links reach a receive stage, so `now` is the clock here.
+        let into = hop.checked_sub(1).and_then(|h| st.ifaces.get(h).copied());
+        match into.and_then(|i| self.endsys.receive(i)) {
+            Some(k) => self.hold(k, s, frame, Next::Deliver),
+            None => self.deliver(s, frame, now),
+        }
+    }
+
+    /// Packet `frame` of stream `s` reaches its receiving application at `now`.
+    fn deliver(&mut self, s: usize, frame: u32, now: u64) {
         let st = &mut self.streams[s];
         // A copy's second arrival is delivered again, as a real receiver sees it.
         let Some(pkt) = st.delivered(frame).or_else(|| st.copies.remove(&frame)) else {

@@ -16,6 +16,7 @@
 
 #[cfg(test)]
 mod accounting_tests;
+mod endsys;
 mod engine;
 pub mod limits;
 mod network;

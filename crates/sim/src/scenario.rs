@@ -12,6 +12,7 @@ use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAUL
 use flowlab_link::impair::ImpairConfig;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
+use crate::endsys::{read_endsys, EndSystem, ENDSYS_KEYS};
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
 use crate::sender::{parse_traffic, SendSpec};
 
@@ -106,6 +107,7 @@ pub(crate) enum NodeKind {
 pub(crate) struct NodeSpec {
     pub name: String,
     pub kind: NodeKind,
+    pub endsys: EndSystem,
 }
 
 /// The ATM side of a link: the port every link shares with emulated ones, and the buffer of
@@ -470,7 +472,7 @@ pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioErr
     let mut nodes: Vec<NodeSpec> = Vec::new();
     for n in tables {
         let n = n.named("node");
-        n.only(NODE_KEYS)?;
+        n.only(&[NODE_KEYS, ENDSYS_KEYS].concat())?;
         let name = n.required_string("name")?.to_string();
         n.required("kind")?;
         let kind = n.choice("kind", NODE_KINDS)?.unwrap_or(NodeKind::Host);
@@ -478,7 +480,8 @@ pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioErr
             let item = n.required("name")?;
             return Err(item.error(format!("node {name:?} is defined twice")));
         }
-        nodes.push(NodeSpec { name, kind });
+        let endsys = read_endsys(&n, kind)?;
+        nodes.push(NodeSpec { name, kind, endsys });
     }
     Ok(nodes)
 }

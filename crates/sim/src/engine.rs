@@ -40,7 +40,7 @@ use crate::endsys::{Held, Next, Stages};
 use crate::report::{
     BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
 };
-use crate::scenario::{Model, NodeKind, NodeSpec, Protocol};
+use crate::scenario::{FlowSpec, Model, NodeKind, NodeSpec, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
@@ -507,6 +507,19 @@ pub(crate) struct Outcome {
     pub backgrounds: Vec<BackgroundReport>,
     pub events: u64,
     pub cells: u64,
+}
+
+/// A paced TCP flow's application at `now`: the bytes it has written (one MSS every
+/// MSS × 8 / pace seconds from its start, the first at the start) and when it writes next.
+fn paced_writes(f: &FlowSpec, now: u64) -> Option<(u64, u64)> {
+    let pace = u128::from(f.tcp.pace_bps?.max(1));
+    let mss = u128::from(f.tcp.mss.max(1));
+    let elapsed = u128::from(now.saturating_sub(f.start_ns));
+    // Write k is due at start + ceil(k · mss · 8e9 / pace).
+    let done = elapsed * pace / (mss * 8_000_000_000) + 1;
+    let next = (done * mss * 8_000_000_000).div_ceil(pace);
+    let next_ns = u64::try_from(next).map_or(NEVER, |n| f.start_ns.saturating_add(n));
+    Some((u64::try_from(done * mss).unwrap_or(u64::MAX), next_ns))
 }
 
 /// Whether a flow's far end sends every datagram back (ping, loopback).
@@ -1098,6 +1111,10 @@ impl<'m> Sim<'m> {
             if tx.poll_timeout().is_some_and(|t| t <= now) {
                 tx.handle_timeout(now);
             }
+            let writes = paced_writes(&self.m.flows[f], now);
+            if let Some((written, _)) = writes {
+                tx.set_written(written);
+            }
             while let Some(s) = tx.poll_transmit(now) {
                 segs.push(s);
             }
@@ -1105,10 +1122,10 @@ impl<'m> Sim<'m> {
                 acks.push(a);
             }
             finished = tx.is_finished();
-            next = match (tx.poll_timeout(), rx.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            next = [tx.poll_timeout(), rx.poll_timeout(), writes.map(|w| w.1)]
+                .into_iter()
+                .flatten()
+                .min();
         }
         if finished {
             self.flows[f].finished_ns = Some(now);

@@ -425,6 +425,7 @@ fn tcp_spec(spec: &TestSpec, mss: u32) -> TcpSpec {
         bytes: spec.count.map(|c| c.saturating_mul(u64::from(spec.size))),
         delayed_ack_ns: None,
         min_rto_ns: TCP_MIN_RTO_NS,
+        pace_bps: None,
     }
 }
 

@@ -70,6 +70,7 @@ const FLOW_KEYS: &[&str] = &[
     "bytes",
     "delayed_ack",
     "min_rto",
+    "pace",
     "traffic",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
@@ -154,6 +155,8 @@ pub(crate) struct TcpSpec {
     pub bytes: Option<u64>,
     pub delayed_ack_ns: Option<u64>,
     pub min_rto_ns: u64,
+    /// The application writes one MSS at a time at this rate (host pacing); `None`: bulk.
+    pub pace_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -675,6 +678,9 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
             format!("flow {name}: police and shape need a contract (pcr)"),
         ));
     }
+    if let (Some(item), false) = (f.get("pace"), matches!(protocol, Protocol::Tcp)) {
+        return Err(f.error(item, "pace", "paces tcp flows (udp sets rate)"));
+    }
     let dscp = match f.get("dscp") {
         None => 0,
         Some(item) => dscp_of(item).map_err(|m| f.error(item, "dscp", m))?,
@@ -878,6 +884,7 @@ fn flow_tcp(f: &Reader, size: u32) -> Result<TcpSpec, ScenarioError> {
         bytes: f.bytes("bytes")?,
         delayed_ack_ns: f.duration_ns("delayed_ack")?,
         min_rto_ns: f.duration_ns("min_rto")?.unwrap_or(1_000_000_000),
+        pace_bps: f.bit_rate("pace", "'max' is a bulk sender: leave pace out")?,
     })
 }
 

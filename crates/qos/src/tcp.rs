@@ -752,7 +752,10 @@ mod tests {
         assert_eq!(s.poll_transmit(0), None, "a write never shrinks");
         s.set_written(3 * 1460);
         // cwnd is 3 MSS, 3020 bytes in flight: 1360 more fit.
-        assert_eq!(s.poll_transmit(0).map(|g| (g.seq, g.len)), Some((3020, 1360)));
+        assert_eq!(
+            s.poll_transmit(0).map(|g| (g.seq, g.len)),
+            Some((3020, 1360))
+        );
     }
 
     #[test]

@@ -316,6 +316,8 @@ enum Fate {
 struct Pkt {
     size: u32,
     cells: u32,
+    /// Its DSCP: the stream's, until an edge's marker re-marks it.
+    dscp: u8,
     sent_ns: u64,
     payload: Payload,
     fate: Fate,
@@ -379,6 +381,14 @@ impl Stream {
             if p.fate == Fate::InFlight {
                 p.fate = Fate::Dropped;
             }
+        }
+    }
+
+    /// Packet `frame` now carries `dscp`.
+    fn remark(&mut self, frame: u32, dscp: u8) {
+        let slot = frame.checked_sub(self.base);
+        if let Some(p) = slot.and_then(|d| self.inflight.get_mut(d as usize)) {
+            p.dscp = dscp;
         }
     }
 
@@ -1152,6 +1162,7 @@ impl<'m> Sim<'m> {
         st.inflight.push_back(Pkt {
             size,
             cells: 0,
+            dscp: st.dscp,
             sent_ns: now,
             payload,
             fate: Fate::InFlight,
@@ -1212,7 +1223,7 @@ impl<'m> Sim<'m> {
         let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
             return;
         };
-        let Some(size) = self.streams[s].inflight.get(idx).map(|p| p.size) else {
+        let Some((size, dscp)) = self.streams[s].inflight.get(idx).map(|p| (p.size, p.dscp)) else {
             return;
         };
         let encap = self.ifaces[i].atm_encap;
@@ -1257,8 +1268,7 @@ impl<'m> Sim<'m> {
                     }
                     None => size,
                 };
-                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now)
-                    .with_dscp(self.streams[s].dscp);
+                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now).with_dscp(dscp);
                 if ip.port.enqueue(now, pkt).is_err() {
                     ip.packets_dropped += 1;
                     self.streams[s].dropped(frame);
@@ -1354,6 +1364,8 @@ impl<'m> Sim<'m> {
                     let (start, end, pkt) = (d.start_ns, d.end_ns, d.packet);
                     let stream = pkt.flow;
                     let frame = pkt.id as u32;
+                    // A marker may have re-marked it: the next hops classify the new DSCP.
+                    self.streams[stream as usize].remark(frame, pkt.dscp);
                     match (ip.over_atm, iface.impair.as_mut()) {
                         (None, None) => iface
                             .flight
@@ -1815,9 +1827,12 @@ impl<'m> Sim<'m> {
                             sent: c.sent,
                             dropped: c.dropped,
                             sent_bytes: c.sent_bytes,
+                            out_of_profile: c.out_of_profile,
+                            remarked: c.remarked,
                         })
                         .collect();
-                    if classes.iter().all(|c| c.enqueued == 0 && c.dropped == 0) {
+                    let idle = |c: &ClassReport| c.enqueued == 0 && c.dropped == 0;
+                    if classes.iter().all(|c| idle(c) && c.out_of_profile == 0) {
                         continue;
                     }
                     ports.push(PortReport {

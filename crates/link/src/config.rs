@@ -21,6 +21,8 @@ pub const KEYS: &[&str] = &[
     "epd",
     "ppd",
     "clp_threshold",
+    "vc_buffer_cells",
+    "vc_epd",
     "cell_loss",
     "cell_loss_burst",
     "vcs",
@@ -140,6 +142,8 @@ fn read_atm(e: &Reader) -> Result<Option<AtmSpec>, FileError> {
             "epd",
             "ppd",
             "clp_threshold",
+            "vc_buffer_cells",
+            "vc_epd",
             "cell_loss",
             "vcs",
         ] {

@@ -20,7 +20,7 @@ use flowlab_atm::replicate::LoopStep;
 use flowlab_atm::switch::Verdict as AtmVerdict;
 use flowlab_atm::{
     cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, LineRate,
-    OutputPort, PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
+    OutputPort, PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId, VcLimits,
 };
 use flowlab_link::diffserv::DiffServPort;
 use flowlab_link::impair::Impairments;
@@ -629,6 +629,15 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     })
 }
 
+/// The per-VC limits of interface `i` (direction `i % 2` of link `i / 2`) if it is an ATM
+/// switch's output port: a host adapter has its own buffer and no per-VC limits.
+fn switch_vc_limits(m: &Model, i: usize) -> Option<VcLimits> {
+    let l = &m.links[i / 2];
+    let from = if i % 2 == 0 { l.a } else { l.b };
+    let atm = l.atm.as_ref()?;
+    (m.nodes[from].kind == NodeKind::AtmSwitch).then_some(atm.port.vc_limits)
+}
+
 /// A host adapter's cell line: the physical line, or slower if its SAR segments slower.
 fn adapter_line(line: LineRate, host: &NodeSpec) -> LineRate {
     match host.endsys.sar_rate_bps {
@@ -734,8 +743,12 @@ impl<'m> Sim<'m> {
                 });
                 let sid = streams.len();
                 for &i in &hops {
+                    let switch_limits = switch_vc_limits(m, i).map(|l| f.vc_limits.unwrap_or(l));
                     if let IfaceKind::Atm(port) = &mut ifaces[i].kind {
                         port.set_vc(VcId(sid as u32), f.service);
+                        if let Some(limits) = switch_limits {
+                            port.set_vc_limits(VcId(sid as u32), limits);
+                        }
                     }
                 }
                 streams.push(Stream {
@@ -804,9 +817,11 @@ impl<'m> Sim<'m> {
             ifaces[port_iface].bgs.push(bi);
             let base = owners.len();
             let vcs: Vec<VcId> = (0..b.passes).map(|p| VcId((base + p) as u32)).collect();
+            let limits = switch_vc_limits(m, port_iface).unwrap_or_default();
             for &vc in &vcs {
                 if let IfaceKind::Atm(port) = &mut ifaces[port_iface].kind {
                     port.set_vc(vc, b.service);
+                    port.set_vc_limits(vc, limits);
                 }
                 owners.push(VcOwner::Background(bi));
             }

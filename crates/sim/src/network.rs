@@ -283,6 +283,7 @@ impl SimNetwork {
             contract: None,
             police: None,
             shape: false,
+            vc_limits: None,
             dscp: spec.socket.dscp.unwrap_or(0),
             tcp: tcp_spec(spec, size.saturating_sub(TCP_HEADERS)),
             metered_headers,

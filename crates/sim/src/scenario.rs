@@ -5,8 +5,11 @@
 //! unknown node, SCR above PCR, no path) can still point at the line that caused it. The whole
 //! file, every sweep point included, is checked before anything runs.
 
+use flowlab_atm::VcLimits;
 use flowlab_atm::{PolicingAction, ServiceCategory};
-use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
+use flowlab_link::atm::{
+    read_contract, read_port, read_service, read_vc_limits, ContractSpec, PortSpec, POLICING,
+};
 use flowlab_link::config::{read_impair, IMPAIR_KEYS};
 use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
 use flowlab_link::impair::ImpairConfig;
@@ -35,6 +38,8 @@ const LINK_KEYS: &[&str] = &[
     "epd",
     "ppd",
     "clp_threshold",
+    "vc_buffer_cells",
+    "vc_epd",
     "encap",
     "mtu",
     "buffer",
@@ -71,6 +76,8 @@ const FLOW_KEYS: &[&str] = &[
     "delayed_ack",
     "min_rto",
     "pace",
+    "vc_buffer_cells",
+    "vc_epd",
     "traffic",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
@@ -172,6 +179,8 @@ pub(crate) struct FlowSpec {
     pub contract: Option<ContractSpec>,
     pub police: Option<PolicingAction>,
     pub shape: bool,
+    /// The flow's VCs' share of each switch port's buffer, instead of the link's.
+    pub vc_limits: Option<VcLimits>,
     pub dscp: u8,
     pub tcp: TcpSpec,
     /// Header bytes the meters leave out of each packet: none in scenarios (they count IP
@@ -326,9 +335,8 @@ fn unit_of(key: &str) -> Option<Unit> {
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
         | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
-        | "buffer_packets" | "tx_ring" | "mbs" | "mss" | "passes" | "cells_per_frame" | "limit" => {
-            Unit::Count
-        }
+        | "vc_buffer_cells" | "vc_epd" | "buffer_packets" | "tx_ring" | "mbs" | "mss"
+        | "passes" | "cells_per_frame" | "limit" => Unit::Count,
         _ => return None,
     })
 }
@@ -696,6 +704,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         contract,
         police,
         shape,
+        vc_limits: read_vc_limits(&f)?,
         dscp,
         tcp: flow_tcp(&f, size)?,
         metered_headers: 0,

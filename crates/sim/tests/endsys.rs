@@ -45,7 +45,7 @@ fn one_run(text: &str) -> RunReport {
 
 fn delays(text: &str) -> (f64, f64) {
     let r = one_run(text);
-    let d = r.flows[0].one_way_delay.clone().expect("delays");
+    let d = r.flows[0].one_way_delay.expect("delays");
     (d.min_ns, d.max_ns)
 }
 
@@ -73,7 +73,7 @@ fn a_host_cpu_bounds_its_packet_rate() {
     let f = &r.flows[0];
     let pps = f.throughput_bps / 800.0;
     assert!((pps - 1000.0).abs() < 2.0, "{pps} packets/s");
-    let d = f.one_way_delay.clone().unwrap();
+    let d = f.one_way_delay.unwrap();
     assert!(d.max_ns > 400e6, "the CPU's queue grows: {}", d.max_ns);
 }
 
@@ -89,7 +89,7 @@ fn a_receiving_cpu_serialises_deliveries() {
     let r = one_run(&text);
     let f = &r.flows[0];
     assert_eq!(f.receiver.packets.unique, 100);
-    let d = f.one_way_delay.clone().unwrap();
+    let d = f.one_way_delay.unwrap();
     // Sent every 80 µs, received every 200 µs: the last waits for the 99 before it.
     assert_eq!(d.min_ns, 160_000.0 + 200_000.0);
     assert_eq!(d.max_ns, 160_000.0 + 100.0 * 200_000.0 - 99.0 * 80_000.0);
@@ -162,4 +162,22 @@ fn misplaced_keys_are_one_line_errors() {
         assert!(err.contains(want) && !err.contains('\n'), "{err}");
         assert!(err.starts_with("line "), "{err}");
     }
+}
+
+#[test]
+fn a_paced_tcp_writer_sends_at_its_pace() {
+    let tcp = "protocol = \"tcp\"\nmss = 1460\npace = \"2M\"";
+    let text = ip_path("", "", "", "").replace("protocol = \"udp\"\n", tcp);
+    let r = one_run(&text);
+    let f = &r.flows[0];
+    // One 1460-byte write every 5.84 ms: 2 Mb/s of payload, well below the 10 Mb/s links.
+    assert!(
+        (f.goodput_bps - 2e6).abs() < 2e6 * 0.01,
+        "{}",
+        f.goodput_bps
+    );
+    assert_eq!(f.tcp.as_ref().unwrap().retransmitted_segments, 0);
+    let udp = ip_path("", "", "", "rate = \"1M\"\nsize = 100\npace = \"1M\"");
+    let e = load(&udp).unwrap_err().to_string();
+    assert!(e.contains("paces tcp flows"), "{e}");
 }

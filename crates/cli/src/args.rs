@@ -206,6 +206,9 @@ pub struct TestArgs {
     /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.
     #[arg(long, short, value_parser = parse_rate)]
     pub rate: Option<Rate>,
+    /// Send a --rate far beyond the path's link speed (2x it; 100G a flow on lo and veth).
+    #[arg(long)]
+    pub force_rate: bool,
     /// Bytes per packet (UDP payload or TCP write), 32-byte probe header included.
     /// Default: 1200B for UDP, 256kB for TCP.
     #[arg(long, short, value_parser = parse_bytes)]
@@ -444,6 +447,9 @@ pub struct SweepArgs {
     /// Offered rate (2M, max).
     #[arg(long, short)]
     pub rate: Option<String>,
+    /// Run points whose rate is far beyond the path's link speed (as `flowlab test`).
+    #[arg(long)]
+    pub force_rate: bool,
     /// Bytes per packet.
     #[arg(long, short)]
     pub size: Option<String>,

@@ -47,14 +47,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // A closed pipe (`flowlab test ... | head`) is not an error.
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            {
-                return ExitCode::SUCCESS;
+            let code = flowlab_runner::test::exit_code(&e);
+            if code != 0 {
+                eprintln!("flowlab: error: {e:#}");
             }
-            eprintln!("flowlab: error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(code)
         }
     }
 }

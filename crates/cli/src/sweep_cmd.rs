@@ -79,6 +79,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
     }
     // The sweep stores the packet records in the database.
     let points = sweep::points_on(&axes, &start, args.packet_log)?;
+    let specs = points.iter().map(|p| &p.spec);
+    flowlab_runner::test::check_path_rate(&args.target, specs, args.force_rate)?;
     let job = SweepJob {
         target: args.target.clone(),
         vary: args.vary.clone(),

@@ -102,7 +102,7 @@ impl Observer for Terminal {
             Event::TrialFinished(trial) => {
                 self.human(format_args!("{}\n", format::trial_line(trial)))
             }
-            Event::SearchFinished(result) => self.human(format_args!("search result: {result}\n")),
+            Event::SearchFinished(result) => self.human(format::search_text(result)),
             Event::DemoStarted(agent) => self.human(format_args!(
                 "{}\n{}\n",
                 format::demo_intro(agent),

@@ -128,6 +128,7 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         interface: args.interface.clone(),
         agent_interface: args.agent_interface.clone(),
     };
+    flowlab_runner::test::check_path_rate(&options.target, [&options.spec], args.force_rate)?;
     flowlab_sys::signal::interrupt_flag();
     let output = match (args.json, args.json_stream) {
         (true, _) => Output::Json,

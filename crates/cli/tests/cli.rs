@@ -78,6 +78,32 @@ fn connection_refused_is_one_line() {
     assert_one_line_error(&o, "connection refused");
 }
 
+/// Issue 12: `--rate 1000T`-like rates ran and reported billions of packets "lost by sender".
+#[test]
+fn a_rate_far_beyond_the_path_is_refused_unless_forced() {
+    let o = flowlab(&["test", "127.0.0.1:1", "--rate", "5T", "-d", "1s"]);
+    assert_one_line_error(
+        &o,
+        "rate 5.00 Tbit/s is far beyond the path (lo has no link speed",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Forced, it goes on to ask the agent (none listens on port 1).
+    let o = flowlab(&[
+        "test",
+        "127.0.0.1:1",
+        "--rate",
+        "5T",
+        "-d",
+        "1s",
+        "--force-rate",
+    ]);
+    assert_one_line_error(&o, "connection refused");
+    // A sweep is refused before its first point for the one point beyond the path.
+    let o = flowlab(&["sweep", "127.0.0.1:1", "--vary", "rate=1M,5T", "-d", "1s"]);
+    assert_one_line_error(&o, "rate 5.00 Tbit/s is far beyond the path");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
 #[test]
 fn port_in_use_is_one_line() {
     // Also on the default dual-stack address: the IPv4 fallback does not hide it.

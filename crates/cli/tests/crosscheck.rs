@@ -8,7 +8,7 @@
 //! | sending rate and pacing gaps | sender capture's stamps |
 //! | one-way delay (relative) | both captures (the namespaces share one clock) |
 //! | round trips of an echoed load | the client's capture of each probe and its echo |
-//! | loss in a dropping qdisc | `tc -s qdisc` drop counter |
+//! | loss in a dropping qdisc, and its attribution to the sender's qdisc | `tc -s qdisc` drop counter |
 //! | TCP bytes delivered | the capture's sequence numbers |
 //! | TCP retransmissions | `nstat` TcpRetransSegs in the sender's namespace |
 //!
@@ -366,6 +366,22 @@ fn loss_behind_a_dropping_tbf_agrees_with_the_capture_and_tc() {
         dropped as f64 >= lost && dropped as f64 <= lost + 5.0,
         "tc counts {dropped} drops, flowlab {lost} lost"
     );
+    // Those drops are the sending host's own, and the report says so: its reading of the
+    // tbf's counter (within the test) agrees with tc's (around the command).
+    let counted = f64_at(&v, "/client/host_qdisc_drops/drops");
+    assert_eq!(v["client"]["host_qdisc_drops"]["qdisc"], "tbf");
+    assert!(
+        counted <= dropped as f64 && dropped as f64 <= counted + 5.0,
+        "flowlab read {counted} drops, tc {dropped}"
+    );
+    assert_close(
+        "lost in the sender's qdisc",
+        f64_at(s, "/lost_in_sender_qdisc"),
+        lost,
+        0.0,
+        0.0,
+    );
+    assert_eq!(f64_at(s, "/lost_beyond_sender"), 0.0);
 }
 
 /// TcpRetransSegs of a namespace, from `nstat` (absolute, history left alone).

@@ -7,6 +7,7 @@ mod common;
 use std::process::{Command, Output};
 
 use common::capture::{tcpdump_or_skip, Capture};
+use common::lab::Lab;
 use common::*;
 use flowlab_netns::{Side, VethPair};
 
@@ -118,6 +119,45 @@ fn tbf_at_1mbit_halves_a_2mbit_udp_offer_and_holds_tcp_to_1mbit() {
         f64_at(&v, "/summary/tcp_unreceived_at_end") > 0.0,
         "a full send buffer is still queued at the end"
     );
+}
+
+/// Issue 12: in a reverse test the agent sends, so drops in its own qdisc come back in its
+/// report and are no longer counted as the network's loss.
+#[test]
+fn a_reverse_senders_qdisc_drops_come_back_from_the_agent() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("reverse_qdisc_drops") else {
+        return;
+    };
+    pair.limit_rate(Side::B, 1_000_000, 10_000, 20)
+        .expect("tbf");
+    let _agent = agent_in_b(&pair, AGENT);
+    // Transmit stamps keep the sender from GSO trains, which a qdisc drops as one.
+    let args = [
+        AGENT,
+        "--reverse",
+        "--rate",
+        "2M",
+        "--size",
+        "1000",
+        "-d",
+        "2s",
+        "--tx-timestamps",
+    ];
+    let v = json(&client_in_a(&pair, &args));
+    let lost = f64_at(&v, "/summary/packets_lost");
+    assert!(lost > 100.0, "2 Mbit/s through 1 Mbit/s loses: {lost}");
+    assert_eq!(v["agent"]["host_qdisc_drops"]["qdisc"], "tbf");
+    assert!(
+        v["client"]["host_qdisc_drops"].is_null(),
+        "the client sent nothing"
+    );
+    let at_host = f64_at(&v, "/summary/lost_in_sender_qdisc");
+    assert!(
+        at_host >= 0.95 * lost && at_host <= lost,
+        "{at_host} of {lost} lost in the agent's tbf"
+    );
+    let beyond = f64_at(&v, "/summary/lost_beyond_sender");
+    assert_eq!(at_host + beyond, lost);
 }
 
 /// Issue 12: RTT under a flow's own load. Through a 10 Mbit/s tbf holding 50 ms of queue,
@@ -414,86 +454,6 @@ fn native_frames_cross_the_veth_and_a_sweep_compares_them_with_udp() {
     let _ = std::fs::remove_file(db);
 }
 
-/// A lab from an example file under a name of this test process, torn down when dropped.
-struct Lab {
-    name: String,
-    dir: std::path::PathBuf,
-}
-
-impl Lab {
-    fn up(example: &str, base_name: &str) -> Lab {
-        // Lab names are short (interface names derive from them): a prefix and this process.
-        let name = format!("t{}{}", &base_name[..2], std::process::id() % 100_000);
-        let dir = std::env::temp_dir().join(format!("flowlab-lab-{name}"));
-        let text = std::fs::read_to_string(format!(
-            "{}/../../examples/lab/{example}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap()
-        .replace(
-            &format!("name = \"{base_name}\""),
-            &format!("name = \"{name}\""),
-        );
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("lab.toml");
-        std::fs::write(&file, text).unwrap();
-        let o = Command::new(FLOWLAB)
-            .args(["lab", "up"])
-            .arg(&file)
-            .env("FLOWLAB_LAB_DIR", &dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "lab up: {}", stderr(&o));
-        Lab { name, dir }
-    }
-
-    /// `flowlab run` of an example experiment from inside `host`, with the lab's addresses;
-    /// `edit` may change the file's text first.
-    fn run(
-        &self,
-        host: &str,
-        experiment: &str,
-        edit: impl Fn(String) -> String,
-    ) -> serde_json::Value {
-        let example = format!(
-            "{}/../../examples/experiments/{experiment}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let file = self.dir.join(experiment);
-        std::fs::write(&file, edit(std::fs::read_to_string(example).unwrap())).unwrap();
-        let file = file.to_str().unwrap().to_string();
-        let o = Command::new(FLOWLAB)
-            .args([
-                "lab", "exec", "--lab", &self.name, host, "--", FLOWLAB, "run", &file, "--lab",
-                &self.name, "--json",
-            ])
-            .env("FLOWLAB_LAB_DIR", &self.dir)
-            .env("FLOWLAB_DB", test_db())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "run: {}", stderr(&o));
-        json(&o)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let o = Command::new(FLOWLAB)
-            .args(["lab", "down", &self.name])
-            .env("FLOWLAB_LAB_DIR", &self.dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "lab down: {}", stderr(&o));
-        let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let prefix = format!("fl-{}-", self.name);
-        assert!(
-            !String::from_utf8_lossy(&left.stdout).contains(&prefix),
-            "lab down left namespaces behind"
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
     if !flowlab_netns::netns_or_skip("experiment_parallel") {
@@ -527,6 +487,13 @@ fn an_experiment_runs_three_parallel_flows_through_a_lab_bottleneck() {
             .all(|f| f["one_way_delay"]["bound_ns"].is_number()),
         "{v:#}"
     );
+    // The clocks were re-probed during the step; namespaces share one clock, so each fitted
+    // drift is ~0 within its bound.
+    for (agent, c) in v["clocks"].as_object().unwrap() {
+        let drift = c["drift_ppm"].as_f64().expect("re-probed during the step");
+        let bound = f64_at(c, "/drift_bound_ppm");
+        assert!(drift.abs() <= bound, "{agent}: drift {drift} ± {bound} ppm");
+    }
 
     // The offered-load search: the highest load with no loss is the bottleneck's rate. The
     // loads step finely near the 10 Mbit/s link (each source's 100 % is 6 Mbit/s).

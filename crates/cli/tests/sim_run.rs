@@ -139,14 +139,14 @@ fn the_offered_load_example_runs_on_the_simulated_three_hosts() {
     succeeded(&o);
     let text = stdout(&o);
     assert!(
-        text.starts_with("experiment lab-three-offered-load (1 steps, 4 agents), network sim "),
+        text.starts_with("experiment lab-three-offered-load (a search, 4 agents), network sim "),
         "{text}"
     );
     assert!(text.contains("stored as run 1 "), "{text}");
     let run = db.export("1");
     assert_eq!(run["params"]["network"]["name"], "three");
-    // The three sources: 1 step and 10 loads of 3 flows.
-    assert_eq!(run["points"].as_array().unwrap().len(), 33);
+    // The three sources at 10 loads; the search replaces the plan, whose step never runs.
+    assert_eq!(run["points"].as_array().unwrap().len(), 30);
     let search = &run["params"]["search"];
     assert_eq!(search["lossless_offered_bps"], 9_000_000, "{search:#}");
     let full = search["full_load_bps"].as_f64().unwrap();

@@ -70,7 +70,7 @@ fn one_agent_survives_a_minute_of_valid_tests_and_attacks_from_100_clients() {
     let agent = start_agent(serve);
     // `ip netns exec` execs the agent: its pid is the agent's.
     let agent_pid = agent.child.id();
-    let capture = Capture::start(&pair.ns_b, &pair.dev_b, "");
+    let capture = Capture::start_with(&pair.ns_b, &pair.dev_b, "", 128);
     let baseline = proc_status(agent_pid);
 
     let failures: Failures = Arc::default();

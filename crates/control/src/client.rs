@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::protocol::Message;
-use flowlab_engine::RunContext;
+use flowlab_engine::{QdiscWatch, RunContext};
 use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::cpu::CpuSnapshot;
@@ -378,6 +378,10 @@ pub fn run_test(
     };
     let started_at_ns = flowlab_sys::clock::realtime_ns();
     let cpu_start = CpuSnapshot::take().ok();
+    // The client sends in one-way and loopback tests: its own qdisc drops are not the network's.
+    let qdisc_watch = (spec.direction != Direction::Reverse)
+        .then(|| QdiscWatch::start(addr.ip()))
+        .flatten();
     conn.send(&Message::Start).map_err(setup_error)?;
 
     let ctx = RunContext {
@@ -484,6 +488,7 @@ pub fn run_test(
         transactions: client_outcome.transactions,
         responder: None,
         tcp_info: client_outcome.tcp_info,
+        host_qdisc_drops: qdisc_watch.and_then(|w| w.finish(addr.ip())),
         error: client_outcome.error.clone(),
         notes,
     };

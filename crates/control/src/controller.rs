@@ -7,56 +7,83 @@ use crate::protocol::Message;
 use flowlab_spec::TestSpec;
 
 use crate::client::{connect_agent, resolve, ClientError};
+use crate::conn::Conn;
 use crate::result::TestResult;
 
 /// One NTP-style exchange: controller send (t1), agent receive (t2) and reply (t3),
 /// controller receive (t4); CLOCK_REALTIME ns at each end.
 pub type TimeExchange = (u64, u64, u64, u64);
 
-/// Checks an agent (reachable, same protocol version, key) and takes `probes` clock
-/// exchanges with it.
-pub fn probe_clock(
-    target: &str,
-    key: Option<&[u8]>,
-    probes: usize,
-) -> Result<Vec<TimeExchange>, ClientError> {
-    let addr = resolve(target)?;
-    let mut conn = connect_agent(addr, key)?;
-    let setup = |e: crate::conn::ConnError| ClientError::Setup(e.to_string());
-    let mut exchanges = Vec::with_capacity(probes);
-    for _ in 0..probes {
-        let t1_ns = flowlab_sys::clock::realtime_ns();
-        conn.send(&Message::TimeProbe { t1_ns }).map_err(setup)?;
-        match conn.recv(Duration::from_secs(5)).map_err(setup)? {
-            Message::TimeReply {
-                t1_ns: echoed,
-                t2_ns,
-                t3_ns,
-            } if echoed == t1_ns => {
-                exchanges.push((t1_ns, t2_ns, t3_ns, flowlab_sys::clock::realtime_ns()));
+/// How long a probe's answer may take: a later one is no use for timing, and waiting longer
+/// for one silent agent would keep the others' connections idle past the agent's timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A control connection to an agent that answers clock probes for as long as it is held
+/// (the agent waits up to 10 s between probes): an experiment re-probes on it every few
+/// seconds instead of connecting anew. Dropping it says goodbye.
+pub struct ClockProbe {
+    conn: Conn,
+}
+
+impl ClockProbe {
+    /// Checks an agent (reachable, same protocol version, key) and opens the connection.
+    pub fn connect(target: &str, key: Option<&[u8]>) -> Result<ClockProbe, ClientError> {
+        let addr = resolve(target)?;
+        Ok(ClockProbe {
+            conn: connect_agent(addr, key)?,
+        })
+    }
+
+    /// Takes `probes` exchanges, 5 ms apart.
+    pub fn exchange(&mut self, probes: usize) -> Result<Vec<TimeExchange>, ClientError> {
+        let setup = |e: crate::conn::ConnError| ClientError::Setup(e.to_string());
+        let mut exchanges = Vec::with_capacity(probes);
+        for i in 0..probes {
+            if i > 0 {
+                std::thread::sleep(Duration::from_millis(5));
             }
-            Message::Refused { reason } => return Err(ClientError::Refused(reason)),
-            other => {
-                return Err(ClientError::Setup(format!(
-                    "unexpected '{}' to a time probe",
-                    other.kind()
-                )))
+            let t1_ns = flowlab_sys::clock::realtime_ns();
+            self.conn
+                .send(&Message::TimeProbe { t1_ns })
+                .map_err(setup)?;
+            match self.conn.recv(PROBE_TIMEOUT).map_err(setup)? {
+                Message::TimeReply {
+                    t1_ns: echoed,
+                    t2_ns,
+                    t3_ns,
+                } if echoed == t1_ns => {
+                    exchanges.push((t1_ns, t2_ns, t3_ns, flowlab_sys::clock::realtime_ns()));
+                }
+                Message::Refused { reason } => return Err(ClientError::Refused(reason)),
+                other => {
+                    return Err(ClientError::Setup(format!(
+                        "unexpected '{}' to a time probe",
+                        other.kind()
+                    )))
+                }
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        Ok(exchanges)
     }
-    let _ = conn.send(&Message::Finish);
-    Ok(exchanges)
+}
+
+impl Drop for ClockProbe {
+    fn drop(&mut self) {
+        let _ = self.conn.send(&Message::Finish);
+    }
 }
 
 /// Has the agent at `agent` run `spec` as a client towards `target`, starting at
-/// `start_at_ns` (Unix time), and returns the result. `timeout` bounds the whole test.
+/// `start_at_ns` (Unix time), waiting `drain` after the last packet for packets in flight
+/// (the agent's default when `None`), and returns the result. `timeout` bounds the whole
+/// test.
 pub fn relay(
     agent: &str,
     key: Option<&[u8]>,
     target: &str,
     spec: TestSpec,
     start_at_ns: Option<u64>,
+    drain: Option<Duration>,
     timeout: Duration,
 ) -> Result<TestResult, String> {
     let addr = resolve(agent).map_err(|e| e.to_string())?;
@@ -65,6 +92,7 @@ pub fn relay(
         target: target.to_string(),
         spec,
         start_at_ns,
+        drain_ns: drain.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     })
     .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + timeout;

@@ -53,6 +53,14 @@ pub struct Summary2 {
     pub duplicates: u64,
     /// Of the lost packets, those dropped at the receiving socket's buffer (SO_RXQ_OVFL).
     pub lost_at_receiver_socket: Option<u64>,
+    /// UDP and native frames: of the lost packets, those the sending host's own egress qdisc
+    /// dropped (its drop counter over the test, at most `packets_lost`; see
+    /// `SideReport::host_qdisc_drops`), and the rest, lost beyond the sending host. `None`
+    /// where the sender's qdisc could not be read.
+    #[serde(default)]
+    pub lost_in_sender_qdisc: Option<u64>,
+    #[serde(default)]
+    pub lost_beyond_sender: Option<u64>,
     /// TCP only: messages written by the sender but still in socket buffers or in flight when
     /// the test stopped (TCP loses nothing; these simply were not delivered in time).
     pub tcp_unreceived_at_end: Option<u64>,
@@ -185,6 +193,9 @@ impl Summary2 {
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;
             s.lost_at_receiver_socket = r.socket_buffer_drops;
+            if spec.protocol != Protocol::Tcp {
+                s.attribute_loss(sending_hosts(spec, client, agent));
+            }
             let mss = sending.and_then(|x| x.tcp_info).map(|t| t.snd_mss);
             let mean_message = match unique {
                 0 => f64::from(spec.size),
@@ -222,6 +233,36 @@ impl Summary2 {
     }
 }
 
+impl Summary2 {
+    /// Splits `packets_lost` into the sending hosts' qdisc drops and the rest.
+    fn attribute_loss(&mut self, senders: Vec<&SideReport>) {
+        let drops: Option<u64> = senders
+            .iter()
+            .map(|s| s.host_qdisc_drops.as_ref().map(|d| d.drops))
+            .sum();
+        if let Some(drops) = drops {
+            let at_host = drops.min(self.packets_lost);
+            self.lost_in_sender_qdisc = Some(at_host);
+            self.lost_beyond_sender = Some(self.packets_lost - at_host);
+        }
+    }
+}
+
+/// The ends whose egress carries the flow: the sender, and in loopback tests the echoing
+/// agent too (a round trip's loss is either end's).
+fn sending_hosts<'a>(
+    spec: &TestSpec,
+    client: Option<&'a SideReport>,
+    agent: Option<&'a SideReport>,
+) -> Vec<&'a SideReport> {
+    let ends = match spec.direction {
+        Direction::Oneway => [client, None],
+        Direction::Reverse => [agent, None],
+        Direction::Loopback => [client, agent],
+    };
+    ends.into_iter().flatten().collect()
+}
+
 /// The role each end plays in this test: (client, agent).
 pub fn roles(spec: &TestSpec) -> (Role, Role) {
     if spec
@@ -253,5 +294,63 @@ mod tests {
         let (bulk, names) = header_overhead(&spec, 256_000.0, true, Some(1448));
         assert_eq!(bulk, 177.0 * 90.0);
         assert!(names.contains("IPv6 40"), "{names}");
+    }
+
+    fn side(role: Role, drops: Option<u64>) -> SideReport {
+        SideReport {
+            role,
+            host: "h".into(),
+            cpu: None,
+            role_cpu: None,
+            sender: None,
+            receiver: None,
+            echo: None,
+            transactions: None,
+            responder: None,
+            tcp_info: None,
+            host_qdisc_drops: drops.map(|drops| flowlab_results::HostQdiscDrops {
+                interface: "veth0".into(),
+                qdisc: "tbf".into(),
+                drops,
+            }),
+            error: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Issue 12: a tbf on the sender's own interface dropped packets that were reported as
+    /// lost in the network.
+    #[test]
+    fn loss_is_split_at_the_sending_hosts_qdisc() {
+        let attributed = |direction, client: &SideReport, agent: &SideReport, lost| {
+            let spec = TestSpec::new(Protocol::Udp, direction);
+            let mut s = Summary2 {
+                packets_lost: lost,
+                ..Summary2::default()
+            };
+            s.attribute_loss(sending_hosts(&spec, Some(client), Some(agent)));
+            (s.lost_in_sender_qdisc, s.lost_beyond_sender)
+        };
+        let (client, agent) = (side(Role::Sender, Some(40)), side(Role::Receiver, None));
+        assert_eq!(
+            attributed(Direction::Oneway, &client, &agent, 100),
+            (Some(40), Some(60))
+        );
+        // Other traffic's drops on the interface never make more than the test lost.
+        assert_eq!(
+            attributed(Direction::Oneway, &client, &agent, 30),
+            (Some(30), Some(0))
+        );
+        // A reverse test's sender is the agent, whose qdisc was not read here.
+        assert_eq!(
+            attributed(Direction::Reverse, &client, &agent, 100),
+            (None, None)
+        );
+        // A round trip leaves by both ends' qdiscs.
+        let echo = side(Role::Echo, Some(5));
+        assert_eq!(
+            attributed(Direction::Loopback, &client, &echo, 100),
+            (Some(45), Some(55))
+        );
     }
 }

@@ -269,6 +269,7 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
         transactions: None,
         responder: None,
         tcp_info: None,
+        host_qdisc_drops: None,
         error: None,
         notes: Vec::new(),
     };

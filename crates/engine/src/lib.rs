@@ -7,6 +7,7 @@
 
 mod budget;
 pub mod packet_auth;
+mod qdisc_watch;
 mod readiness;
 mod rr;
 mod setup;
@@ -21,6 +22,7 @@ use flowlab_sys::clock;
 use flowlab_traffic::sender::Batching;
 
 pub use budget::SendBudget;
+pub use qdisc_watch::QdiscWatch;
 pub use readiness::{DataSocket, DatagramSocket};
 pub use rr::{
     tcp_accept_respond, tcp_connect_request, tcp_request, tcp_respond, udp_request, udp_respond,

@@ -13,10 +13,12 @@
 //! (δ_i − δ_min)/2)`, so that at every kept sample the truth lies within `δ_min/2 + r` of the
 //! line. The error of a line against a (linear) true offset is itself linear, so the bound
 //! `B = δ_min/2 + r` holds over the whole span of the samples; beyond it the error can grow
-//! by at most `2B` per span, and [`ClockEstimator::offset_at`] widens the bound accordingly.
+//! by at most `2B` per span, and [`ClockOffset::at`] widens the bound accordingly (the drift's
+//! own bound, `2B/span`).
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// One exchange, all in nanoseconds: `t1`, `t4` on the client's clock, `t2`, `t3` on the
@@ -172,34 +174,97 @@ impl ClockEstimator {
             samples: pts.len(),
         })
     }
+}
 
-    /// Server clock minus client clock at client time `t`, and a bound on its error: half the
-    /// smallest round trip plus the fit residual, `B`, within the samples' span; outside it,
-    /// `B·(1 + 2·d/span)` at a distance `d` from the span. With a single window the drift is
-    /// unknown and taken as zero. `None` before the first sample.
+impl ClockFit {
+    /// Half the smallest round trip plus the residual: the truth lies within this of the line
+    /// over the samples' span.
+    pub fn bound_ns(&self) -> f64 {
+        (self.min_rtt_ns / 2) as f64 + self.residual_ns
+    }
+
+    /// The fit as a host's clock is reported and used: the offset at the last sample, the
+    /// drift in ppm and the bounds of both.
+    pub fn offset(&self) -> ClockOffset {
+        let at = i128::from(self.t_last) - i128::from(self.t_ref);
+        let offset = self.offset_ref_ns + (self.drift * at as f64).round() as i128;
+        let span = self.t_last - self.t_first;
+        let bound = self.bound_ns();
+        // Lines within `bound` of the truth at both ends of the span differ in slope by at
+        // most 2·bound/span.
+        let drift_bound = (span > 0).then(|| 2.0 * bound / span as f64 * 1e6);
+        ClockOffset {
+            offset_ns: i64::try_from(offset).unwrap_or(if offset < 0 {
+                i64::MIN
+            } else {
+                i64::MAX
+            }),
+            // Saturating float-to-int conversion: a huge bound stays huge, never wraps.
+            bound_ns: bound.ceil() as u64,
+            at_ns: self.t_last,
+            drift_ppm: drift_bound.map(|_| self.drift * 1e6),
+            drift_bound_ppm: drift_bound,
+            first_probe_ns: self.t_first,
+            probes: self.samples,
+        }
+    }
+}
+
+/// A host's clock against this one's, from a [`ClockFit`]: what a run reports for each agent
+/// and corrects one-way delays with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    /// The host's clock minus this one's at `at_ns`.
+    pub offset_ns: i64,
+    /// Error bound of the offset anywhere between the first and the last probe.
+    pub bound_ns: u64,
+    /// This host's time (Unix ns) of the last probe the fit used.
+    pub at_ns: u64,
+    /// How fast the offset changes, µs per second; `None` while every probe falls into one
+    /// window (no drift can be told; taken as 0).
+    pub drift_ppm: Option<f64>,
+    /// Error bound of `drift_ppm`.
+    pub drift_bound_ppm: Option<f64>,
+    /// This host's time of the first probe the fit used.
+    pub first_probe_ns: u64,
+    /// Probes the fit used (the least round trip of each window).
+    pub probes: usize,
+}
+
+impl ClockOffset {
+    /// A clock known exactly, `offset_ns` off with a bound of `bound_ns` at all times
+    /// (simulated hosts share one virtual clock: 0 and 0).
+    pub fn fixed(offset_ns: i64, bound_ns: u64) -> ClockOffset {
+        ClockOffset {
+            offset_ns,
+            bound_ns,
+            at_ns: 0,
+            drift_ppm: Some(0.0),
+            drift_bound_ppm: Some(0.0),
+            first_probe_ns: 0,
+            probes: 0,
+        }
+    }
+
+    /// The offset at this host's time `t` along the fitted line, and its bound: `bound_ns`
+    /// between the first and last probes, beyond them widened by the drift's bound for each
+    /// ns away (`B·(1 + 2·d/span)`). Without a drift (one window) the offset is taken as
+    /// constant and the bound is not widened.
     ///
     /// To turn a one-way delay measured as `server_rx − client_tx` into a true one, subtract
     /// the offset at `client_tx`; the bound carries over unchanged.
-    pub fn offset_at(&self, t: u64) -> Option<(i64, u64)> {
-        let f = self.fit()?;
-        let dt = i128::from(t) - i128::from(f.t_ref);
-        let off = f.offset_ref_ns + (f.drift * dt as f64).round() as i128;
+    pub fn at(&self, t: u64) -> (i64, u64) {
+        let dt = i128::from(t) - i128::from(self.at_ns);
+        let drift = self.drift_ppm.unwrap_or(0.0) * 1e-6;
+        let off = i128::from(self.offset_ns) + (drift * dt as f64).round() as i128;
         let off = i64::try_from(off).unwrap_or(if off < 0 { i64::MIN } else { i64::MAX });
-        let b = (f.min_rtt_ns / 2) as f64 + f.residual_ns;
-        let span = f.t_last - f.t_first;
-        let outside = if t < f.t_first {
-            f.t_first - t
+        let outside = if t < self.first_probe_ns {
+            self.first_probe_ns - t
         } else {
-            t.saturating_sub(f.t_last)
+            t.saturating_sub(self.at_ns)
         };
-        let widened = if span > 0 && outside > 0 {
-            b * (1.0 + 2.0 * outside as f64 / span as f64)
-        } else {
-            b
-        };
-        // Saturating float-to-int conversion: a huge bound stays huge, never wraps.
-        let bound = widened.ceil() as u64;
-        Some((off, bound))
+        let widening = self.drift_bound_ppm.unwrap_or(0.0) * 1e-6 * outside as f64;
+        (off, (self.bound_ns as f64 + widening).ceil() as u64)
     }
 }
 
@@ -268,7 +333,7 @@ mod tests {
         assert!((fit.drift - drift).abs() < 2e-6, "drift {}", fit.drift);
         for k in [0u64, 30, 59, 70] {
             let t = start + k * 1_000_000_000;
-            let (off, bound) = est.offset_at(t).unwrap();
+            let (off, bound) = est.fit().unwrap().offset().at(t);
             let truth = true_offset(t - start, offset0, drift) + (drift * start as f64) as i64;
             let err = (off - truth).unsigned_abs();
             assert!(err <= bound, "t+{k}s: error {err} > bound {bound}");
@@ -282,10 +347,56 @@ mod tests {
         assert!(!one_way_valid(-200_000, 300_000));
     }
 
+    /// Issue 12: drift was never estimated. A clock 35 ppm fast, probed in bursts every 2 s for
+    /// two minutes through a queueing path, is fitted within the drift bound reported.
+    #[test]
+    fn a_drifting_clock_is_fitted_within_its_bound() {
+        let mut rng = ChaCha8Rng::seed_from_u64(12);
+        let (offset0, drift) = (250_000_i64, 35e-6);
+        let mut est = ClockEstimator::new(2_000_000_000);
+        for burst in 0..60u64 {
+            for k in 0..4 {
+                let t1 = 1_000_000_000_000 + burst * 2_000_000_000 + k * 5_000_000;
+                est.add(exchange(&mut rng, t1, offset0, drift, 100_000, 3_000_000))
+                    .unwrap();
+            }
+        }
+        let clock = est.fit().unwrap().offset();
+        assert_eq!(clock.probes, 60);
+        let (ppm, bound) = (clock.drift_ppm.unwrap(), clock.drift_bound_ppm.unwrap());
+        assert!((ppm - 35.0).abs() <= bound, "drift {ppm} ± {bound} ppm");
+        assert!(
+            bound < 100.0,
+            "a two-minute span bounds drift tightly: {bound} ppm"
+        );
+        // The offset along the line, even a minute past the last probe, within its bound.
+        for t in [1_000_000_000_000, 1_060_000_000_000, 1_180_000_000_000] {
+            let (off, b) = clock.at(t);
+            let truth = true_offset(t, offset0, drift);
+            assert!(
+                (off - truth).unsigned_abs() <= b + 4,
+                "t {t}: {off} vs {truth} ± {b}"
+            );
+        }
+        // One burst: the drift is unknown, never a made-up 0 ± 0.
+        let mut one = ClockEstimator::new(2_000_000_000);
+        one.add(exchange(
+            &mut rng,
+            5_000_000_000,
+            offset0,
+            drift,
+            100_000,
+            3_000_000,
+        ))
+        .unwrap();
+        let clock = one.fit().unwrap().offset();
+        assert_eq!((clock.drift_ppm, clock.drift_bound_ppm), (None, None));
+    }
+
     #[test]
     fn refuses_inconsistent_samples() {
         let mut est = ClockEstimator::default();
-        assert_eq!(est.offset_at(5), None);
+        assert_eq!(est.fit(), None);
         let bad = ClockSample {
             t1: 10,
             t2: 5,
@@ -315,7 +426,7 @@ mod tests {
         };
         est.add(ok).unwrap();
         // ((990) + (982)) / 2 = 986, rtt 8.
-        assert_eq!(est.offset_at(10_000), Some((986, 4)));
+        assert_eq!(est.fit().unwrap().offset().at(10_000), (986, 4));
     }
 
     proptest! {
@@ -336,7 +447,7 @@ mod tests {
             }
             for k in [0u64, 5, 9] {
                 let t = 1_000_000_000_000 + k * 1_000_000_000;
-                let (off, bound) = est.offset_at(t).unwrap();
+                let (off, bound) = est.fit().unwrap().offset().at(t);
                 let truth = true_offset(t, offset0, drift);
                 // Integer rounding of the synthetic clock adds a few ns.
                 prop_assert!((off - truth).unsigned_abs() <= bound + 4,

@@ -244,6 +244,19 @@ pub struct TcpInfoReport {
     pub snd_mss: u32,
 }
 
+/// Packets the queueing disciplines of an end's egress interface dropped during the test: the
+/// root qdisc's drop counter (a qdisc tree counts its children's drops at its root, as
+/// `tc -s qdisc` shows) read over rtnetlink before and after. It counts every packet that
+/// interface dropped, the test's and any other traffic's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostQdiscDrops {
+    /// The egress interface towards the other end.
+    pub interface: String,
+    /// Kind of its root qdisc ("tbf", "fq_codel", ...).
+    pub qdisc: String,
+    pub drops: u64,
+}
+
 /// Everything one end measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideReport {
@@ -258,6 +271,9 @@ pub struct SideReport {
     pub transactions: Option<TransactionReport>,
     pub responder: Option<ResponderReport>,
     pub tcp_info: Option<TcpInfoReport>,
+    /// Drops in this end's egress qdiscs during the test, where rtnetlink could read them.
+    #[serde(default)]
+    pub host_qdisc_drops: Option<HostQdiscDrops>,
     /// Why this end stopped early, if it did.
     pub error: Option<String>,
     /// What this end could not set up as asked (socket options the kernel refused, ...).

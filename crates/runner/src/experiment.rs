@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use flowlab_control::{TestResult, TestRun};
-use flowlab_experiment::{
-    ClockEstimator, ClockSample, Experiment, ResolvedFlow, SearchMachine, Step,
-};
+use flowlab_experiment::{Experiment, ResolvedFlow, SearchMachine, Step, TrialFlow};
 use flowlab_results::ReceiverReport;
 use flowlab_spec::Direction;
 use flowlab_store::RunId;
@@ -26,9 +24,12 @@ use serde_json::{json, Value};
 use crate::observer::{Event, ExperimentStart, Observer};
 pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::simulated::SimulatedNetwork;
+use clocks::ClockWatch;
 
-/// Clock exchanges per agent before the experiment.
-const CLOCK_PROBES: usize = 16;
+mod clocks;
+
+/// How often the agents' clocks are re-probed while an experiment runs.
+const REPROBE_PERIOD: Duration = Duration::from_secs(2);
 /// Flows of a step start this long after the controller schedules them.
 const START_DELAY: Duration = Duration::from_millis(800);
 
@@ -47,14 +48,18 @@ pub trait StepRunner {
 /// The real network: flowlab agents, each running its flows as a client (`--allow-relay`).
 pub struct Network {
     key: Option<Vec<u8>>,
+    /// The agents' clocks, re-probed in the background; `clocks` is their fit after the last
+    /// step.
+    watch: ClockWatch,
     clocks: Clocks,
     /// Real, or a lab's.
     kind: NetworkKind,
 }
 
 impl Network {
-    /// Checks that every agent of `steps` answers and speaks our version, and estimates its
-    /// clock, before anything runs. `kind`: the real network, or a lab's agents.
+    /// Checks that every agent of `steps` answers and speaks our version, and starts
+    /// estimating its clock (re-probed every [`REPROBE_PERIOD`] until the network is
+    /// dropped), before anything runs. `kind`: the real network, or a lab's agents.
     pub fn connect(
         steps: &[Step],
         key: Option<Vec<u8>>,
@@ -65,26 +70,14 @@ impl Network {
             .flat_map(|s| s.flows.iter())
             .flat_map(|f| [&f.client_agent, &f.server_agent])
             .collect();
-        let mut clocks = Clocks::new();
-        for agent in agents {
-            let exchanges =
-                flowlab_control::controller::probe_clock(agent, key.as_deref(), CLOCK_PROBES)
-                    .map_err(|e| anyhow::anyhow!("agent {agent}: {e}"))?;
-            let mut estimator = ClockEstimator::new(10_000_000_000);
-            for (t1, t2, t3, t4) in exchanges {
-                let _ = estimator.add(ClockSample { t1, t2, t3, t4 });
-            }
-            let now = flowlab_sys::clock::realtime_ns();
-            let (offset_ns, bound_ns) = estimator.offset_at(now).unwrap_or((0, u64::MAX));
-            clocks.insert(
-                agent.clone(),
-                ClockOffset {
-                    offset_ns,
-                    bound_ns,
-                },
-            );
-        }
-        Ok(Network { key, clocks, kind })
+        let watch = ClockWatch::start(&agents, key.as_deref(), REPROBE_PERIOD)?;
+        let clocks = watch.clocks();
+        Ok(Network {
+            key,
+            watch,
+            clocks,
+            kind,
+        })
     }
 }
 
@@ -102,16 +95,18 @@ impl StepRunner for Network {
     fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
         let start = flowlab_sys::clock::realtime_ns() + START_DELAY.as_nanos() as u64;
         let (key, clocks) = (self.key.as_deref(), &self.clocks);
-        std::thread::scope(|scope| {
+        let drain = step.drain_ns.map(Duration::from_nanos);
+        let results = std::thread::scope(|scope| {
             let handles: Vec<_> = step
                 .flows
                 .iter()
                 .map(|f| {
-                    let offset = clocks.get(&f.client_agent).map_or(0, |c| c.offset_ns);
+                    let offset = clocks.get(&f.client_agent).map_or(0, |c| c.at(start).0);
                     let at = (start + f.start_offset_ns).saturating_add_signed(offset);
                     let length = f.spec.duration_ns.unwrap_or(60_000_000_000);
-                    let timeout =
-                        Duration::from_nanos(length + f.start_offset_ns) + Duration::from_secs(30);
+                    let timeout = Duration::from_nanos(length + f.start_offset_ns)
+                        + drain.unwrap_or_default()
+                        + Duration::from_secs(30);
                     scope.spawn(move || {
                         flowlab_control::controller::relay(
                             &f.client_agent,
@@ -119,6 +114,7 @@ impl StepRunner for Network {
                             &f.server_agent,
                             f.spec.clone(),
                             Some(at),
+                            drain,
                             timeout,
                         )
                     })
@@ -131,7 +127,10 @@ impl StepRunner for Network {
                         .unwrap_or_else(|_| Err("the flow's thread failed".into()))
                 })
                 .collect()
-        })
+        });
+        // The fit now covers the step: its one-way delays are corrected along it.
+        self.clocks = self.watch.clocks();
+        results
     }
 }
 
@@ -163,6 +162,25 @@ pub fn steps(experiment: &Experiment, lab: &BTreeMap<String, String>) -> Vec<Ste
         .into_iter()
         .map(|s| relocate(s, lab))
         .collect()
+}
+
+/// Steps that name every agent the experiment uses, to check and clock them first: the plan's
+/// steps, or with a search (which replaces the plan) its first trial, since every trial runs
+/// the same flows between the same hosts.
+fn reaching_every_agent(
+    experiment: &Experiment,
+    steps: &[Step],
+    lab: &BTreeMap<String, String>,
+) -> anyhow::Result<Vec<Step>> {
+    let Some(search) = &experiment.search else {
+        return Ok(steps.to_vec());
+    };
+    let mut machine = search
+        .machine(experiment)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let trial = machine.next_trial();
+    let first = trial.and_then(|t| flowlab_experiment::trial_step(experiment, &t, 0));
+    Ok(first.map(|s| relocate(s, lab)).into_iter().collect())
 }
 
 /// Where `flowlab run` runs an experiment's flows.
@@ -210,12 +228,15 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
     };
     let steps = steps(&experiment, &lab);
     let runner: Box<dyn StepRunner> = match target {
-        Target::Real => Box::new(Network::connect(&steps, key, NetworkKind::Real)?),
-        Target::Lab(name) => {
-            let kind = NetworkKind::Lab { name: name.into() };
-            Box::new(Network::connect(&steps, key, kind)?)
-        }
         Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
+        Target::Real | Target::Lab(_) => {
+            let kind = match target {
+                Target::Lab(name) => NetworkKind::Lab { name: name.into() },
+                _ => NetworkKind::Real,
+            };
+            let reached = reaching_every_agent(&experiment, &steps, &lab)?;
+            Box::new(Network::connect(&reached, key, kind)?)
+        }
     };
     Ok(Prepared {
         experiment,
@@ -243,7 +264,9 @@ fn arrivals(result: &TestResult) -> Option<&ReceiverReport> {
 }
 
 /// One-way delay from the receiving end's timestamps, corrected by the agents' clock offsets
-/// (each relative to the controller). Loopback flows have round trips instead.
+/// (each relative to the controller) along their fitted lines at the middle of the flow's
+/// arrivals. The smallest delay came at an unknown time of the flow, so the bound adds how
+/// far the two clocks may drift apart in half its span. Loopback flows have round trips instead.
 fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<OneWay> {
     let (sender_agent, receiver_agent) = match result.spec.direction {
         Direction::Oneway => (&flow.client_agent, &flow.server_agent),
@@ -255,8 +278,22 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
     let relative = rx.relative_delay.as_ref()?;
     let sender = clocks.get(sender_agent.as_str())?;
     let receiver = clocks.get(receiver_agent.as_str())?;
-    let min_ns = transit_min - (receiver.offset_ns - sender.offset_ns) as f64;
-    let bound_ns = receiver.bound_ns.saturating_add(sender.bound_ns) as f64;
+    // `started_at_ns` is on the relaying client agent's clock; the fits are on ours.
+    let client_offset = clocks
+        .get(flow.client_agent.as_str())
+        .map_or(0, |c| c.offset_ns);
+    let middle = (result.started_at_ns + rx.duration_ns / 2).saturating_add_signed(-client_offset);
+    let ((rx_off, rx_bound), (tx_off, tx_bound)) = (receiver.at(middle), sender.at(middle));
+    let drift_ppm = receiver.drift_ppm.unwrap_or(0.0) - sender.drift_ppm.unwrap_or(0.0);
+    let drift_bound_ppm = receiver
+        .drift_bound_ppm
+        .zip(sender.drift_bound_ppm)
+        .map(|(r, s)| r + s);
+    let min_ns = transit_min - rx_off.saturating_sub(tx_off) as f64;
+    // The fitted drift apart, and its own bound where the flow outlasts the probes' span.
+    let apart_ppm = drift_ppm.abs() + drift_bound_ppm.unwrap_or(0.0);
+    let apart_ns = apart_ppm * 1e-6 * rx.duration_ns as f64 / 2.0;
+    let bound_ns = rx_bound.saturating_add(tx_bound) as f64 + apart_ns;
     Some(OneWay {
         min_ns,
         p50_ns: min_ns + relative.p50_ns,
@@ -264,6 +301,8 @@ fn one_way(result: &TestResult, flow: &ResolvedFlow, clocks: &Clocks) -> Option<
         max_ns: min_ns + relative.max_ns,
         bound_ns,
         valid: flowlab_experiment::one_way_valid(min_ns as i64, bound_ns as u64),
+        clock_drift_ppm: drift_bound_ppm.map(|_| drift_ppm),
+        clock_drift_bound_ppm: drift_bound_ppm,
     })
 }
 
@@ -302,8 +341,9 @@ fn run_step(step: &Step, runner: &mut dyn StepRunner) -> Vec<FlowOutcome> {
         .collect()
 }
 
-/// Runs `steps` (from [`steps`]) of `experiment`, then its search, through `runner`. Stops
-/// between steps at Ctrl-C; a failed or interrupted search is an error.
+/// Runs `steps` (from [`steps`]: none when `experiment` has a search) of `experiment`, then
+/// its search, through `runner`. Stops between steps at Ctrl-C; a failed or interrupted search
+/// is an error.
 pub fn run_experiment(
     experiment: &Experiment,
     steps: &[Step],
@@ -314,6 +354,7 @@ pub fn run_experiment(
     observer.on(Event::ExperimentStarted(ExperimentStart {
         name: &experiment.name,
         steps: steps.len(),
+        search: experiment.search.is_some(),
         network: runner.network(),
         clocks: runner.clocks(),
     }));
@@ -362,8 +403,8 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// Runs the file's search: each trial is a step of the search's flows; the trial's loss
-    /// is the flows' total lost over total sent, its throughput their total receiver goodput.
+    /// Runs the file's search: each trial is a step of the search's flows, fed back as the
+    /// flows' total loss ratio and output throughput ([`trial_outcome`]).
     fn run(
         self,
         machine: &mut SearchMachine,
@@ -399,42 +440,50 @@ impl Search<'_> {
     }
 }
 
-/// A trial's totals over its flows; a failed flow fails the trial. The output throughput is
-/// each flow's goodput over the trial's longest receiving span (first to last arrival): a
-/// flow that received only part of the trial (starved at a full queue) counts for what it
-/// delivered, not at the rate of its short span.
+/// What `result`'s flow offered, sent and received, as a search's trial counts it: the
+/// offered rate is the constant schedule's (rate times sockets), none for a traffic model.
+fn trial_flow(result: &TestResult) -> TrialFlow {
+    let spec = &result.spec;
+    let s = &result.summary;
+    TrialFlow {
+        offered_bps: spec
+            .rate_bps
+            .filter(|_| spec.traffic.is_none())
+            .map(|rate| rate.saturating_mul(u64::from(spec.flows))),
+        packets_sent: s.packets_sent,
+        packets_lost: s.packets_lost,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        receive_span_ns: arrivals(result).map_or(0, |rx| rx.duration_ns),
+    }
+}
+
+/// A trial's totals over its flows (see [`flowlab_experiment::trial`]); a failed flow fails
+/// the trial. `rate_bps`: the trial's rate as the search named it, shown as the offered load
+/// where a flow's own rate is unknown.
 fn trial_outcome(
     index: usize,
-    offered_bps: u64,
+    rate_bps: u64,
     flows: &[FlowOutcome],
 ) -> anyhow::Result<TrialOutcome> {
-    let (mut sent, mut lost) = (0u64, 0u64);
-    let mut delivered = Vec::new();
+    let mut counted = Vec::new();
     for r in flows {
         match &r.result {
-            Ok(t) => {
-                sent += t.summary.packets_sent;
-                lost += t.summary.packets_lost;
-                let span = arrivals(t).map(|rx| rx.duration_ns);
-                delivered.push((t.summary.receiver_goodput_bps, span));
-            }
+            Ok(t) => counted.push(trial_flow(t)),
             Err(e) => bail!("trial {index} failed: flow {}: {e}", r.flow),
         }
     }
-    let longest = delivered.iter().filter_map(|d| d.1).max().unwrap_or(0);
-    let share = |span: Option<u64>| match (span, longest) {
-        (Some(span), 1..) => span as f64 / longest as f64,
-        _ => 1.0,
-    };
+    let totals = flowlab_experiment::trial_totals(&counted);
+    let offered: Option<u64> = counted.iter().map(|f| f.offered_bps).sum();
     Ok(TrialOutcome {
         index,
-        offered_bps,
-        goodput_bps: delivered.iter().map(|&(g, span)| g * share(span)).sum(),
-        loss: if sent == 0 {
-            1.0
-        } else {
-            lost as f64 / sent as f64
-        },
+        offered_bps: offered.unwrap_or(rate_bps),
+        goodput_bps: totals.throughput_bps,
+        loss: totals.loss_ratio,
+        duration_ns: flows
+            .iter()
+            .filter_map(|r| r.result.as_ref().ok()?.spec.duration_ns)
+            .max(),
     })
 }
 

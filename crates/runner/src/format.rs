@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
-use flowlab_experiment::Step;
+use flowlab_experiment::{Step, ThroughputFlag, ThroughputResult};
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::observer::ExperimentStart;
-use crate::outcome::{FlowOutcome, NetworkKind, TrialOutcome};
+use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -215,6 +215,25 @@ fn socket_drops_text(r: &TestResult) -> String {
     }
 }
 
+/// Where the lost packets were lost, when some were and the sender's qdisc was read: "3 in
+/// the sending host's qdisc (tbf on veth0), 0 beyond it".
+fn loss_attribution_text(r: &TestResult) -> Option<String> {
+    let s = &r.summary;
+    let (at_host, beyond) = (s.lost_in_sender_qdisc?, s.lost_beyond_sender?);
+    if s.packets_lost == 0 {
+        return None;
+    }
+    let qdiscs: Vec<String> = [&r.client, &r.agent]
+        .iter()
+        .filter_map(|side| side.as_ref()?.host_qdisc_drops.as_ref())
+        .map(|d| format!("{} on {}", d.qdisc, d.interface))
+        .collect();
+    Some(format!(
+        "{at_host} in the sending host's qdisc ({}), {beyond} beyond it",
+        qdiscs.join(", ")
+    ))
+}
+
 fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
     c.map_or(String::new(), |c| {
         format!(
@@ -363,7 +382,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  lost in network    {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
+        "  lost after sending {} of {} ({:.3}%); reordered {}; duplicates {}; at the receiving socket {}",
         s.packets_lost,
         s.packets_sent,
         s.loss_pct,
@@ -371,6 +390,9 @@ fn render_packets(r: &TestResult, out: &mut String) {
         s.duplicates,
         socket_drops_text(r)
     );
+    if let Some(where_lost) = loss_attribution_text(r) {
+        let _ = writeln!(out, "  of which          {where_lost}");
+    }
     if let Some(n) = s.tcp_unreceived_at_end.filter(|&n| n > 0) {
         let _ = writeln!(
             out,
@@ -689,22 +711,51 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     let ExperimentStart {
         name,
         steps,
+        search,
         network,
         clocks,
     } = start;
+    let runs = match search {
+        true => "a search".to_string(),
+        false => format!("{steps} steps"),
+    };
     let mut out = format!(
-        "experiment {name} ({steps} steps, {} agents), network {network}\n",
+        "experiment {name} ({runs}, {} agents), network {network}\n",
         clocks.len()
     );
     for (agent, c) in *clocks {
         let _ = writeln!(
             out,
-            "  clock of {agent}: offset {} ± {} from this host",
+            "  clock of {agent}: offset {} ± {} from this host, {}",
             format_duration_ns(c.offset_ns as f64),
-            format_duration_ns(c.bound_ns as f64)
+            format_duration_ns(c.bound_ns as f64),
+            drift_text(c.drift_ppm.zip(c.drift_bound_ppm))
         );
     }
     out
+}
+
+/// A clock drift and its bound, or why there is none yet.
+fn drift_text(drift: Option<(f64, f64)>) -> String {
+    match drift {
+        Some((ppm, bound)) => format!("drift {ppm:+.2} ± {bound:.2} ppm"),
+        None => "drift not yet known (re-probed while the experiment runs)".into(),
+    }
+}
+
+/// A flow's absolute one-way delay, its bound, and how the two clocks drift apart.
+fn one_way_text(o: &OneWay) -> String {
+    let drift = drift_text(o.clock_drift_ppm.zip(o.clock_drift_bound_ppm));
+    if !o.valid {
+        let bound = format_duration_ns(o.bound_ns);
+        return format!("one-way: relative figures only (clock bound {bound}); clocks {drift}");
+    }
+    format!(
+        "one-way min {} ± {}, p99 {}; clocks {drift}",
+        format_duration_ns(o.min_ns),
+        format_duration_ns(o.bound_ns),
+        format_duration_ns(o.p99_ns)
+    )
 }
 
 /// A finished step: each flow's goodput, loss and delay, and all flows' goodput.
@@ -750,6 +801,9 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
                     format_rate(s.receiver_goodput_bps),
                     s.loss_pct
                 );
+                if let Some(o) = &r.one_way {
+                    let _ = writeln!(out, "  {:<width$} {}", "", one_way_text(o));
+                }
             }
             Err(e) => {
                 let _ = writeln!(out, "  {:<width$} failed: {e}", r.flow);
@@ -760,15 +814,53 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
     out
 }
 
-/// A search's trial: what was offered and what came through.
+/// A search's trial: what was offered, for how long, and what came through.
 pub fn trial_line(t: &TrialOutcome) -> String {
+    let length = t
+        .duration_ns
+        .map(|ns| format!(" for {}", format_duration_ns(ns as f64)))
+        .unwrap_or_default();
     format!(
-        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        "trial {}: offered {}{length} -> goodput {}, loss {:.3}%",
         t.index,
         format_rate(t.offered_bps as f64),
         format_rate(t.goodput_bps),
         t.loss * 100.0
     )
+}
+
+/// A search's result: its document, then for an RFC 2544 throughput one line per reason to
+/// doubt it (the flags of `flowlab_experiment::ThroughputResult`).
+pub fn search_text(result: &Value) -> String {
+    let mut out = format!("search result: {result}\n");
+    let Ok(found) = serde_json::from_value::<ThroughputResult>(result.clone()) else {
+        return out;
+    };
+    let rate = found.rate_bps.map_or(0.0, |r| r as f64);
+    for &flag in &found.flags {
+        let detail = match flag {
+            ThroughputFlag::ShortTrial => format!(
+                "{}: a queue can hide a rate above capacity",
+                format_duration_ns(found.trial_s * 1e9)
+            ),
+            ThroughputFlag::AboveCapacity => format!(
+                "{} > {}",
+                format_rate(rate),
+                format_rate(found.capacity_bps.unwrap_or(0.0))
+            ),
+            ThroughputFlag::LossAtLongerTrial => {
+                found.verification.as_ref().map_or_else(String::new, |v| {
+                    format!(
+                        "{:.3}% over {}",
+                        v.loss_ratio * 100.0,
+                        format_duration_ns(v.trial_s * 1e9)
+                    )
+                })
+            }
+        };
+        let _ = writeln!(out, "warning: {} ({detail})", flag.describe());
+    }
+    out
 }
 
 /// The demo's first line: where its agent listens and what it runs.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use flowlab_control::TestResult;
+pub use flowlab_experiment::ClockOffset;
 use serde::{Deserialize, Serialize};
 
 /// The network an experiment's flows ran on, recorded with its results (`network` in the
@@ -49,13 +50,6 @@ impl fmt::Display for NetworkKind {
     }
 }
 
-/// A host's clock against this one's: the estimated offset and the bound of that estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ClockOffset {
-    pub offset_ns: i64,
-    pub bound_ns: u64,
-}
-
 /// Clocks by agent address.
 pub type Clocks = BTreeMap<String, ClockOffset>;
 
@@ -71,6 +65,10 @@ pub struct OneWay {
     pub bound_ns: f64,
     /// False when the bound exceeds the delay: the figures say little.
     pub valid: bool,
+    /// How fast the receiver's clock gains on the sender's (ppm, from the two fits), and the
+    /// bound of that; `None` while a clock's drift is unknown.
+    pub clock_drift_ppm: Option<f64>,
+    pub clock_drift_bound_ppm: Option<f64>,
 }
 
 /// One flow's outcome in one step.
@@ -89,9 +87,12 @@ pub struct FlowOutcome {
 pub struct TrialOutcome {
     pub index: usize,
     pub offered_bps: u64,
+    /// Payload bytes received over the trial's span (never above what was offered).
     pub goodput_bps: f64,
     /// Lost over sent.
     pub loss: f64,
+    /// How long the trial's flows sent (the longest), when they had a duration.
+    pub duration_ns: Option<u64>,
 }
 
 #[cfg(test)]

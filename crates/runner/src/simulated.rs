@@ -56,10 +56,7 @@ impl SimulatedNetwork {
     /// declares must run on one of the network's host nodes.
     pub fn new(file: &str, text: &str, experiment: &Experiment) -> anyhow::Result<Self> {
         let network = SimNetwork::load(text).map_err(|e| anyhow!("{}", e.with_file(file)))?;
-        let exact = ClockOffset {
-            offset_ns: 0,
-            bound_ns: 0,
-        };
+        let exact = ClockOffset::fixed(0, 0);
         let mut clocks = Clocks::new();
         for host in experiment.points.iter().flat_map(|p| &p.hosts) {
             network

@@ -309,6 +309,7 @@ impl SimNetwork {
             transactions: None,
             responder: None,
             tcp_info: None,
+            host_qdisc_drops: None,
             error: None,
             notes: Vec::new(),
         };

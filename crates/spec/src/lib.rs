@@ -19,6 +19,8 @@ pub use defaults::{
 };
 mod param;
 pub use param::{Param, ParamValue, ValueKind};
+mod path;
+pub use path::{EgressPath, CEILING_WITHOUT_LINK_SPEED_BPS, MAX_OVER_LINK_SPEED};
 
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;

@@ -45,6 +45,25 @@ pub fn clock_source() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// An interface's link speed in bit/s from sysfs (`/sys/class/net/IF/speed`, Mbit/s), or
+/// `None` where it has none: loopback and veth report no speed, a link that is down -1.
+pub fn link_speed_bps(interface: &str) -> Option<u64> {
+    if interface.contains('/') || interface.starts_with('.') {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/speed")).ok()?;
+    parse_link_speed(&text)
+}
+
+/// The sysfs speed text (Mbit/s) in bit/s: none for "-1", 0 or an unreadable value.
+fn parse_link_speed(text: &str) -> Option<u64> {
+    let mbps: i64 = text.trim().parse().ok()?;
+    u64::try_from(mbps)
+        .ok()
+        .filter(|&m| m > 0)
+        .map(|m| m.saturating_mul(1_000_000))
+}
+
 /// Raises this process's open-file limit to its hard limit: a test of many flows needs a
 /// socket per flow at each end, beyond the usual soft limit of 1024. Returns the new limit.
 pub fn raise_open_file_limit() -> std::io::Result<u64> {
@@ -92,6 +111,17 @@ mod tests {
             "{rel}"
         );
         assert!(!clock_source().is_empty());
+    }
+
+    #[test]
+    fn link_speeds_from_sysfs_text() {
+        assert_eq!(parse_link_speed("10000\n"), Some(10_000_000_000));
+        assert_eq!(parse_link_speed("-1\n"), None, "a link that is down");
+        assert_eq!(parse_link_speed("0"), None);
+        assert_eq!(parse_link_speed("fast"), None);
+        // lo has a speed file only on some kernels, and then no valid speed.
+        assert_eq!(link_speed_bps("lo"), None);
+        assert_eq!(link_speed_bps("../../x"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 
 /// True when tcpdump can run; otherwise says the test was skipped (and fails in CI, which
 /// must install it).
@@ -34,8 +34,8 @@ pub struct Packet {
     pub dport: u16,
     /// IPv4 TOS or IPv6 traffic class.
     pub tos: u8,
-    /// The transport payload. A GSO or GRO packet (one skb of several segments, as a veth
-    /// carries them) holds all its segments' payloads end to end.
+    /// The transport payload, as far as it was captured. A GSO or GRO packet (one skb of
+    /// several segments, as a veth carries them) holds all its segments' payloads end to end.
     pub payload: Vec<u8>,
     /// TCP only: sequence number and flags byte.
     pub tcp: Option<(u32, u8)>,
@@ -58,6 +58,12 @@ impl Capture {
     /// Captures whole frames on `dev` inside `ns` that match the pcap `filter`, with
     /// nanosecond stamps; returns once tcpdump is listening.
     pub fn start(ns: &str, dev: &str, filter: &str) -> Capture {
+        Capture::start_with(ns, dev, filter, 0)
+    }
+
+    /// Captures the first `snaplen` bytes of each frame (0: whole frames): a long, busy
+    /// capture keeps up where whole frames would overflow tcpdump's buffer.
+    pub fn start_with(ns: &str, dev: &str, filter: &str, snaplen: u32) -> Capture {
         let file = std::env::temp_dir().join(format!(
             "flowlab-capture-{}-{ns}-{dev}.pcap",
             std::process::id()
@@ -74,7 +80,8 @@ impl Capture {
                 "-U",
                 "--immediate-mode",
             ])
-            .args(["-B", "32768", "--time-stamp-precision=nano", "-w"])
+            .args(["-s", &snaplen.to_string(), "-B", "65536"])
+            .args(["--time-stamp-precision=nano", "-w"])
             .arg(&file)
             .args(filter.split_whitespace())
             .stdout(Stdio::null())
@@ -124,13 +131,18 @@ impl Capture {
     }
 }
 
-/// The IP packets of a pcap of Ethernet frames, in capture order.
+/// The IP packets of a pcap of Ethernet frames, in capture order. Raw records: pcap-file's
+/// checked ones refuse a frame longer than the snap length, which is what a snap length makes.
 pub fn parse_pcap(bytes: &[u8]) -> Vec<Packet> {
     let mut reader = pcap_file::pcap::PcapReader::new(bytes).expect("a pcap file");
+    let frac_ns = match reader.header().ts_resolution {
+        pcap_file::TsResolution::NanoSecond => 1,
+        pcap_file::TsResolution::MicroSecond => 1_000,
+    };
     let mut out = Vec::new();
-    while let Some(frame) = reader.next_packet() {
+    while let Some(frame) = reader.next_raw_packet() {
         let frame = frame.expect("a whole pcap record");
-        let at_ns = frame.timestamp.as_nanos() as u64;
+        let at_ns = u64::from(frame.ts_sec) * 1_000_000_000 + u64::from(frame.ts_frac) * frac_ns;
         if let Some(packet) = parse_frame(at_ns, &frame.data) {
             out.push(packet);
         }
@@ -139,9 +151,9 @@ pub fn parse_pcap(bytes: &[u8]) -> Vec<Packet> {
 }
 
 fn parse_frame(at_ns: u64, data: &[u8]) -> Option<Packet> {
-    let sliced = SlicedPacket::from_ethernet(data).ok()?;
+    let sliced = LaxSlicedPacket::from_ethernet(data).ok()?;
     let (src, dst, proto, tos) = match sliced.net? {
-        NetSlice::Ipv4(ip) => {
+        LaxNetSlice::Ipv4(ip) => {
             let h = ip.header();
             let (s, d) = (h.source_addr(), h.destination_addr());
             (
@@ -151,7 +163,7 @@ fn parse_frame(at_ns: u64, data: &[u8]) -> Option<Packet> {
                 h.dcp().value() << 2 | h.ecn().value(),
             )
         }
-        NetSlice::Ipv6(ip) => {
+        LaxNetSlice::Ipv6(ip) => {
             let h = ip.header();
             let (s, d) = (h.source_addr(), h.destination_addr());
             (

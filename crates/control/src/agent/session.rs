@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use flowlab_engine::RunContext;
-use flowlab_results::{IntervalReport, PacketRecord, SideReport};
+use flowlab_engine::{QdiscWatch, RunContext};
+use flowlab_results::{IntervalReport, PacketRecord, Role, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_units::format_rate;
@@ -23,7 +23,7 @@ use super::config::{
     START_TIMEOUT,
 };
 use super::data::DataSockets;
-use super::relay::{answer_time_probes, relay_test};
+use super::relay::{answer_time_probes, relay_drain, relay_test};
 use super::roles::{run_role, Event};
 use crate::admission::Ticket;
 use crate::auth;
@@ -180,7 +180,8 @@ impl Session<'_> {
                 target,
                 spec,
                 start_at_ns,
-            } => self.relayed_test(&mut conn, &target, spec, start_at_ns, ticket),
+                drain_ns,
+            } => self.relayed_test(&mut conn, &target, spec, (start_at_ns, drain_ns), ticket),
             other => {
                 stats.malformed_control.fetch_add(1, Ordering::Relaxed);
                 refuse(
@@ -198,7 +199,7 @@ impl Session<'_> {
         conn: &mut Conn,
         target: &str,
         spec: TestSpec,
-        start_at_ns: Option<u64>,
+        (start_at_ns, drain_ns): (Option<u64>, Option<u64>),
         ticket: Ticket,
     ) -> Result<(), String> {
         let (config, stats) = (self.config, self.stats);
@@ -214,10 +215,14 @@ impl Session<'_> {
         if let Err(reason) = check_limits(&spec, &config.limits) {
             return refuse(conn, stats, reason);
         }
+        let drain = match relay_drain(drain_ns) {
+            Ok(drain) => drain,
+            Err(reason) => return refuse(conn, stats, reason),
+        };
         let Some(_slot) = take_slot(stats, &config.limits) else {
             return refuse(conn, stats, busy(&config.limits));
         };
-        relay_test(conn, config, target, spec, start_at_ns, self.log)
+        relay_test(conn, config, target, spec, (start_at_ns, drain), self.log)
     }
 
     /// The client's own test: checked, accepted with data sockets towards the client only,
@@ -309,6 +314,11 @@ fn run_test(
     let stop = AtomicBool::new(false);
     let (events, inbox) = mpsc::channel::<Event>();
     let cpu_start = CpuSnapshot::take().ok();
+    // The agent sends in reverse tests and echoes in loopback ones: its own qdisc's drops.
+    let peer = conn.stream().peer_addr().map(|a| a.ip()).ok();
+    let qdisc_watch = peer
+        .filter(|_| matches!(role, Role::Sender | Role::Echo))
+        .and_then(QdiscWatch::start);
     let mut report = SideReport {
         role,
         host: flowlab_sys::host::hostname(),
@@ -320,8 +330,9 @@ fn run_test(
         transactions: None,
         responder: None,
         tcp_info: None,
+        host_qdisc_drops: None,
         error: None,
-        notes: data.configure(spec, role == flowlab_results::Role::Sender),
+        notes: data.configure(spec, role == Role::Sender),
     };
     if let (None, Some(cap)) = (spec.rate_bps, limits.max_rate_bps) {
         report.notes.push(format!(
@@ -359,6 +370,7 @@ fn run_test(
         }
     });
     report.cpu = cpu_start.and_then(|start| cpu_load(&start));
+    report.host_qdisc_drops = qdisc_watch.zip(peer).and_then(|(w, peer)| w.finish(peer));
     // A client that stopped reading stalls the first send; the rest would stall again.
     let logged = log.chunks(PACKET_LOG_CHUNK).try_for_each(|chunk| {
         conn.send(&Message::PacketLog {

@@ -6,7 +6,8 @@ use flowlab_control::Summary2;
 struct Bottleneck {
     capacity: f64,
     clocks: Clocks,
-    steps: Vec<usize>,
+    /// Each step run: its index and its wait for packets in flight.
+    steps: Vec<(usize, Option<u64>)>,
     kind: NetworkKind,
 }
 
@@ -14,13 +15,7 @@ impl Bottleneck {
     fn new(capacity: f64) -> Bottleneck {
         let clocks = [("10.0.0.1:9470", 0), ("10.0.0.2:9470", 2_000_000)]
             .into_iter()
-            .map(|(a, offset_ns)| {
-                let c = ClockOffset {
-                    offset_ns,
-                    bound_ns: 1000,
-                };
-                (a.to_string(), c)
-            })
+            .map(|(a, offset_ns)| (a.to_string(), ClockOffset::fixed(offset_ns, 1000)))
             .collect();
         Bottleneck {
             capacity,
@@ -36,6 +31,7 @@ impl Bottleneck {
 fn result(spec: &flowlab_spec::TestSpec, goodput: f64, loss: f64) -> TestResult {
     let sent = 1000;
     let lost = (loss * sent as f64).round() as u64;
+    let size = u64::from(spec.size);
     TestResult {
         schema_version: flowlab_control::SCHEMA_VERSION,
         flowlab_version: "test".into(),
@@ -45,7 +41,9 @@ fn result(spec: &flowlab_spec::TestSpec, goodput: f64, loss: f64) -> TestResult 
         spec: spec.clone(),
         summary: Summary2 {
             packets_sent: sent,
+            bytes_sent: sent * size,
             packets_lost: lost,
+            bytes_received: (sent - lost) * size,
             loss_pct: loss * 100.0,
             receiver_goodput_bps: goodput,
             ..Summary2::default()
@@ -68,7 +66,7 @@ impl StepRunner for Bottleneck {
     }
 
     fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
-        self.steps.push(step.index);
+        self.steps.push((step.index, step.drain_ns));
         let offered: f64 = step
             .flows
             .iter()
@@ -147,7 +145,7 @@ values = ["3M", "9M"]
         _ => {}
     };
     let out = run_experiment(&e, &steps, &BTreeMap::new(), &mut net, &mut observer).unwrap();
-    assert_eq!(net.steps, [0, 1, 2, 3]);
+    assert_eq!(net.steps, [(0, None), (1, None), (2, None), (3, None)]);
     assert_eq!(
         seen,
         [
@@ -222,10 +220,41 @@ trial = "1s"
         .map(|t| t.offered_bps);
     let best = lossless.max().unwrap();
     assert!((7_750_000..=8_000_000).contains(&best), "{best}");
+    assert!(
+        trials.iter().all(|t| t.goodput_bps <= t.offered_bps as f64),
+        "{trials:?}"
+    );
     assert_eq!(found, out.search);
-    assert_eq!(out.flows.len(), 1 + trials.len());
-    let text = found.unwrap().to_string();
-    assert!(text.contains(&best.to_string()), "{text}");
+    // Issue 12: the plan's step ran first and was stored beside trial 0.
+    assert_eq!(
+        out.flows.len(),
+        trials.len(),
+        "only the search's trials run"
+    );
+    let trial_steps: Vec<_> = (0..trials.len())
+        .map(|i| (i, Some(flowlab_experiment::TRIAL_DRAIN_NS)))
+        .collect();
+    assert_eq!(net.steps, trial_steps);
+    let (last, bisection) = trials.split_last().unwrap();
+    assert!(bisection
+        .iter()
+        .all(|t| t.duration_ns == Some(1_000_000_000)));
+    assert_eq!(
+        last.duration_ns,
+        Some(2_000_000_000),
+        "the re-run of the result"
+    );
+    let found = found.unwrap();
+    assert!(found.to_string().contains(&best.to_string()), "{found}");
+    // 1 s trials: the result says it is shorter than RFC 2544 asks, in the text too.
+    assert_eq!(found["flags"], json!(["short_trial"]));
+    let capacity = found["capacity_bps"].as_f64().unwrap();
+    assert!((capacity / 8e6 - 1.0).abs() < 1e-3, "{capacity}");
+    let text = crate::format::search_text(&found);
+    assert!(
+        text.ends_with("\nwarning: trials shorter than RFC 2544's 60 s (1.00 s: a queue can hide a rate above capacity)\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -272,8 +301,10 @@ fn a_starved_flow_counts_for_what_it_delivered() {
         "/../../examples/experiments/lab-three-offered-load.toml"
     ))
     .unwrap();
-    let text = text.replace("full_rate = \"6M\"", "full_rate = \"5400k\"");
-    let e = flowlab_experiment::load(&text).unwrap();
+    // The file's plan (its three flows together), without the search that replaces it.
+    let plan = &text[..text.find("[search]").unwrap()];
+    let plan = plan.replace("full_rate = \"6M\"", "full_rate = \"5400k\"");
+    let e = flowlab_experiment::load(&plan).unwrap();
     let network = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/sim/lab-three.toml"
@@ -313,4 +344,96 @@ fn a_target_is_real_a_lab_or_a_simulation_never_two() {
     );
     let both = Target::from_flags(Some("three"), Some(sim)).unwrap_err();
     assert_eq!(both.to_string(), "--lab and --sim exclude each other");
+}
+
+/// Issue 12: one-way delays are corrected along each clock's fitted line (at the middle of
+/// the flow), not by one offset taken before the experiment.
+#[test]
+fn one_way_delay_is_corrected_along_the_fitted_clocks() {
+    let e = load(
+        r#"
+[[flow]]
+name = "x"
+from = "a"
+to = "b"
+rate = "1M"
+duration = "2s"
+"#,
+    );
+    let flow = steps(&e, &BTreeMap::new())[0].flows[0].clone();
+    // The receiver's clock was 5 ms ahead at the last probe and gains 100 ppm; the flow's
+    // arrivals span 9 to 11 s after that probe, so at their middle it is 6 ms ahead.
+    let t0 = 1_000_000_000_000_u64;
+    let receiver = ClockOffset {
+        offset_ns: 5_000_000,
+        bound_ns: 20_000,
+        at_ns: t0,
+        drift_ppm: Some(100.0),
+        drift_bound_ppm: Some(2.0),
+        first_probe_ns: t0 - 60_000_000_000,
+        probes: 30,
+    };
+    let clocks: Clocks = [
+        (flow.client_agent.clone(), ClockOffset::fixed(0, 10_000)),
+        (flow.server_agent.clone(), receiver),
+    ]
+    .into_iter()
+    .collect();
+    // A true delay of 1 ms, each packet stamped on arrival by the drifting clock.
+    let start = t0 + 9_000_000_000;
+    let mut meter = flowlab_results::meter::ReceiverMeter::new(1, false, false);
+    for seq in 0..=200u64 {
+        let sent = start + seq * 10_000_000;
+        let (ahead, _) = receiver.at(sent);
+        meter.on_packet(
+            0,
+            flowlab_results::meter::Arrived {
+                seq,
+                size: 1000,
+                sent_ns: sent,
+                echoed_ns: None,
+                arrival_ns: sent + 1_000_000 + ahead as u64,
+                kernel_stamp: true,
+            },
+        );
+    }
+    let mut r = result(&flow.spec, 1e6, 0.0);
+    r.started_at_ns = start;
+    r.agent = Some(flowlab_results::SideReport {
+        role: flowlab_results::Role::Receiver,
+        host: "b".into(),
+        cpu: None,
+        role_cpu: None,
+        sender: None,
+        receiver: Some(meter.report(None)),
+        echo: None,
+        transactions: None,
+        responder: None,
+        tcp_info: None,
+        host_qdisc_drops: None,
+        error: None,
+        notes: Vec::new(),
+    });
+    let o = one_way(&r, &flow, &clocks).unwrap();
+    // Bounds: 20 µs + 2 ppm over the 10 s since the last probe, the sender's 10 µs, and the
+    // clocks' 100 ± 2 ppm apart over half the 2 s of arrivals (as the receiver's clock times
+    // them).
+    assert!(
+        (o.bound_ns - 152_000.0).abs() < 100.0,
+        "bound {} ns",
+        o.bound_ns
+    );
+    assert!((o.min_ns - 1e6).abs() <= o.bound_ns, "min {} ns", o.min_ns);
+    assert!(o.valid);
+    assert_eq!(o.clock_drift_ppm, Some(100.0));
+    // The offset of the last probe alone (5 ms) would have said 1.9 ms.
+    let transit_min = r
+        .agent
+        .as_ref()
+        .unwrap()
+        .receiver
+        .as_ref()
+        .unwrap()
+        .transit_min_ns;
+    assert_eq!(transit_min, Some(6_900_000));
 }

@@ -19,8 +19,8 @@ use flowlab_atm::gcra::{Policer, PolicerVerdict};
 use flowlab_atm::replicate::LoopStep;
 use flowlab_atm::switch::Verdict as AtmVerdict;
 use flowlab_atm::{
-    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, OutputPort,
-    PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
+    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, LineRate,
+    OutputPort, PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId, VcLimits,
 };
 use flowlab_link::diffserv::DiffServPort;
 use flowlab_link::impair::Impairments;
@@ -39,11 +39,12 @@ use rand_chacha::ChaCha8Rng;
 use self::bg_model::ModelSource;
 use self::cell_loss::LineLoss;
 use self::fragments::{Frag, Fragmenter};
+use crate::endsys::{Held, Next, Stages};
 use crate::report::{
     BackgroundReport, ClassReport, FlowReport, FragReport, PolicerReport, PortReport, TcpReport,
     VcReport,
 };
-use crate::scenario::{Model, NodeKind, Protocol};
+use crate::scenario::{FlowSpec, Model, NodeKind, NodeSpec, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
@@ -64,6 +65,8 @@ enum Ev {
     Shape(u32),
     /// A background source's next cell (or a recirculating cell's return).
     Bg(u32),
+    /// An end-system stage (host CPU, router forwarding) releases a packet.
+    EndSys(u32),
 }
 
 #[derive(Clone, Copy)]
@@ -321,6 +324,8 @@ enum Fate {
 struct Pkt {
     size: u32,
     cells: u32,
+    /// Its DSCP: the stream's, until an edge's marker re-marks it.
+    dscp: u8,
     sent_ns: u64,
     payload: Payload,
     fate: Fate,
@@ -390,6 +395,14 @@ impl Stream {
             if p.fate == Fate::InFlight {
                 p.fate = Fate::Dropped;
             }
+        }
+    }
+
+    /// Packet `frame` now carries `dscp`.
+    fn remark(&mut self, frame: u32, dscp: u8) {
+        let slot = frame.checked_sub(self.base);
+        if let Some(p) = slot.and_then(|d| self.inflight.get_mut(d as usize)) {
+            p.dscp = dscp;
         }
     }
 
@@ -504,6 +517,8 @@ pub(crate) struct Sim<'m> {
     cells_sent: u64,
     /// Datagrams a flow's sender hands over at one wake-up (kept to reuse its allocation).
     due: Vec<Transmit>,
+    /// Host CPUs and router forwarding paths (`endsys`).
+    endsys: Stages,
 }
 
 /// What one run produced.
@@ -516,6 +531,19 @@ pub(crate) struct Outcome {
     pub backgrounds: Vec<BackgroundReport>,
     pub events: u64,
     pub cells: u64,
+}
+
+/// A paced TCP flow's application at `now`: the bytes it has written (one MSS every
+/// MSS × 8 / pace seconds from its start, the first at the start) and when it writes next.
+fn paced_writes(f: &FlowSpec, now: u64) -> Option<(u64, u64)> {
+    let pace = u128::from(f.tcp.pace_bps?.max(1));
+    let mss = u128::from(f.tcp.mss.max(1));
+    let elapsed = u128::from(now.saturating_sub(f.start_ns));
+    // Write k is due at start + ceil(k · mss · 8e9 / pace).
+    let done = elapsed * pace / (mss * 8_000_000_000) + 1;
+    let next = (done * mss * 8_000_000_000).div_ceil(pace);
+    let next_ns = u64::try_from(next).map_or(NEVER, |n| f.start_ns.saturating_add(n));
+    Some((u64::try_from(done * mss).unwrap_or(u64::MAX), next_ns))
 }
 
 /// Whether a flow's far end sends every datagram back (ping, loopback).
@@ -607,6 +635,25 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     })
 }
 
+/// The per-VC limits of interface `i` (direction `i % 2` of link `i / 2`) if it is an ATM
+/// switch's output port: a host adapter has its own buffer and no per-VC limits.
+fn switch_vc_limits(m: &Model, i: usize) -> Option<VcLimits> {
+    let l = &m.links[i / 2];
+    let from = if i % 2 == 0 { l.a } else { l.b };
+    let atm = l.atm.as_ref()?;
+    (m.nodes[from].kind == NodeKind::AtmSwitch).then_some(atm.port.vc_limits)
+}
+
+/// A host adapter's cell line: the physical line, or slower if its SAR segments slower.
+fn adapter_line(line: LineRate, host: &NodeSpec) -> LineRate {
+    match host.endsys.sar_rate_bps {
+        Some(sar) if (sar as f64) < line.cell_bit_rate() => {
+            LineRate::from_cell_bit_rate(sar).unwrap_or(line)
+        }
+        _ => line,
+    }
+}
+
 /// Both directions of every link, each an output port (cells or packets) with its line, its
 /// far end, and its impairment stage, seeded per direction from the run's `seed`.
 fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
@@ -633,7 +680,7 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                     let cfg = if from_kind == NodeKind::AtmSwitch {
                         a.port.port_config(buffer)
                     } else {
-                        PortConfig::new(a.port.line, buffer)
+                        PortConfig::new(adapter_line(a.port.line, &m.nodes[from]), buffer)
                     };
                     IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
                 }
@@ -708,8 +755,12 @@ impl<'m> Sim<'m> {
                 });
                 let sid = streams.len();
                 for &i in &hops {
+                    let switch_limits = switch_vc_limits(m, i).map(|l| f.vc_limits.unwrap_or(l));
                     if let IfaceKind::Atm(port) = &mut ifaces[i].kind {
                         port.set_vc(VcId(sid as u32), f.service);
+                        if let Some(limits) = switch_limits {
+                            port.set_vc_limits(VcId(sid as u32), limits);
+                        }
                     }
                 }
                 let mtus = hops.iter().map(|&i| m.links[i / 2].mtu).collect();
@@ -765,6 +816,16 @@ impl<'m> Sim<'m> {
             }
         }
 
+        let node_costs: Vec<_> = m.nodes.iter().map(|n| n.endsys).collect();
+        let iface_to: Vec<usize> = ifaces.iter().map(|i| i.to).collect();
+        let endsys = Stages::new(&node_costs, &iface_to, seed);
+        for (i, iface) in ifaces.iter_mut().enumerate() {
+            // A receiving host's CPU orders deliveries in time: no shortcut past it.
+            if endsys.receive(i).is_some() {
+                iface.sink = false;
+            }
+        }
+
         let mut bgs = Vec::new();
         for (bi, b) in m.backgrounds.iter().enumerate() {
             let l = &m.links[b.link];
@@ -776,9 +837,11 @@ impl<'m> Sim<'m> {
             ifaces[port_iface].bgs.push(bi);
             let base = owners.len();
             let vcs: Vec<VcId> = (0..b.passes).map(|p| VcId((base + p) as u32)).collect();
+            let limits = switch_vc_limits(m, port_iface).unwrap_or_default();
             for &vc in &vcs {
                 if let IfaceKind::Atm(port) = &mut ifaces[port_iface].kind {
                     port.set_vc(vc, b.service);
+                    port.set_vc_limits(vc, limits);
                 }
                 owners.push(VcOwner::Background(bi));
             }
@@ -824,6 +887,7 @@ impl<'m> Sim<'m> {
             events: 0,
             cells_sent: 0,
             due: Vec::new(),
+            endsys,
         }
     }
 
@@ -895,6 +959,7 @@ impl<'m> Sim<'m> {
                     }
                     self.background(b);
                 }
+                Ev::EndSys(k) => self.endsys_release(k as usize),
             }
         }
         for i in 0..self.ifaces.len() {
@@ -1089,6 +1154,10 @@ impl<'m> Sim<'m> {
             if tx.poll_timeout().is_some_and(|t| t <= now) {
                 tx.handle_timeout(now);
             }
+            let writes = paced_writes(&self.m.flows[f], now);
+            if let Some((written, _)) = writes {
+                tx.set_written(written);
+            }
             while let Some(s) = tx.poll_transmit(now) {
                 segs.push(s);
             }
@@ -1096,10 +1165,10 @@ impl<'m> Sim<'m> {
                 acks.push(a);
             }
             finished = tx.is_finished();
-            next = match (tx.poll_timeout(), rx.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            next = [tx.poll_timeout(), rx.poll_timeout(), writes.map(|w| w.1)]
+                .into_iter()
+                .flatten()
+                .min();
         }
         if finished {
             self.flows[f].finished_ns = Some(now);
@@ -1125,7 +1194,11 @@ impl<'m> Sim<'m> {
         if !reverse {
             self.count_sent(flow, payload, size, deadline);
         }
-        self.forward(s, 0, frame);
+        let node = self.streams[s].path[0];
+        match self.endsys.send(node) {
+            Some(k) => self.hold(k, s, frame, Next::Forward { hop: 0 }),
+            None => self.forward(s, 0, frame),
+        }
         if !self.streams[s].replicas.is_empty() {
             self.copy_to_replicas(s, frame, payload, size, deadline);
         }
@@ -1147,6 +1220,31 @@ impl<'m> Sim<'m> {
         }
     }
 
+    /// Holds packet `frame` of stream `s` in end-system stage `k` until it is released.
+    fn hold(&mut self, k: usize, s: usize, frame: u32, next: Next) {
+        let stream = s as u32;
+        let t = self.endsys.stages[k].hold(
+            self.now,
+            Held {
+                stream,
+                frame,
+                next,
+            },
+        );
+        self.push(t, Ev::EndSys(k as u32));
+    }
+
+    /// What end-system stage `k` releases by now goes on its way.
+    fn endsys_release(&mut self, k: usize) {
+        while let Some(h) = self.endsys.stages[k].release(self.now) {
+            let s = h.stream as usize;
+            match h.next {
+                Next::Forward { hop } => self.forward(s, hop as usize, h.frame),
+                Next::Deliver => self.deliver(s, h.frame, self.now),
+            }
+        }
+    }
+
     /// Hands packet `frame` of stream `s` to the interface of hop `hop`.
     fn forward(&mut self, s: usize, hop: usize, frame: u32) {
         let now = self.now;
@@ -1165,7 +1263,7 @@ impl<'m> Sim<'m> {
         let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
             return;
         };
-        let Some(size) = self.streams[s].inflight.get(idx).map(|p| p.size) else {
+        let Some((size, dscp)) = self.streams[s].inflight.get(idx).map(|p| (p.size, p.dscp)) else {
             return;
         };
         let encap = self.ifaces[i].atm_encap;
@@ -1210,8 +1308,7 @@ impl<'m> Sim<'m> {
                     }
                     None => size,
                 };
-                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now)
-                    .with_dscp(self.streams[s].dscp);
+                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now).with_dscp(dscp);
                 if ip.port.enqueue(now, pkt).is_err() {
                     ip.packets_dropped += 1;
                     self.streams[s].dropped(frame);
@@ -1310,6 +1407,8 @@ impl<'m> Sim<'m> {
                     let (start, end, pkt) = (d.start_ns, d.end_ns, d.packet);
                     let stream = pkt.flow;
                     let frame = pkt.id as u32;
+                    // A marker may have re-marked it: the next hops classify the new DSCP.
+                    self.streams[stream as usize].remark(frame, pkt.dscp);
                     match (ip.over_atm, iface.impair.as_mut()) {
                         (None, None) => iface
                             .flight
@@ -1446,10 +1545,24 @@ impl<'m> Sim<'m> {
     /// Packet `frame` of stream `s` reaches hop `hop` at `now` (the clock, except on a sink
     /// link, where only deliveries happen).
     fn packet_at(&mut self, s: usize, hop: usize, frame: u32, now: u64) {
-        if hop + 1 < self.streams[s].path.len() {
-            self.forward(s, hop, frame);
+        let st = &self.streams[s];
+        if hop + 1 < st.path.len() {
+            match self.endsys.forward(st.path[hop]) {
+                Some(k) => self.hold(k, s, frame, Next::Forward { hop: hop as u32 }),
+                None => self.forward(s, hop, frame),
+            }
             return;
         }
+        // Only non-sink links reach a receive stage, so `now` is the clock here.
+        let into = hop.checked_sub(1).and_then(|h| st.ifaces.get(h).copied());
+        match into.and_then(|i| self.endsys.receive(i)) {
+            Some(k) => self.hold(k, s, frame, Next::Deliver),
+            None => self.deliver(s, frame, now),
+        }
+    }
+
+    /// Packet `frame` of stream `s` reaches its receiving application at `now`.
+    fn deliver(&mut self, s: usize, frame: u32, now: u64) {
         let st = &mut self.streams[s];
         // A copy's second arrival is delivered again, as a real receiver sees it.
         let Some(pkt) = st.delivered(frame).or_else(|| st.copies.remove(&frame)) else {
@@ -1785,9 +1898,12 @@ impl<'m> Sim<'m> {
                             sent: c.sent,
                             dropped: c.dropped,
                             sent_bytes: c.sent_bytes,
+                            out_of_profile: c.out_of_profile,
+                            remarked: c.remarked,
                         })
                         .collect();
-                    if classes.iter().all(|c| c.enqueued == 0 && c.dropped == 0) {
+                    let idle = |c: &ClassReport| c.enqueued == 0 && c.dropped == 0;
+                    if classes.iter().all(|c| idle(c) && c.out_of_profile == 0) {
                         continue;
                     }
                     ports.push(PortReport {

@@ -16,6 +16,7 @@
 
 #[cfg(test)]
 mod accounting_tests;
+mod endsys;
 mod engine;
 mod frag;
 pub mod limits;

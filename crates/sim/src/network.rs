@@ -323,6 +323,7 @@ impl SimNetwork {
             contract: None,
             police: None,
             shape: false,
+            vc_limits: None,
             dscp: spec.socket.dscp.unwrap_or(0),
             tcp: tcp_spec(spec, size.saturating_sub(TCP_HEADERS)),
             metered_headers,
@@ -467,6 +468,7 @@ fn tcp_spec(spec: &TestSpec, mss: u32) -> TcpSpec {
         bytes: spec.count.map(|c| c.saturating_mul(u64::from(spec.size))),
         delayed_ack_ns: None,
         min_rto_ns: TCP_MIN_RTO_NS,
+        pace_bps: None,
     }
 }
 

@@ -154,6 +154,10 @@ pub struct ClassReport {
     pub sent: u64,
     pub dropped: u64,
     pub sent_bytes: u64,
+    /// Packets the class's meter dropped (out of profile).
+    pub out_of_profile: u64,
+    /// Packets the class's marker gave another DSCP.
+    pub remarked: u64,
 }
 
 /// One output port (one direction of a link).

@@ -5,14 +5,18 @@
 //! unknown node, SCR above PCR, no path) can still point at the line that caused it. The whole
 //! file, every sweep point included, is checked before anything runs.
 
+use flowlab_atm::VcLimits;
 use flowlab_atm::{PolicingAction, ServiceCategory};
-use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
+use flowlab_link::atm::{
+    read_contract, read_port, read_service, read_vc_limits, ContractSpec, PortSpec, POLICING,
+};
 use flowlab_link::config::{read_cell_loss, read_impair, IMPAIR_KEYS};
 use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
 use flowlab_link::impair::ImpairConfig;
 use flowlab_link::loss::LossModel;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
+use crate::endsys::{read_endsys, EndSystem, ENDSYS_KEYS};
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
 use crate::sender::{parse_traffic, SendSpec};
 
@@ -38,6 +42,8 @@ const LINK_KEYS: &[&str] = &[
     "epd",
     "ppd",
     "clp_threshold",
+    "vc_buffer_cells",
+    "vc_epd",
     "encap",
     "mtu",
     "buffer",
@@ -73,6 +79,9 @@ const FLOW_KEYS: &[&str] = &[
     "bytes",
     "delayed_ack",
     "min_rto",
+    "pace",
+    "vc_buffer_cells",
+    "vc_epd",
     "traffic",
     "leaves",
 ];
@@ -113,6 +122,7 @@ pub(crate) enum NodeKind {
 pub(crate) struct NodeSpec {
     pub name: String,
     pub kind: NodeKind,
+    pub endsys: EndSystem,
 }
 
 /// The ATM side of a link: the port every link shares with emulated ones, and the buffer of
@@ -161,6 +171,8 @@ pub(crate) struct TcpSpec {
     pub bytes: Option<u64>,
     pub delayed_ack_ns: Option<u64>,
     pub min_rto_ns: u64,
+    /// The application writes one MSS at a time at this rate (host pacing); `None`: bulk.
+    pub pace_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -176,6 +188,8 @@ pub(crate) struct FlowSpec {
     pub contract: Option<ContractSpec>,
     pub police: Option<PolicingAction>,
     pub shape: bool,
+    /// The flow's VCs' share of each switch port's buffer, instead of the link's.
+    pub vc_limits: Option<VcLimits>,
     pub dscp: u8,
     pub tcp: TcpSpec,
     /// Header bytes the meters leave out of each packet: none in scenarios (they count IP
@@ -336,9 +350,8 @@ fn unit_of(key: &str) -> Option<Unit> {
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
         | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
-        | "buffer_packets" | "tx_ring" | "mbs" | "mss" | "passes" | "cells_per_frame" | "limit" => {
-            Unit::Count
-        }
+        | "vc_buffer_cells" | "vc_epd" | "buffer_packets" | "tx_ring" | "mbs" | "mss"
+        | "passes" | "cells_per_frame" | "limit" => Unit::Count,
         _ => return None,
     })
 }
@@ -506,7 +519,7 @@ pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioErr
     let mut nodes: Vec<NodeSpec> = Vec::new();
     for n in tables {
         let n = n.named("node");
-        n.only(NODE_KEYS)?;
+        n.only(&[NODE_KEYS, ENDSYS_KEYS].concat())?;
         let name = n.required_string("name")?.to_string();
         n.required("kind")?;
         let kind = n.choice("kind", NODE_KINDS)?.unwrap_or(NodeKind::Host);
@@ -514,7 +527,8 @@ pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioErr
             let item = n.required("name")?;
             return Err(item.error(format!("node {name:?} is defined twice")));
         }
-        nodes.push(NodeSpec { name, kind });
+        let endsys = read_endsys(&n, kind)?;
+        nodes.push(NodeSpec { name, kind, endsys });
     }
     Ok(nodes)
 }
@@ -715,6 +729,9 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
             format!("flow {name}: police and shape need a contract (pcr)"),
         ));
     }
+    if let (Some(item), false) = (f.get("pace"), matches!(protocol, Protocol::Tcp)) {
+        return Err(f.error(item, "pace", "paces tcp flows (udp sets rate)"));
+    }
     let dscp = match f.get("dscp") {
         None => 0,
         Some(item) => dscp_of(item).map_err(|m| f.error(item, "dscp", m))?,
@@ -730,6 +747,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         contract,
         police,
         shape,
+        vc_limits: read_vc_limits(&f)?,
         dscp,
         tcp: flow_tcp(&f, size)?,
         metered_headers: 0,
@@ -918,6 +936,7 @@ fn flow_tcp(f: &Reader, size: u32) -> Result<TcpSpec, ScenarioError> {
         bytes: f.bytes("bytes")?,
         delayed_ack_ns: f.duration_ns("delayed_ack")?,
         min_rto_ns: f.duration_ns("min_rto")?.unwrap_or(1_000_000_000),
+        pace_bps: f.bit_rate("pace", "'max' is a bulk sender: leave pace out")?,
     })
 }
 

@@ -204,3 +204,15 @@ fn the_documented_examples_load() {
 fn impairment_keys_are_emulate_keys() {
     assert!(IMPAIR_KEYS.iter().all(|k| KEYS.contains(k)));
 }
+
+#[test]
+fn vc_limits_are_atm_port_keys() {
+    let s = load(r#"phy = "E1", buffer_cells = 200, vc_buffer_cells = 100, vc_epd = 50"#).unwrap();
+    let limits = s.atm.unwrap().port.vc_limits;
+    assert_eq!(
+        (limits.buffer_cells, limits.epd_threshold),
+        (Some(100), Some(50))
+    );
+    assert!(err("vc_epd = 5").contains("needs phy"));
+    assert!(err(r#"phy = "E1", vc_buffer_cells = 10, vc_epd = 10"#).contains("must be below"));
+}

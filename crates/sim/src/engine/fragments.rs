@@ -87,6 +87,7 @@ impl Stream {
             self.inflight.push_back(Pkt {
                 size: piece.wire_size(),
                 cells: 0,
+                dscp: self.dscp,
                 sent_ns: now,
                 payload,
                 fate: Fate::InFlight,

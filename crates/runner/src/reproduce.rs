@@ -102,6 +102,9 @@ pub struct Figure {
     pub x_label: &'static str,
     pub y_label: &'static str,
     pub points: &'static [(f64, &'static str)],
+    /// flowlab's curve from every run of a swept scenario (the `run` of the probe ignored),
+    /// at these x values in sweep order; without it, the curve joins the rows' values.
+    pub sweep: Option<(Probe, &'static [f64])>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +244,8 @@ fn slack(t: Tolerance, published: f64) -> f64 {
 }
 
 /// Runs the rows of `seeds` (all when empty) and writes the Markdown to `out` and each
-/// figure's SVG beside it, in `reproductions/`. Returns the outcomes.
+/// figure's SVG beside it, in `reproductions/`. Returns the outcomes; an error, after
+/// writing, if an exact row no longer matches.
 pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
     let started = std::time::Instant::now();
     let outcomes = outcomes(seeds, |_| true)?;
@@ -253,17 +257,45 @@ pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
         .filter(|f| seeds.is_empty() || seeds.contains(&f.seed))
     {
         let path = dir.join(format!("{}.svg", figure.file));
-        std::fs::write(&path, plot(figure, &outcomes)?)
+        let curve = match figure.sweep {
+            Some((probe, xs)) => sweep_curve(&probe, xs)?,
+            None => Vec::new(),
+        };
+        std::fs::write(&path, plot(figure, &outcomes, curve)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
         figures.push(figure);
     }
     let text = markdown(&outcomes, &figures, started.elapsed().as_secs());
     std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+    let broken = outcomes
+        .iter()
+        .filter(|o| matches!(o.row.check, Check::Exact { .. }) && o.verdict != Verdict::Exact);
+    if let Some(o) = broken.into_iter().next() {
+        bail!(
+            "exact row no longer matches: seed {} {}",
+            o.row.seed,
+            o.row.item
+        );
+    }
     Ok(outcomes)
 }
 
-/// The figure's published points (markers) over flowlab's curve (a line).
-pub fn plot(figure: &Figure, outcomes: &[Outcome]) -> anyhow::Result<String> {
+/// flowlab's value at each run of the probe's swept scenario.
+fn sweep_curve(probe: &Probe, xs: &[f64]) -> anyhow::Result<Vec<(f64, f64)>> {
+    let report = run(probe.scenario)?;
+    xs.iter()
+        .enumerate()
+        .map(|(i, &x)| Ok((x, read(&report, &Probe { run: i, ..*probe })?)))
+        .collect()
+}
+
+/// The figure's published points (markers) over flowlab's curve (a line): `curve` if not
+/// empty, else the simulated values of the figure's rows.
+pub fn plot(
+    figure: &Figure,
+    outcomes: &[Outcome],
+    mut curve: Vec<(f64, f64)>,
+) -> anyhow::Result<String> {
     let mut published = Vec::new();
     let mut simulated = Vec::new();
     for &(x, item) in figure.points {
@@ -274,6 +306,9 @@ pub fn plot(figure: &Figure, outcomes: &[Outcome]) -> anyhow::Result<String> {
             published.push((x, p));
         }
         simulated.extend(o.simulated.map(|s| (x, s)));
+    }
+    if !curve.is_empty() {
+        simulated = std::mem::take(&mut curve);
     }
     let series = [
         Series {
@@ -296,6 +331,14 @@ fn number(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+fn signed(v: f64) -> String {
+    if v > 0.0 {
+        format!("+{}", number(v))
+    } else {
+        number(v)
+    }
+}
+
 fn published_text(p: Published) -> String {
     match p {
         Published::Value(v) => number(v),
@@ -306,9 +349,9 @@ fn published_text(p: Published) -> String {
 
 fn difference(o: &Outcome) -> String {
     match (o.simulated, o.row.published) {
-        (Some(s), Published::Value(p)) => format!("{:+}", number(s - p)).replace("+-", "-"),
-        (Some(s), Published::Range(lo, _)) if s < lo => number(s - lo),
-        (Some(s), Published::Range(_, hi)) if s > hi => format!("+{}", number(s - hi)),
+        (Some(s), Published::Value(p)) => signed(s - p),
+        (Some(s), Published::Range(lo, _)) if s < lo => signed(s - lo),
+        (Some(s), Published::Range(_, hi)) if s > hi => signed(s - hi),
         (Some(_), Published::Range(..)) => "0 (inside)".into(),
         _ => "–".into(),
     }

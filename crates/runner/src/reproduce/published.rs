@@ -223,6 +223,7 @@ pub const FIGURES: &[Figure] = &[
                 "Table 1: ping loss, 4096 bytes, loops in one direction",
             ),
         ],
+        sweep: None,
     },
     Figure {
         seed: "001",
@@ -244,5 +245,23 @@ pub const FIGURES: &[Figure] = &[
                 "§3.4: RFC 1323 TCP, 1 MiB window, 6 Mb/s PVC (\"no difference\")",
             ),
         ],
+        sweep: None,
+    },
+    Figure {
+        seed: "003",
+        file: "003-tcp-cdvt",
+        title: "Seed 003, Figure 5: TCP against CDVT, CBR PCR 10 Mb/s (published as a curve only)",
+        x_label: "CDVT (ms)",
+        y_label: "TCP goodput (Mb/s)",
+        points: &[],
+        sweep: Some((
+            Probe {
+                scenario: "policing-cdvt",
+                run: 0,
+                name: "tcp",
+                metric: Metric::GoodputMbps,
+            },
+            &[0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 8.0, 10.0, 20.0, 50.0],
+        )),
     },
 ];

@@ -63,6 +63,38 @@ fn verdicts_follow_the_check() {
 }
 
 #[test]
+fn a_swept_figure_has_a_point_per_sweep_value() {
+    let fig = FIGURES.iter().find(|f| f.sweep.is_some()).unwrap();
+    let (probe, xs) = fig.sweep.unwrap();
+    let curve = sweep_curve(&probe, xs).unwrap();
+    assert_eq!(curve.len(), xs.len());
+    // Policing by dropping with no CDVT lets no back-to-back segment through.
+    assert_eq!(curve[0], (0.0, 0.0));
+    assert!(curve.iter().any(|&(_, y)| y > 0.0), "{curve:?}");
+}
+
+#[test]
+fn differences_carry_their_sign() {
+    static TWO: Row = Row {
+        seed: "001",
+        item: "two",
+        unit: "",
+        published: Published::Value(2.0),
+        probe: None,
+        check: Check::NotReproduced,
+        explanation: "",
+    };
+    let o = |simulated| Outcome {
+        row: &TWO,
+        simulated,
+        verdict: Verdict::NotReproduced,
+    };
+    assert_eq!(difference(&o(Some(2.5))), "+0.5");
+    assert_eq!(difference(&o(Some(1.5))), "-0.5");
+    assert_eq!(difference(&o(None)), "–");
+}
+
+#[test]
 fn an_unknown_seed_is_one_line() {
     let Err(e) = outcomes(&["005"], |_| true) else {
         panic!("seed 005 accepted");
@@ -118,7 +150,8 @@ fn a_figure_plots_published_points_over_the_simulated_curve() {
             1.0,
             "§3.3: IP maximum of Classical IP (9180-byte MTU) over OC-3c",
         )],
+        sweep: None,
     };
-    let svg = plot(&fig, &rows).unwrap();
+    let svg = plot(&fig, &rows, Vec::new()).unwrap();
     assert!(svg.contains("published") && svg.contains("flowlab (simulated)"));
 }

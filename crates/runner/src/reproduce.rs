@@ -360,6 +360,7 @@ fn difference(o: &Outcome) -> String {
 fn markdown(outcomes: &[Outcome], figures: &[&Figure], seconds: u64) -> String {
     let mut md = String::from(HEADER);
     let _ = writeln!(md, "\nThis run took {seconds} s.\n");
+    md.push_str(&summary(outcomes));
     for seed in SEEDS {
         let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.row.seed == seed).collect();
         if rows.is_empty() {
@@ -389,6 +390,37 @@ fn markdown(outcomes: &[Outcome], figures: &[&Figure], seconds: u64) -> String {
         }
         md.push('\n');
     }
+    md
+}
+
+/// Rows by seed and verdict.
+fn summary(outcomes: &[Outcome]) -> String {
+    const VERDICTS: [Verdict; 5] = [
+        Verdict::Exact,
+        Verdict::Differs,
+        Verdict::Within,
+        Verdict::Outside,
+        Verdict::NotReproduced,
+    ];
+    let mut md = String::from("| seed | rows |");
+    for v in VERDICTS {
+        let _ = write!(md, " {} |", v.text());
+    }
+    md.push_str("\n| --- | --- |");
+    md.push_str(&" --- |".repeat(VERDICTS.len()));
+    md.push('\n');
+    for seed in SEEDS {
+        let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.row.seed == seed).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(md, "| {seed} | {} |", rows.len());
+        for v in VERDICTS {
+            let _ = write!(md, " {} |", rows.iter().filter(|o| o.verdict == v).count());
+        }
+        md.push('\n');
+    }
+    md.push('\n');
     md
 }
 

@@ -681,8 +681,9 @@ const BAGNET_FRAGMENTED: &str = "load-dependent as the smaller pings, and the pa
     is not simulated yet)";
 const CELLS: &str = "an encapsulation figure: ping data + 8 (ICMP) + 20 (IP) bytes, LLC/SNAP and \
     the AAL5 trailer, padded to 48-byte cell payloads";
-const AQUILA_TCP: &str = "the simulated sources are shaped to exactly 100 kbit/s of cells, the \
-    paper's hosts less regularly; the token-bucket meters are not in scenarios yet";
+const AQUILA_TCP: &str = "the simulated sources are held to exactly 100 kbit/s (ATM: shaped \
+    cells; IP: a 100 kbit/s access link), the paper's hosts less regularly; the token-bucket \
+    meters are not in scenarios yet";
 
 /// The figures drawn as plots: published points over flowlab's curve.
 pub const FIGURES: &[Figure] = &[

@@ -15,6 +15,7 @@ pub mod host;
 pub mod observer;
 pub mod outcome;
 pub mod record;
+pub mod reproduce;
 pub mod simulated;
 pub mod sweep;
 pub mod test;

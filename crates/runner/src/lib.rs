@@ -14,6 +14,7 @@ pub mod format;
 pub mod host;
 pub mod observer;
 pub mod outcome;
+pub mod output;
 pub mod record;
 pub mod reproduce;
 pub mod simulated;

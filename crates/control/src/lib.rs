@@ -10,6 +10,7 @@ pub mod auth;
 pub mod client;
 mod conn;
 pub mod controller;
+pub mod host_facts;
 mod native;
 mod outcome;
 pub mod protocol;

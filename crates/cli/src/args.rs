@@ -78,6 +78,9 @@ pub enum Command {
         after_help = "Examples:\n  flowlab lab up examples/lab/three-hosts.toml\n  flowlab lab exec h1 -- ip route\n  flowlab lab status\n  flowlab lab down three"
     )]
     Lab(crate::lab_cmd::LabArgs),
+    /// Check the path to an agent against seed 003's tuning check list, with what to change.
+    #[command(after_help = "Examples:\n  flowlab doctor 10.0.0.2\n  flowlab doctor host --json")]
+    Doctor(DoctorArgs),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
@@ -383,6 +386,18 @@ const STAMP_CONFLICTS: [&str; 30] = [
 
 fn parse_dscp(s: &str) -> Result<u8, String> {
     flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// The agent: HOST, HOST:PORT, [IPV6]:PORT.
+    pub target: String,
+    /// Print what was measured and the findings as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Pre-shared key, when the agent requires one.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod defaults;
 pub mod demo;
+pub mod doctor;
 pub mod emulated;
 pub mod experiment;
 pub mod format;

@@ -176,7 +176,10 @@ mod tests {
         let bytes = Message::Start.encode();
         assert_eq!(bytes, b"\x00\x00\x00\x11\x01{\"type\":\"start\"}".to_vec());
         let query = Message::HostQuery.encode();
-        assert_eq!(query, b"\x00\x00\x00\x16\x01{\"type\":\"host_query\"}".to_vec());
+        assert_eq!(
+            query,
+            b"\x00\x00\x00\x16\x01{\"type\":\"host_query\"}".to_vec()
+        );
         let refused = Message::Refused {
             reason: "rate".into(),
         };

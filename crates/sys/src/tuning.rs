@@ -90,7 +90,11 @@ pub fn interface_mtu(interface: &str) -> Option<u32> {
 /// UDP datagrams dropped since boot because a receiving socket's buffer was full
 /// (`RcvbufErrors` in `/proc/net/snmp`, this namespace's count).
 pub fn udp_receive_buffer_errors() -> Option<u64> {
-    parse_snmp(&fs::read_to_string("/proc/net/snmp").ok()?, "Udp", "RcvbufErrors")
+    parse_snmp(
+        &fs::read_to_string("/proc/net/snmp").ok()?,
+        "Udp",
+        "RcvbufErrors",
+    )
 }
 
 /// A counter of `/proc/net/snmp`: a line of names after `PROTO:`, then one of values.

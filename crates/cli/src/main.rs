@@ -11,7 +11,6 @@ mod serve;
 mod sim_cmd;
 mod stamp_cmd;
 mod sweep_cmd;
-mod terminal;
 mod test_cmd;
 
 use std::process::ExitCode;

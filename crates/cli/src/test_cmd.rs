@@ -11,8 +11,8 @@ use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
-use crate::terminal::{Output, Terminal};
 use flowlab_runner::output::{conclude, print_result};
+use flowlab_runner::terminal::{Output, Terminal};
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {

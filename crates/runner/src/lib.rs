@@ -20,6 +20,7 @@ pub mod record;
 pub mod reproduce;
 pub mod simulated;
 pub mod sweep;
+pub mod terminal;
 pub mod test;
 
 pub use experiment::{Network, StepRunner};

@@ -11,6 +11,7 @@ pub mod client;
 mod conn;
 pub mod controller;
 pub mod host_facts;
+pub mod metrics;
 mod native;
 mod outcome;
 pub mod protocol;

@@ -291,6 +291,7 @@ impl Session<'_> {
             packet_key: packet_key.filter(|_| spec.authenticated_packets),
         };
         let report = run_test(conn, data, spec, &ctx, &config.limits);
+        stats.record(crate::metrics::TestSummary::of(session, spec, &report));
         (self.log)(format!(
             "{peer}: session {session} done{}",
             report

@@ -134,6 +134,10 @@ pub struct ServeArgs {
     /// mode with --key-file.
     #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "862")]
     pub stamp: Option<String>,
+    /// Serve Prometheus metrics (tests served and refused, active tests, bytes, the last 32
+    /// tests' summaries) at http://ADDR:PORT/metrics; without it nothing listens for them.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Run the STAMP reflector alone, without the agent.
     #[arg(long, requires = "stamp")]
     pub stamp_only: bool,

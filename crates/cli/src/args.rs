@@ -318,6 +318,10 @@ pub struct TestArgs {
     /// Print live figures every interval (1s, 500ms).
     #[arg(long, short, value_parser = parse_duration)]
     pub interval: Option<Duration>,
+    /// A live view in the terminal: throughput, loss and delay percentiles every --interval
+    /// (1s unless given), with small plots; plain lines where stdout is not a terminal.
+    #[arg(long, conflicts_with_all = ["json", "json_stream"])]
+    pub live: bool,
     /// Print the result as one JSON document.
     #[arg(long, conflicts_with = "json_stream")]
     pub json: bool,
@@ -355,7 +359,7 @@ pub struct TestArgs {
 }
 
 /// Flags of a flowlab test that a STAMP session has no use for.
-const STAMP_CONFLICTS: [&str; 30] = [
+const STAMP_CONFLICTS: [&str; 31] = [
     "udp",
     "tcp",
     "proto",
@@ -383,6 +387,7 @@ const STAMP_CONFLICTS: [&str; 30] = [
     "read_rate",
     "congestion",
     "interval",
+    "live",
     "json_stream",
     "packet_log",
     "db",

@@ -13,6 +13,7 @@ pub mod emulated;
 pub mod experiment;
 pub mod format;
 pub mod host;
+pub mod live;
 pub mod observer;
 pub mod outcome;
 pub mod output;

@@ -119,6 +119,9 @@ impl LiveState {
     }
 }
 
+/// A plot: its name, the value it takes of a point and how its peak reads.
+type Plot = (&'static str, fn(&Point) -> u64, fn(u64) -> String);
+
 /// Draws the view into `area`.
 pub fn draw(frame: &mut Frame, area: Rect, state: &LiveState) {
     let outer = Block::default().borders(Borders::ALL).title(
@@ -130,14 +133,16 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &LiveState) {
     frame.render_widget(Paragraph::new(state.figures()), text);
     let columns = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas::<3>(plots);
     let peak = |values: &[u64]| values.iter().copied().max().unwrap_or(0);
-    let plots: [(&str, Box<dyn Fn(&Point) -> u64>, fn(u64) -> String); 3] = [
-        ("throughput", Box::new(|p| p.throughput_bps as u64), |v| {
-            format_rate(v as f64)
-        }),
-        ("lost", Box::new(|p| p.lost), |v| v.to_string()),
+    let plots: [Plot; 3] = [
+        (
+            "throughput",
+            |p| p.throughput_bps as u64,
+            |v| format_rate(v as f64),
+        ),
+        ("lost", |p| p.lost, |v| v.to_string()),
         (
             "delay p99",
-            Box::new(|p| p.delay_p99_ns.unwrap_or(0.0) as u64),
+            |p| p.delay_p99_ns.unwrap_or(0.0) as u64,
             |v| format_duration_ns(v as f64),
         ),
     ];

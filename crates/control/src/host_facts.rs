@@ -160,6 +160,27 @@ mod tests {
         );
     }
 
+    /// The message as the fuzz seed `control_frames/host_facts` carries it.
+    #[test]
+    fn host_facts_vector() {
+        let seed = include_bytes!("../../../fuzz/seeds/control_frames/host_facts");
+        let message = crate::Message::decode(&seed[5..]).expect("the seed decodes");
+        let crate::Message::HostFacts { facts } = &message else {
+            panic!("{message:?}")
+        };
+        assert_eq!(facts.buffers.tcp_rmem, Some([4096, 131_072, 6_291_456]));
+        assert_eq!(facts.egress.as_ref().map(|e| e.paces), Some(true));
+        assert_eq!(facts.check(), Ok(()));
+        assert_eq!(message.encode(), seed[1..].to_vec());
+        let stray = String::from_utf8_lossy(&seed[5..]).replace("\"cpus\"", "\"cpuz\"");
+        let mut framed = vec![1];
+        framed.extend_from_slice(stray.as_bytes());
+        assert!(
+            crate::Message::decode(&framed).is_err(),
+            "unknown fields are refused"
+        );
+    }
+
     #[test]
     fn every_field_is_checked() {
         let bad = |change: fn(&mut HostFacts)| {

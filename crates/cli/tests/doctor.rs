@@ -149,3 +149,33 @@ fn the_text_names_what_to_change() {
         "{text}"
     );
 }
+
+/// On loopback (no root needed): every check of the list is there, in order.
+#[test]
+fn every_check_is_reported_on_loopback() {
+    let agent = loopback_agent(&[]);
+    let out = flowlab(&["doctor", &agent.addr, "--json"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let doc = json(&out);
+    let checks: Vec<&str> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    let mut seen = checks.clone();
+    seen.dedup();
+    assert_eq!(
+        seen,
+        ["buffers", "mtu", "load", "cpufreq", "load", "cpufreq", "qdisc", "loss", "clock"],
+        "{doc:#}"
+    );
+    assert_eq!(doc["examination"]["remote"]["egress"]["interface"], "lo");
+}
+
+#[test]
+fn an_unreachable_agent_is_one_line() {
+    let o = flowlab(&["doctor", "127.0.0.1:1"]);
+    assert_one_line_error(&o, "cannot connect to 127.0.0.1:1");
+    assert_eq!(o.status.code(), Some(1));
+}

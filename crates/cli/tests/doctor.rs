@@ -108,8 +108,9 @@ fn each_broken_item_is_flagged() {
         has("mtu", "MTU 1500 here, 1280 at the agent"),
         "{flagged:#?}"
     );
+    // "none of N": a loaded machine may skip one of the 10 slots.
     assert!(
-        has("mtu", "none of 10 echoed packets of 1500 B"),
+        has("mtu", "echoed packets of 1500 B crossed"),
         "{flagged:#?}"
     );
     assert!(has("qdisc", "here: out of"), "{flagged:#?}");

@@ -21,9 +21,11 @@ use crate::report::{DepthSample, DirectionReport};
 
 /// A frame released later than this after its departure time counts as late.
 pub const LATE_NS: u64 = 50_000;
-/// Sleep until this long before a departure, then spin: wake-ups on this machine land
-/// within tens of microseconds (the engine's pacer measured the same).
-pub const SPIN_NS: u64 = 30_000;
+/// Sleep until this long before a departure, then spin. Measured on this 2-core machine
+/// under load (docs/emulation.md): a sleeping emulator thread wakes 70 µs late at the median,
+/// so a 30 µs spin left most frames late (release error p50 70 µs at 10k frames/s, 410 µs at
+/// 100k); with 200 µs, p50 22 µs and 85 µs, for up to a fifth of a core spent spinning.
+pub const SPIN_NS: u64 = 200_000;
 /// Frames held per direction (about 100 MB of 1500-byte frames): above the impairments'
 /// default limit, so the model's limit decides first.
 pub const STORE_LIMIT: usize = 65_536;

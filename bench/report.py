@@ -41,14 +41,19 @@ TARGETS = {
     "rtt_vs_irtt": ("≤ 1.0x irtt", lambda r: r <= 1.0),
     "udp2m_acc": ("within 0.1 %", lambda v: abs(v) <= 0.1),
     "udp1400_vs_iperf3": ("≥ 1.0x iperf3", lambda r: r >= 1.0),
+    # issue 14: the emulator
+    "emu_delay_bps": ("≥ 1 Gbit/s", lambda v: v >= 1e9),
+    "emu_atm_fps": ("≥ 300k frames/s", lambda v: v >= 300e3),
+    "emu_release_p99": ("≤ 50 µs", lambda v: v <= 50e3),
 }
 
 
 # ------------------------------------------------------------------------------------------
 # pcap
 # ------------------------------------------------------------------------------------------
-def read_pcap(path):
-    """Yield (timestamp_ns, dst_ip, dst_port, udp_payload_len) for each UDP packet."""
+def read_pcap(path, head=0):
+    """Yield (timestamp_ns, dst_ip, dst_port, udp_payload_len) for each UDP packet, and with
+    `head` the payload's first `head` bytes as a fifth element."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 24:
@@ -118,7 +123,10 @@ def read_pcap(path):
         if len(pkt) < l4 + 8:
             continue
         _sport, dport, ulen = struct.unpack_from(">HHH", pkt, l4)
-        yield ts, dst, dport, ulen - 8
+        if head:
+            yield ts, dst, dport, ulen - 8, bytes(pkt[l4 + 8:l4 + 8 + head])
+        else:
+            yield ts, dst, dport, ulen - 8
 
 
 def pct(sorted_vals, p):
@@ -604,6 +612,221 @@ def m_iperf_tcp(res, step):
 def fvals(vals, fmt=None):
     fmt = fmt or fnum
     return " / ".join(fmt(v) if _num(v) else "failed" for v in vals) if vals else "—"
+
+# ------------------------------------------------------------------------------------------
+# The emulator (group emu)
+# ------------------------------------------------------------------------------------------
+EMU_DELAY_NS = 1_000_000  # the delay-only link's delay (bench/run DELAY_LINK)
+# Ethernet frame bytes (no FCS) for a UDP payload: 14 + 20 + 8 header bytes.
+ETH_UDP_OVERHEAD = 42
+
+
+def emu_direction(res, name):
+    """The a>b direction of the emulator's report NAME.json, or None."""
+    try:
+        with open(res.path(name + ".json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    for link in doc.get("links", []):
+        for d in link.get("directions", []):
+            if d.get("from") == "a":
+                return d
+    return None
+
+
+def emu_cpu_ticks(res, name):
+    """{thread name: clock ticks} from NAME.cpu ("TID NAME TICKS" lines)."""
+    out = {}
+    for line in res.text(name + ".cpu").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].isdigit():
+            out[parts[1]] = int(parts[2])
+    return out
+
+
+def emu_flood(res, step, seg):
+    """A max-rate run through a lab link: the receiver's figures and, for an emulated link,
+    the emulator's (a>b thread: CPU, frames, drops, profile). A string if it failed."""
+    st = res.steps.get(step)
+    if st is None:
+        return "not run"
+    if st["rc"] == 255:
+        return "failed: " + res.reason(step)
+    recv = kv_line(res.text(step + ".recv"), "recv")
+    send = kv_line(res.text(step + ".out"), "send")
+    if not recv or not send:
+        return "failed: " + res.reason(step)
+    secs = float(recv.get("seconds") or 0)
+    got = int(recv.get("received") or 0)
+    fps = got / secs if secs > 0 else None
+    r = {"fps": fps, "bps": fps * (seg + ETH_UDP_OVERHEAD) * 8 if fps else None,
+         "sent_fps": float(send.get("pps") or 0), "received": got,
+         "send_secs": float(send.get("seconds") or 0)}
+    before, after = emu_direction(res, step + ".before"), emu_direction(res, step + ".after")
+    if after is None:
+        return r
+    b = before or {}
+
+    def delta(*keys):
+        x, y = after, b
+        for k in keys:
+            x, y = (x or {}).get(k), (y or {}).get(k)
+        return (x or 0) - (y or 0)
+
+    frames = delta("frames_sent")
+    ticks = emu_cpu_ticks(res, step + ".after").get("emu:a>b", 0) - emu_cpu_ticks(
+        res, step + ".before").get("emu:a>b", 0)
+    hz = float(res.meta.get("ticks") or 100)
+    cpu_s = ticks / hz
+    r.update({
+        "emu_frames": frames,
+        "cpu_pct": 100.0 * cpu_s / r["send_secs"] if r["send_secs"] else None,
+        "cpu_ns_per_frame": cpu_s * 1e9 / frames if frames else None,
+        "ingress_overflow": delta("emulator_drops", "ingress_overflow"),
+        # the lab is new for each run: its counts are the run's
+        "model_drops": sum(sum((s.get("dropped") or {}).values())
+                           for s in after.get("stages", [])),
+        "profile": {k: delta("profile", k) for k in (after.get("profile") or {})},
+    })
+    return r
+
+
+def emu_capture_error(res, step):
+    """Release error checked on the wire: each datagram's time from the sender's tap (a, out)
+    to the receiver's (b, in), less the link's delay; matched by their payloads' first bytes
+    (flowlab's header: flow and sequence number)."""
+    try:
+        sent = {p[4]: p[0] for p in read_pcap(res.path(step + ".out.pcap"), head=24)}
+        got = [(p[4], p[0]) for p in read_pcap(res.path(step + ".pcap"), head=24)]
+    except (OSError, ValueError) as e:
+        return f"failed: {e}"
+    errs = sorted(t - sent[k] - EMU_DELAY_NS for k, t in got if k in sent)
+    if not errs:
+        return "failed: no datagram in both captures"
+    return {"n": len(errs), "sent": len(sent), "p50": pct(errs, 50), "p99": pct(errs, 99),
+            "max": errs[-1]}
+
+
+def emu_section(res, md, overview, meta):
+    if not any(k.startswith("emu_") for k in res.steps):
+        return
+    cmp_ = Cmp()
+    md.append("## f. The emulator (issue 14)\n")
+    md.append("A lab of two hosts (`flowlab lab up`, hosts `a` 10.77.0.1 and `b` 10.77.0.2) "
+              "joined by one link: a bare veth, tbf at 1 Gbit/s, or emulated (through the "
+              "lab's emulator namespace): delay-only (1 ms), or ATM OC-12c (CLIP, LLC/SNAP, "
+              "4000-cell buffer). `gso_flood` sends for 10 s at full speed (UDP GSO, split "
+              "into single frames: `gso_max_segs 1` on both hosts' ends, as on every "
+              "emulated link), flowlab's sender paces 100k packets/s for the release error. "
+              "The emulator's threads are pinned to one core and run SCHED_FIFO "
+              "(`FLB_EMU_CPU`, `FLB_EMU_RT`), the senders to the other core. Frames/s are "
+              "the receiver's; the emulator's CPU is its a>b thread's (utime + stime from "
+              "`/proc/PID/task/TID/stat`; softirq work of the frames it sends is not in it), "
+              "over the 10 s.\n")
+    cases = [("emu_veth_1500", "bare veth, 1514 B frames", 1472),
+             ("emu_tbf_1500", "tbf 1 Gbit/s, 1514 B frames", 1472),
+             ("emu_delay_1500", "emulated, delay only (1 ms), 1514 B frames", 1472),
+             ("emu_veth_64", "bare veth, 60 B frames (64 B with FCS)", 18),
+             ("emu_atm_64", "emulated, ATM OC-12c, 60 B frames (64 B with FCS)", 18)]
+    rows, med = [], {}
+    for base, what, seg in cases:
+        def m(res, step, seg=seg):
+            r = emu_flood(res, step, seg)
+            return r if isinstance(r, str) else r.get("fps")
+        step, vals = median_round(res, base, m)
+        r = emu_flood(res, step, seg)
+        med[base] = r
+        if isinstance(r, str):
+            rows.append([what, r, "", "", "", "", "", ""])
+            continue
+        bound = "—"
+        if "emu_frames" in r:
+            bound = ("emulator (its socket overflowed)" if r["ingress_overflow"] else
+                     "the model's line rate" if r["model_drops"] else "the sender")
+        rows.append([what, fnum(r["sent_fps"]), fnum(r["fps"]) + f" ({fvals(vals)})",
+                     fnum(r["bps"]), fpct(r.get("cpu_pct")), fns(r.get("cpu_ns_per_frame")),
+                     fcount(r.get("ingress_overflow")), bound])
+    md.append(table(["link", "sent frames/s", "received frames/s (rounds)", "bit/s",
+                     "emulator CPU", "CPU per frame", "emulator socket drops", "bounded by"],
+                    rows))
+    md.append("")
+    prof_rows = []
+    for base in ("emu_delay_1500", "emu_atm_64"):
+        r = med.get(base)
+        p = r.get("profile") if isinstance(r, dict) else None
+        if not p or not p.get("turns"):
+            continue
+        busy = p.get("receive_ns", 0) + p.get("release_ns", 0)
+        n = r["emu_frames"] or 1
+        prof_rows.append([base, fcount(p["turns"]), f"{n / p['turns']:.1f}",
+                          f"{n / max(p.get('reads', 0), 1):.1f}",
+                          f"{n / max(p.get('sends', 0), 1):.1f}",
+                          fns(p.get("receive_ns", 0) / n), fns(p.get("release_ns", 0) / n),
+                          fpct(100.0 * busy / max(busy + p.get("sleep_ns", 0)
+                                                  + p.get("spin_ns", 0), 1))])
+    if prof_rows:
+        md.append("The emulator's own profile of the same runs (its loop's clock; "
+                  "`profile` in `emulator.json`):\n")
+        md.append(table(["run", "turns", "frames per turn", "frames per read",
+                         "frames per send", "reading + model, per frame",
+                         "releasing + sending, per frame", "busy"], prof_rows))
+        md.append("")
+
+    rel_rows = []
+    rstep, _ = median_round(res, "emu_release_100k", lambda res, st: (
+        (emu_direction(res, st + ".after") or {}).get("release_error") or {}).get("p99_ns")
+        or "failed")
+    d = emu_direction(res, rstep + ".after")
+    err = (d or {}).get("release_error") or {}
+    lag = (d or {}).get("read_lag") or {}
+    cap = emu_capture_error(res, rstep) if rstep in res.steps else "not run"
+    doc, fs = fl_summary(res, rstep)
+    rel_rows.append(["the emulator's report: release − modelled departure",
+                     fns(err.get("p50_ns")), fns(err.get("p99_ns")), fns(err.get("max_ns")),
+                     fcount(err.get("count"))])
+    rel_rows.append(["of it, before the emulator read the frame (read lag)",
+                     fns(lag.get("p50_ns")), fns(lag.get("p99_ns")), fns(lag.get("max_ns")),
+                     fcount(lag.get("count"))])
+    if isinstance(cap, dict):
+        rel_rows.append(["capture: b's tap − a's tap − 1 ms", fns(cap["p50"]), fns(cap["p99"]),
+                         fns(cap["max"]), f"{fcount(cap['n'])} of {fcount(cap['sent'])}"])
+    else:
+        rel_rows.append(["capture: b's tap − a's tap − 1 ms", cap, "", "", ""])
+    md.append(f"Release error at 100k packets/s (flowlab's sender, 200 B, 10 s, delay-only "
+              f"link; `{rstep}`; frames late by more than 50 µs: "
+              f"{fcount((d or {}).get('late'))} of {fcount((d or {}).get('frames_sent'))}; "
+              f"flowlab's sender sent {fnum(fs.get('sender_packets_per_sec') if doc else None)}"
+              f" packets/s, its receiver got "
+              f"{fnum(fs.get('receiver_packets_per_sec') if doc else None)}):\n")
+    md.append(table(["", "p50", "p99", "max", "frames"], rel_rows))
+    md.append("")
+
+    def val(base, key):
+        r = med.get(base)
+        return r.get(key) if isinstance(r, dict) else r
+
+    veth, tbf = val("emu_veth_1500", "bps"), val("emu_tbf_1500", "bps")
+    m = "f. emulator"
+    cmp_.add("delay-only link, 1514 B frames: bit/s", val("emu_delay_1500", "bps"), "bare veth",
+             veth, vkey="emu_delay_bps", measurement=m)
+    cmp_.add("delay-only link, 1514 B frames: bit/s", val("emu_delay_1500", "bps"),
+             "tbf 1 Gbit/s", tbf, measurement=m)
+    cmp_.add("ATM OC-12c, 64 B frames: frames/s", val("emu_atm_64", "fps"), "bare veth",
+             val("emu_veth_64", "fps"), vkey="emu_atm_fps", measurement=m)
+    cmp_.add("delay-only, 1514 B: emulator CPU per frame", val("emu_delay_1500",
+             "cpu_ns_per_frame"), None, None, fmt=fns, measurement=m)
+    cmp_.add("ATM OC-12c, 64 B: emulator CPU per frame", val("emu_atm_64", "cpu_ns_per_frame"),
+             None, None, fmt=fns, measurement=m)
+    cmp_.add("release error p99 at 100k packets/s (emulator's report)", err.get("p99_ns"),
+             None, None, fmt=fns, vkey="emu_release_p99", measurement=m)
+    cmp_.add("release error p99 at 100k packets/s (capture)",
+             cap.get("p99") if isinstance(cap, dict) else cap, None, None, fmt=fns,
+             measurement=m)
+    md.append(cmp_.md())
+    md.append("")
+    overview.summary += cmp_.summary
+
 
 # ------------------------------------------------------------------------------------------
 # The report
@@ -1257,6 +1480,8 @@ def build(out, doc_path):
                   "datagram per call: on a veth, where GSO packets are never segmented, that "
                   "is most of the difference.\n")
     overview.summary += cmp_.summary
+
+    emu_section(res, md, overview, meta)
 
     # -------------------------------------------------------------------------- notes
     for step, st in res.steps.items():

@@ -16,13 +16,16 @@ use flowlab_sys::packet::FrameSocket;
 use flowlab_sys::udp::{enable_rx_timestamps, enable_rxq_ovfl, RecvBatch};
 
 use crate::frame::{describe, Store};
+use crate::outbox::{Due, Outbox, SEND_BATCH};
 use crate::report::{DepthSample, DirectionReport};
 
 /// A frame released later than this after its departure time counts as late.
 pub const LATE_NS: u64 = 50_000;
-/// Sleep until this long before a departure, then spin: wake-ups on this machine land
-/// within tens of microseconds (the engine's pacer measured the same).
-pub const SPIN_NS: u64 = 30_000;
+/// Sleep until this long before a departure, then spin. Measured on this 2-core machine
+/// under load (docs/emulation.md): a sleeping emulator thread wakes 70 µs late at the median,
+/// so a 30 µs spin left most frames late (release error p50 70 µs at 10k frames/s, 410 µs at
+/// 100k); with 200 µs, p50 22 µs and 85 µs, for up to a fifth of a core spent spinning.
+pub const SPIN_NS: u64 = 200_000;
 /// Frames held per direction (about 100 MB of 1500-byte frames): above the impairments'
 /// default limit, so the model's limit decides first.
 pub const STORE_LIMIT: usize = 65_536;
@@ -33,6 +36,9 @@ const SAMPLE_EVERY_NS: u64 = 100_000_000;
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// Frames read per system call; a jumbo frame fits a slot.
 const BATCH: usize = 64;
+/// Reads per turn of the loop at most, so that a flood of arrivals cannot hold back the
+/// departures due meanwhile (the kernel drops what its socket buffer cannot hold, counted).
+const READS_PER_TURN: usize = 4;
 const MAX_FRAME: usize = 9216 + 18;
 
 /// The two interfaces of a direction: frames come in on one and leave by the other.
@@ -62,9 +68,13 @@ pub struct Direction {
     chain: Chain,
     store: Store,
     batch: RecvBatch,
+    outbox: Outbox,
     report: DirectionReport,
     shared: Arc<Mutex<DirectionReport>>,
     release_error: LatencyStats,
+    /// How old each frame was when read: the part of a late release that the kernel's
+    /// delivery (or a busy core) caused before the emulator saw the frame.
+    read_lag: LatencyStats,
     depth: VecDeque<DepthSample>,
     /// The model's clock: never goes back.
     model_ns: u64,
@@ -85,9 +95,11 @@ impl Direction {
             chain,
             store: Store::new(STORE_LIMIT),
             batch: RecvBatch::new(BATCH, MAX_FRAME),
+            outbox: Outbox::new(),
             report,
             shared,
             release_error: LatencyStats::new(),
+            read_lag: LatencyStats::new(),
             depth: VecDeque::new(),
             model_ns: start_ns,
             realtime_offset_ns: realtime_minus_monotonic_ns(),
@@ -96,21 +108,41 @@ impl Direction {
         }
     }
 
+    /// `from>to`, the hosts the frames go between.
+    pub fn way(&self) -> String {
+        format!("{}>{}", self.report.from, self.report.to)
+    }
+
     /// Serves the direction until `stop` is set, then publishes its last report.
     pub fn run(mut self, stop: &AtomicBool) {
         let _ = flowlab_sys::clock::set_thread_timer_slack_ns(1);
+        let mut t0 = monotonic_ns();
         while !stop.load(Ordering::Relaxed) {
             self.receive();
+            let t1 = monotonic_ns();
             self.release();
             self.sample();
-            self.wait();
+            let t2 = monotonic_ns();
+            let slept = self.wait();
+            let t3 = monotonic_ns();
+            let p = &mut self.report.profile;
+            p.turns += 1;
+            p.receive_ns += t1 - t0;
+            p.release_ns += t2 - t1;
+            *if slept {
+                &mut p.sleep_ns
+            } else {
+                &mut p.spin_ns
+            } += t3 - t2;
+            t0 = t3;
         }
         self.publish();
     }
 
-    /// Offers every frame waiting on the ingress to the chain, at its kernel receive time.
+    /// Offers the frames waiting on the ingress (up to [`READS_PER_TURN`] batches) to the
+    /// chain, each at its kernel receive time.
     fn receive(&mut self) {
-        loop {
+        for _ in 0..READS_PER_TURN {
             let n = match self.ends.ingress.receive(&mut self.batch) {
                 Ok(n) => n,
                 Err(_) => return,
@@ -121,11 +153,14 @@ impl Direction {
                     (rt as i64).saturating_sub(self.realtime_offset_ns).max(0) as u64
                 });
                 self.model_ns = self.model_ns.max(arrival);
+                let lag = monotonic_ns().saturating_sub(arrival);
+                self.read_lag.push(lag.min(i64::MAX as u64) as i64);
                 if let Some(d) = meta.rxq_drops {
                     self.report.emulator_drops.ingress_overflow = u64::from(d);
                 }
                 self.offer(i);
             }
+            self.report.profile.reads += u64::from(n > 0);
             if n < self.batch.capacity() {
                 return;
             }
@@ -146,47 +181,67 @@ impl Direction {
         }
     }
 
-    /// Handles every event due by now: departures are sent, losses forgotten.
+    /// Handles every event due by now: departures are gathered and sent in batches, losses
+    /// forgotten.
     fn release(&mut self) {
         self.model_ns = self.model_ns.max(monotonic_ns());
         while let Some(event) = self.chain.dequeue(self.model_ns) {
             match event {
-                Event::Depart { frame, at_ns } => self.send(frame.id, at_ns),
+                Event::Depart { frame, at_ns } => {
+                    let due = Due {
+                        id: frame.id,
+                        at_ns,
+                    };
+                    if self.outbox.push(due) {
+                        self.send();
+                    }
+                }
                 Event::Drop { frame, .. } => self.store.release(frame.id),
                 Event::Copy { frame } => self.store.add_ref(frame.id),
             }
         }
+        self.send();
     }
 
-    fn send(&mut self, id: u64, at_ns: u64) {
-        if let Some(bytes) = self.store.bytes(id) {
-            match self.ends.egress.send(bytes) {
-                Ok(true) => self.report.frames_sent += 1,
-                Ok(false) => self.report.emulator_drops.egress_full += 1,
-                Err(_) => self.report.emulator_drops.send_errors += 1,
-            }
-            let error = monotonic_ns().saturating_sub(at_ns);
-            self.release_error.push(error.min(i64::MAX as u64) as i64);
-            if error > LATE_NS {
-                self.report.late += 1;
-            }
+    /// Sends the gathered departures in one system call and frees their bytes.
+    fn send(&mut self) {
+        if self.outbox.due().is_empty() {
+            return;
         }
-        self.store.release(id);
+        let mut frames: [&[u8]; SEND_BATCH] = [&[]; SEND_BATCH];
+        for (slot, d) in frames.iter_mut().zip(self.outbox.due()) {
+            // Every departure's frame is held until this event, so the store has it.
+            *slot = self.store.bytes(d.id).unwrap_or_default();
+        }
+        let outcome = self
+            .ends
+            .egress
+            .send_batch(&frames[..self.outbox.due().len()]);
+        self.report.profile.sends += 1;
+        let now = monotonic_ns();
+        let settled = self
+            .outbox
+            .settle(outcome, now, &mut self.report, &mut self.release_error);
+        for d in settled {
+            self.store.release(d.id);
+        }
     }
 
-    /// Sleeps until just before the next departure (or an arrival), then spins to it.
-    fn wait(&mut self) {
+    /// Sleeps until just before the next departure (or an arrival), then spins to it;
+    /// whether it slept.
+    fn wait(&mut self) -> bool {
         let now = monotonic_ns();
         let timeout = match self.chain.next_event_ns() {
-            Some(t) if t <= now => return,
+            Some(t) if t <= now => return false,
             Some(t) if t - now <= SPIN_NS => {
                 pace_until(t, SPIN_NS);
-                return;
+                return false;
             }
             Some(t) => Duration::from_nanos(t - now - SPIN_NS).min(IDLE_WAIT),
             None => IDLE_WAIT,
         };
         let _ = flowlab_sys::poll::wait_readable(&[self.ends.ingress.as_fd()], timeout);
+        true
     }
 
     /// Every 100 ms: the stages' depths, and the report for readers.
@@ -211,6 +266,7 @@ impl Direction {
 
     fn publish(&mut self) {
         self.report.release_error = self.release_error.summary();
+        self.report.read_lag = self.read_lag.summary();
         self.report.stages.clear();
         self.chain.report(&mut self.report.stages);
         self.report.depth = self.depth.iter().cloned().collect();

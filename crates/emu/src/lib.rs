@@ -17,6 +17,7 @@
 
 pub mod direction;
 mod frame;
+mod outbox;
 pub mod report;
 
 use std::path::Path;
@@ -27,7 +28,7 @@ use std::time::Duration;
 use flowlab_link::config::EmulateSpec;
 
 pub use direction::{Direction, Endpoints};
-pub use report::{DirectionReport, EmuReport, LinkReport};
+pub use report::{DirectionReport, EmuReport, LinkReport, LoopProfile};
 
 /// One emulated link: its two interfaces in the emulator's namespace (towards `a`, towards
 /// `b`) and its model.
@@ -80,9 +81,16 @@ impl Emulator {
     /// (JSON) every second and at the end; returns the final report.
     pub fn run(self, stop: &AtomicBool, report_path: &Path) -> std::io::Result<EmuReport> {
         let reports: Vec<_> = self.dirs.iter().map(|(_, r)| r.clone()).collect();
-        std::thread::scope(|s| {
+        std::thread::scope(|s| -> std::io::Result<()> {
             for (d, _) in self.dirs {
-                s.spawn(move || d.run(stop));
+                // Named for /proc/PID/task/TID/comm (15 bytes kept), where a benchmark finds
+                // each direction's thread, its CPU time, and pins it.
+                let name = format!("emu:{}", d.way());
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn_scoped(s, move || d.run(stop))
+                    // Stops the threads already running, or the scope would wait for them.
+                    .inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
             }
             let mut written = std::time::Instant::now();
             while !stop.load(Ordering::Relaxed) {
@@ -92,7 +100,8 @@ impl Emulator {
                     written = std::time::Instant::now();
                 }
             }
-        });
+            Ok(())
+        })?;
         let last = collect(&reports);
         last.write(report_path)?;
         Ok(last)

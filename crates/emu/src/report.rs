@@ -25,6 +25,26 @@ pub struct EmulatorDrops {
     pub ingress_overflow: u64,
 }
 
+/// Where a direction's thread spends its time, from its own clock: the emulator's profile
+/// (CPU per frame, how often it sleeps), read by the benchmark and for tuning.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopProfile {
+    /// Turns of the loop (read, release, wait).
+    pub turns: u64,
+    /// Receive calls that returned frames.
+    pub reads: u64,
+    /// Send calls (each a batch of departures due together).
+    pub sends: u64,
+    /// Reading frames and offering them to the model.
+    pub receive_ns: u64,
+    /// Taking due events from the model and sending them.
+    pub release_ns: u64,
+    /// Asleep, waiting for an arrival or the next departure.
+    pub sleep_ns: u64,
+    /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away.
+    pub spin_ns: u64,
+}
+
 /// The depth of each stage (frames, or cells for ATM) at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DepthSample {
@@ -47,10 +67,18 @@ pub struct DirectionReport {
     pub emulator_drops: EmulatorDrops,
     /// Release time minus modelled departure time, over every frame sent.
     pub release_error: Option<LatencySummary>,
+    /// Time from a frame's kernel receive stamp (its arrival in the model) to the emulator
+    /// reading it, over every frame read: the share of the release error spent before the
+    /// emulator could act (absent from reports written before it existed).
+    #[serde(default)]
+    pub read_lag: Option<LatencySummary>,
     /// The model's counters, one entry per stage.
     pub stages: Vec<StageReport>,
     /// Stage depths every 100 ms (the most recent [`crate::direction::DEPTH_SAMPLES`]).
     pub depth: Vec<DepthSample>,
+    /// Absent from reports written before it existed.
+    #[serde(default)]
+    pub profile: LoopProfile,
 }
 
 impl DirectionReport {
@@ -64,8 +92,10 @@ impl DirectionReport {
             late: 0,
             emulator_drops: EmulatorDrops::default(),
             release_error: None,
+            read_lag: None,
             stages: Vec::new(),
             depth: Vec::new(),
+            profile: LoopProfile::default(),
         }
     }
 }

@@ -13,7 +13,13 @@ use serde_json::Value;
 /// Fields that are not counts since the lab came up, so a run's share is not their
 /// difference: largest depths and release errors stay as the end report has them, depth
 /// samples are cut to the run.
-const NOT_COUNTS: &[&str] = &["schema_version", "max_depth", "release_error", "depth"];
+const NOT_COUNTS: &[&str] = &[
+    "schema_version",
+    "max_depth",
+    "release_error",
+    "read_lag",
+    "depth",
+];
 /// The emulator rewrites its report every second; a little more is the longest wait for
 /// one written after the run.
 const REWRITE: Duration = Duration::from_millis(2500);

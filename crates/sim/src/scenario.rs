@@ -382,7 +382,7 @@ fn swept_unit(keys: &[Vec<&str>]) -> Result<Option<Unit>, String> {
 /// How a swept key's range bounds are read; `None` for keys that are not numbers.
 fn unit_of(key: &str) -> Option<Unit> {
     Some(match key {
-        "rate" | "pcr" | "scr" => Unit::Rate,
+        "rate" | "pcr" | "scr" | "pace" => Unit::Rate,
         "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" => Unit::Bytes,
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
         | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,

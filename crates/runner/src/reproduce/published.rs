@@ -726,7 +726,7 @@ const AQUILA_TCP_IP: &str = "a 100 kbit/s access link stands for the contract's 
 const PCR6: &str = "limited by the 6 Mb/s PCR, under its AAL5 ceiling of 5.39 Mb/s of TCP \
     payload (slow start costs the rest); from the bandwidth-delay product up the window no \
     longer matters";
-const ONE_MIB: &str = "§3.4: RFC 1323 TCP, 1 MiB window, 6 Mb/s PVC (\"no difference\")";
+pub(super) const ONE_MIB: &str = "§3.4: RFC 1323 TCP, 1 MiB window, 6 Mb/s PVC (\"no difference\")";
 const PVC50: &str = "Table 1: 50 Mb/s PVC, 1.5 MiB buffer, 1024-byte sends";
 const PVC50_512K: &str = "Table 1: 50 Mb/s PVC, 512 KiB buffer, 1024-byte sends";
 const PVC25: &str = "Table 1: 25 Mb/s PVC, 1 MiB buffer, 1024-byte sends";

@@ -37,6 +37,26 @@ pub enum Metric {
     CellsPerPacket,
     /// Cells dropped over cells offered at the port `name`.
     PortCellLossPercent,
+    /// Every flow of the run together (the probe's name says which they are).
+    TotalGoodputMbps,
+    /// The most the flows carried together in any run of the sweep (the run is ignored).
+    PeakTotalGoodputMbps,
+    /// The most the flows carried together in a run where none lost a packet.
+    LosslessTotalGoodputMbps,
+    /// The largest x of the sweep (run *i* at `xs[i]`) at which flow `name` lost nothing.
+    LosslessKnee(&'static [f64]),
+}
+
+impl Metric {
+    /// Whether it reads every run of a sweep rather than the probe's run.
+    fn spans_runs(self) -> bool {
+        matches!(
+            self,
+            Metric::PeakTotalGoodputMbps
+                | Metric::LosslessTotalGoodputMbps
+                | Metric::LosslessKnee(_)
+        )
+    }
 }
 
 /// Where a row's simulated value comes from: the run (sweep point) of a scenario, and the
@@ -102,8 +122,12 @@ pub struct Figure {
     pub x_label: &'static str,
     pub y_label: &'static str,
     pub points: &'static [(f64, &'static str)],
-    /// flowlab's curve from every run of a swept scenario (the `run` of the probe ignored),
-    /// at these x values in sweep order; without it, the curve joins the rows' values.
+    /// Published points read off the paper's figure or text at (x, y) rather than a row's
+    /// value (e.g. a knee: its burst size at the rate sent).
+    pub marks: &'static [(f64, f64)],
+    /// flowlab's curve from the first runs of a swept scenario (the `run` of the probe
+    /// ignored), at these x values in sweep order; without it, the curve joins the rows'
+    /// values.
     pub sweep: Option<(Probe, &'static [f64])>,
 }
 
@@ -137,24 +161,32 @@ pub struct Outcome {
 
 /// Which rows to run: the rows of the seeds named (all when empty) that pass `filter`.
 pub fn outcomes(seeds: &[&str], filter: impl Fn(&Row) -> bool) -> anyhow::Result<Vec<Outcome>> {
+    let rows = chosen_rows(seeds, filter)?;
+    let keys: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.probe)
+        .map(|p| p.scenario)
+        .collect();
+    outcomes_of(rows, &run_all(&keys)?)
+}
+
+fn chosen_rows(seeds: &[&str], filter: impl Fn(&Row) -> bool) -> anyhow::Result<Vec<&'static Row>> {
     if let Some(bad) = seeds.iter().find(|s| !SEEDS.contains(s)) {
         bail!("unknown seed {bad}: expected one of {}", SEEDS.join(", "));
     }
-    let rows: Vec<&'static Row> = ROWS
+    Ok(ROWS
         .iter()
         .filter(|r| seeds.is_empty() || seeds.contains(&r.seed))
         .filter(|r| filter(r))
-        .collect();
-    let mut reports = BTreeMap::new();
-    for probe in rows.iter().filter_map(|r| r.probe) {
-        if !reports.contains_key(probe.scenario) {
-            reports.insert(probe.scenario, run(probe.scenario)?);
-        }
-    }
+        .collect())
+}
+
+/// The rows judged against the scenarios' reports.
+fn outcomes_of(rows: Vec<&'static Row>, reports: &Reports) -> anyhow::Result<Vec<Outcome>> {
     rows.into_iter()
         .map(|row| {
             let simulated = match row.probe {
-                Some(p) => Some(read(&reports[p.scenario], &p)?),
+                Some(p) => Some(read(report(reports, p.scenario)?, &p)?),
                 None => None,
             };
             Ok(Outcome {
@@ -164,6 +196,34 @@ pub fn outcomes(seeds: &[&str], filter: impl Fn(&Row) -> bool) -> anyhow::Result
             })
         })
         .collect()
+}
+
+/// Each scenario's report, by key.
+type Reports = BTreeMap<String, SimReport>;
+
+fn report<'r>(reports: &'r Reports, key: &str) -> anyhow::Result<&'r SimReport> {
+    reports.get(key).ok_or_else(|| anyhow!("no scenario {key}"))
+}
+
+/// Runs each scenario named once, on threads of their own (each run is deterministic, so
+/// the order they finish in changes nothing).
+fn run_all(keys: &[&str]) -> anyhow::Result<Reports> {
+    let mut unique: Vec<&str> = keys.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = unique
+            .iter()
+            .map(|&key| (key, scope.spawn(move || run(key))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(key, h)| {
+                let report = h.join().map_err(|_| anyhow!("scenario {key} panicked"))??;
+                Ok((key.to_string(), report))
+            })
+            .collect()
+    })
 }
 
 fn run(key: &str) -> anyhow::Result<SimReport> {
@@ -201,7 +261,40 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
         Metric::MaxDelayMs => flow()?.one_way_delay.as_ref().map_or(0.0, |d| d.max_ns) / 1e6,
         Metric::DelayVariationMs => flow()?.delay_variation_ns / 1e6,
         Metric::CellsPerPacket => flow()?.cells_per_packet.ok_or_else(missing)? as f64,
+        Metric::TotalGoodputMbps => total_goodput_mbps(run),
+        Metric::PeakTotalGoodputMbps => report
+            .runs
+            .iter()
+            .map(total_goodput_mbps)
+            .fold(0.0, f64::max),
+        Metric::LosslessTotalGoodputMbps => report
+            .runs
+            .iter()
+            .filter(|r| r.flows.iter().all(|f| f.loss_ratio == 0.0))
+            .map(total_goodput_mbps)
+            .fold(0.0, f64::max),
+        Metric::LosslessKnee(xs) => lossless_knee(report, p.name, xs).ok_or_else(missing)?,
     })
+}
+
+fn total_goodput_mbps(run: &flowlab_sim::RunReport) -> f64 {
+    run.flows.iter().map(|f| f.goodput_bps).sum::<f64>() / 1e6
+}
+
+/// The knee of a sweep: the last `xs[i]` before flow `name` first loses a packet (run `i`
+/// at `xs[i]`); `None` if it lost packets in the first run.
+fn lossless_knee(report: &SimReport, name: &str, xs: &[f64]) -> Option<f64> {
+    report
+        .runs
+        .iter()
+        .zip(xs)
+        .take_while(|(run, _)| {
+            run.flows
+                .iter()
+                .any(|f| f.name == name && f.loss_ratio == 0.0)
+        })
+        .map(|(_, &x)| x)
+        .last()
 }
 
 /// The verdict on `row` given flowlab's value.
@@ -243,31 +336,61 @@ fn slack(t: Tolerance, published: f64) -> f64 {
     }
 }
 
-/// Runs the rows of `seeds` (all when empty) and writes the Markdown to `out` and each
-/// figure's SVG beside it, in `reproductions/`. Returns the outcomes; an error, after
-/// writing, if an exact row no longer matches.
-pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
-    let started = std::time::Instant::now();
-    let outcomes = outcomes(seeds, |_| true)?;
-    let dir = out.parent().unwrap_or(Path::new(".")).join("reproductions");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut figures = Vec::new();
-    for figure in FIGURES
+/// docs/reproductions.md and its plots, as `flowlab reproduce` writes them.
+pub struct Document {
+    pub markdown: String,
+    /// Each figure's file name (without `.svg`) and SVG text.
+    pub plots: Vec<(&'static str, String)>,
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Runs the rows and figures of `seeds` (all when empty), each scenario once.
+pub fn render(seeds: &[&str]) -> anyhow::Result<Document> {
+    let rows = chosen_rows(seeds, |_| true)?;
+    let figures: Vec<&Figure> = FIGURES
         .iter()
         .filter(|f| seeds.is_empty() || seeds.contains(&f.seed))
-    {
-        let path = dir.join(format!("{}.svg", figure.file));
-        let curve = match figure.sweep {
-            Some((probe, xs)) => sweep_curve(&probe, xs)?,
-            None => Vec::new(),
-        };
-        std::fs::write(&path, plot(figure, &outcomes, curve)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        figures.push(figure);
+        .collect();
+    let keys: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.probe)
+        .chain(figures.iter().filter_map(|f| f.sweep.map(|s| s.0)))
+        .map(|p| p.scenario)
+        .collect();
+    let reports = run_all(&keys)?;
+    let outcomes = outcomes_of(rows, &reports)?;
+    let plots = figures
+        .iter()
+        .map(|f| {
+            let curve = match f.sweep {
+                Some((probe, xs)) => sweep_curve(report(&reports, probe.scenario)?, &probe, xs)?,
+                None => Vec::new(),
+            };
+            Ok((f.file, plot(f, &outcomes, curve)?))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Document {
+        markdown: markdown(&outcomes, &figures),
+        plots,
+        outcomes,
+    })
+}
+
+/// Writes the Markdown of `seeds` (all when empty) to `out` and each figure's SVG beside
+/// it, in `reproductions/`. Returns the outcomes; an error, after writing, if an exact row
+/// no longer matches.
+pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
+    let doc = render(seeds)?;
+    let dir = out.parent().unwrap_or(Path::new(".")).join("reproductions");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (file, svg) in &doc.plots {
+        let path = dir.join(format!("{file}.svg"));
+        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let text = markdown(&outcomes, &figures, started.elapsed().as_secs());
-    std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
-    let broken = outcomes
+    std::fs::write(out, &doc.markdown)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    let broken = doc
+        .outcomes
         .iter()
         .filter(|o| matches!(o.row.check, Check::Exact { .. }) && o.verdict != Verdict::Exact);
     if let Some(o) = broken.into_iter().next() {
@@ -277,15 +400,14 @@ pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
             o.row.item
         );
     }
-    Ok(outcomes)
+    Ok(doc.outcomes)
 }
 
-/// flowlab's value at each run of the probe's swept scenario.
-fn sweep_curve(probe: &Probe, xs: &[f64]) -> anyhow::Result<Vec<(f64, f64)>> {
-    let report = run(probe.scenario)?;
+/// flowlab's value at each of the first runs of the probe's swept scenario.
+fn sweep_curve(report: &SimReport, probe: &Probe, xs: &[f64]) -> anyhow::Result<Vec<(f64, f64)>> {
     xs.iter()
         .enumerate()
-        .map(|(i, &x)| Ok((x, read(&report, &Probe { run: i, ..*probe })?)))
+        .map(|(i, &x)| Ok((x, read(report, &Probe { run: i, ..*probe })?)))
         .collect()
 }
 
@@ -296,7 +418,7 @@ pub fn plot(
     outcomes: &[Outcome],
     mut curve: Vec<(f64, f64)>,
 ) -> anyhow::Result<String> {
-    let mut published = Vec::new();
+    let mut published = figure.marks.to_vec();
     let mut simulated = Vec::new();
     for &(x, item) in figure.points {
         let Some(o) = outcomes.iter().find(|o| o.row.item == item) else {
@@ -357,9 +479,9 @@ fn difference(o: &Outcome) -> String {
     }
 }
 
-fn markdown(outcomes: &[Outcome], figures: &[&Figure], seconds: u64) -> String {
+fn markdown(outcomes: &[Outcome], figures: &[&Figure]) -> String {
     let mut md = String::from(HEADER);
-    let _ = writeln!(md, "\nThis run took {seconds} s.\n");
+    md.push('\n');
     md.push_str(&summary(outcomes));
     for seed in SEEDS {
         let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.row.seed == seed).collect();
@@ -372,7 +494,11 @@ fn markdown(outcomes: &[Outcome], figures: &[&Figure], seconds: u64) -> String {
         for o in rows {
             let sim = o.simulated.map_or("–".into(), number);
             let source = o.row.probe.map_or(String::new(), |p| {
-                format!(" (`{}` run {}, {})", p.scenario, p.run, p.name)
+                let run = match p.metric.spans_runs() {
+                    true => "every run".to_string(),
+                    false => format!("run {}", p.run),
+                };
+                format!(" (`{}` {run}, {})", p.scenario, p.name)
             });
             let _ = writeln!(
                 md,
@@ -448,8 +574,15 @@ Verdicts:
   the published value (confidence intervals: of their bounds), loss ratios under emulated
   load within 10 percentage points; the explanation says what flowlab does not model.
 - **differs**: an exact figure flowlab computes otherwise, with the reason.
-- **not reproduced**: no scenario answers the number yet; the row stays, with the reason.
+- **not reproduced**: flowlab has no number to set beside the published one, or the paper
+  gives only a curve; the row stays, with the reason.
 
-Emulated: no lab file reproduces these testbeds yet, so the emulated column says `not run`
-(the emulator's link models are the simulator's, `crates/link`).
+The document is the same on every run (the simulator is deterministic); a scenario's file
+says which of its parameters the paper gives and which it chooses.
+
+Emulated: `not run`. The seed labs (`examples/lab/{transatlantic,aquila-atm,aquila-ip,
+bagnet-loop}.toml`, whose twins in `examples/sim` `flowlab compare` sets beside them; see
+docs/emulation.md) need root and run in real time, minutes per experiment, so `flowlab
+reproduce` does not start them; the emulator's link models are the simulator's
+(`crates/link`).
 ";

@@ -1780,9 +1780,9 @@ impl<'m> Sim<'m> {
             cells_per_packet: st
                 .ifaces
                 .first()
-                .and_then(|&i| self.ifaces[i].atm_encap)
+                .and_then(|&i| Some((self.ifaces[i].atm_encap?, m.links[i / 2].mtu)))
                 .filter(|_| f.size > 0)
-                .map(|e| cells_per_packet(f.size as usize, e) as u64),
+                .map(|(e, mtu)| cells_of_datagram(f.size, mtu, e)),
             delay_variation_ns: one_way.map_or(0.0, |s| s.peak_to_peak_ns),
             one_way_delay: one_way,
             loss_ratio: if slots == 0 {
@@ -1969,9 +1969,30 @@ mod cell_loss;
 mod fragments;
 mod p2mp;
 
+/// Cells a datagram of `size` IP bytes takes on an ATM link of `mtu`: every fragment is its
+/// own AAL5 frame.
+fn cells_of_datagram(size: u32, mtu: u32, encap: Encapsulation) -> u64 {
+    crate::frag::Piece::whole(size)
+        .fragment(mtu)
+        .iter()
+        .map(|p| cells_per_packet(p.wire_size() as usize, encap) as u64)
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seed 002's Table 2: a 2048-byte ping (2076 IP bytes) is 44 cells whole, 45 as the
+    /// two fragments of a 1500-byte MTU; the 4096-byte one is 32 + 32 + 25.
+    #[test]
+    fn a_fragmented_datagram_takes_the_cells_of_its_fragments() {
+        let llc = Encapsulation::LlcSnapRouted;
+        assert_eq!(cells_of_datagram(2076, 9180, llc), 44);
+        assert_eq!(cells_of_datagram(2076, 1500, llc), 45);
+        assert_eq!(cells_of_datagram(4124, 1500, llc), 89);
+        assert_eq!(cells_of_datagram(92, 1500, llc), 3);
+    }
 
     /// The event queue pops exactly what one binary heap of (time, insertion number) would,
     /// including when more than `NEAR` entries are pending and some live in the heap.

@@ -50,7 +50,8 @@ pub struct FlowReport {
     pub dscp: u8,
     /// IP bytes per packet (TCP: a full segment).
     pub packet_bytes: u32,
-    /// Cells per packet on the first hop, when it is ATM.
+    /// Cells per packet on the first hop, when it is ATM (of all its fragments, when that
+    /// link's MTU splits it).
     pub cells_per_packet: Option<u64>,
     /// Absolute one-way delay (ping: of the requests): the simulated clock is perfect.
     pub one_way_delay: Option<LatencySummary>,

@@ -301,14 +301,16 @@ fn variants(root: &Item) -> Result<Vec<Variant>, ScenarioError> {
     };
     let sweep = Reader::of(sweep, "sweep")?;
     sweep.only(&["param", "values"])?;
-    let param = sweep.required_string("param")?;
-    let param_line = sweep.required("param")?.line();
-    let parts: Vec<&str> = param.split('.').collect();
+    let param_item = sweep.required("param")?;
+    let param_line = param_item.line();
+    let params = swept_keys(param_item)?;
+    let param = params.join(",");
+    let keys: Vec<Vec<&str>> = params.iter().map(|p| p.split('.').collect()).collect();
     let values_item = sweep.required("values")?;
     let Some(values) = values_item.as_array() else {
         return Err(values_item.error("sweep: values: expected an array"));
     };
-    let unit = parts.last().and_then(|k| unit_of(k));
+    let unit = swept_unit(&keys).map_err(|m| FileError::at(param_line, format!("sweep: {m}")))?;
     let max = MAX_SWEEP_VALUES as u64;
     let values = SweepValue::read_all(values.to_vec(), unit, max, "sweep")?;
     match count_values(&values) {
@@ -322,7 +324,9 @@ fn variants(root: &Item) -> Result<Vec<Variant>, ScenarioError> {
     }
     // A bad param is reported before any value is tried.
     let mut probe = root.clone();
-    slot(&mut probe, &parts).map_err(|m| FileError::at(param_line, format!("sweep: {m}")))?;
+    for parts in &keys {
+        slot(&mut probe, parts).map_err(|m| FileError::at(param_line, format!("sweep: {m}")))?;
+    }
     let mut variants = Vec::new();
     for v in expand_values(values) {
         let Some(label) = v.scalar_text() else {
@@ -330,22 +334,55 @@ fn variants(root: &Item) -> Result<Vec<Variant>, ScenarioError> {
         };
         // In place: errors still name the line of the swept key.
         let mut variant = root.clone();
-        let slot = slot(&mut variant, &parts).map_err(|m| FileError::at(param_line, m))?;
-        *slot = Item::new(slot.line(), v.value().clone());
+        for parts in &keys {
+            let slot = slot(&mut variant, parts).map_err(|m| FileError::at(param_line, m))?;
+            *slot = Item::new(slot.line(), v.value().clone());
+        }
         let model = build(&Reader::of(&variant, "")?)
             .map_err(|e| e.note(format!("(sweep value {label} at line {})", v.line())))?;
         variants.push(Variant {
-            sweep: Some((param.to_string(), label)),
+            sweep: Some((param.clone(), label)),
             model,
         });
     }
     Ok(variants)
 }
 
+/// The sweep's `param`: one key, or a list of keys that all take each value (e.g. the same
+/// pacing rate for several flows).
+fn swept_keys(item: &Item) -> Result<Vec<&str>, FileError> {
+    let bad = || item.error("sweep: param: expected a key or a list of keys");
+    let keys: Vec<&str> = match item.as_array() {
+        Some(list) => list
+            .iter()
+            .map(|k| k.as_str().ok_or_else(bad))
+            .collect::<Result<_, _>>()?,
+        None => vec![item.as_str().ok_or_else(bad)?],
+    };
+    if keys.is_empty() {
+        return Err(bad());
+    }
+    Ok(keys)
+}
+
+/// The unit all swept keys share (their values are read once, for every key).
+fn swept_unit(keys: &[Vec<&str>]) -> Result<Option<Unit>, String> {
+    let unit = |parts: &Vec<&str>| parts.last().and_then(|k| unit_of(k));
+    let first = unit(&keys[0]);
+    match keys.iter().find(|k| unit(k) != first) {
+        Some(k) => Err(format!(
+            "{} and {} take different units",
+            keys[0].join("."),
+            k.join(".")
+        )),
+        None => Ok(first),
+    }
+}
+
 /// How a swept key's range bounds are read; `None` for keys that are not numbers.
 fn unit_of(key: &str) -> Option<Unit> {
     Some(match key {
-        "rate" | "pcr" | "scr" => Unit::Rate,
+        "rate" | "pcr" | "scr" | "pace" => Unit::Rate,
         "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" => Unit::Bytes,
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
         | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,

@@ -279,3 +279,34 @@ fn unknown_sections_keys_and_bad_sweep_params_are_named() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_sweep_may_set_several_keys_to_each_value() {
+    let two = "[[flow]]\nname = \"g\"\nfrom = \"a\"\nto = \"b\"\nrate = \"1M\"\n";
+    let text = format!(
+        "{BASE}{UDP}rate = \"1M\"\n{two}[sweep]\nparam = [\"flow.f.rate\", \"flow.g.rate\"]\nvalues = [\"2M\", \"4M\"]\n"
+    );
+    let report = flowlab_sim::run(&load(&text).unwrap(), None);
+    assert_eq!(report.runs.len(), 2);
+    for (run, mbps) in report.runs.iter().zip([2.0, 4.0]) {
+        let sweep = run.sweep.as_ref().unwrap();
+        assert_eq!(sweep.param, "flow.f.rate,flow.g.rate");
+        for f in &run.flows {
+            let got = f.throughput_bps / 1e6;
+            assert!((got - mbps).abs() < 0.05 * mbps, "{}: {got}", f.name);
+        }
+    }
+    let (line, msg) = error(&format!(
+        "{UDP}rate = \"1M\"\nsize = 100\n[sweep]\nparam = [\"flow.f.rate\", \"flow.f.size\"]\nvalues = [1]\n"
+    ));
+    assert_eq!(line, BASE_LINES + 8);
+    assert_eq!(
+        msg,
+        "sweep: flow.f.rate and flow.f.size take different units"
+    );
+    let (line, msg) = error(&format!(
+        "{UDP}rate = \"1M\"\n[sweep]\nparam = []\nvalues = [1]\n"
+    ));
+    assert_eq!(line, BASE_LINES + 7);
+    assert_eq!(msg, "sweep: param: expected a key or a list of keys");
+}

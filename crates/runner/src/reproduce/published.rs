@@ -21,6 +21,10 @@ pub const SCENARIOS: &[Scenario] = &[
     example!("policing-cdvt"),
     example!("e1-aquila-atm"),
     example!("e1-aquila-ip"),
+    example!("tcp-pvc"),
+    example!("shared-ds3"),
+    example!("burst-buffer"),
+    example!("frag-dips"),
 ];
 
 /// Host- and load-dependent figures: within 10 % of the published value.
@@ -60,8 +64,49 @@ const fn gap(
     }
 }
 
-const NO_END_SYSTEM: &str = "host-dependent: flowlab has no end-system model yet (adapter \
-    shaping, per-packet host cost; issue 15, Build)";
+/// A row of seed 002's Table 1: ping loss at a size, loops in one direction.
+macro_rules! ping_loss {
+    ($bytes:literal, $published:literal, $why:expr $(,)?) => {
+        Row {
+            seed: "002",
+            item: concat!(
+                "Table 1: ping loss, ",
+                $bytes,
+                " bytes, loops in one direction"
+            ),
+            unit: "%",
+            published: Published::Value($published),
+            probe: probe(
+                "ping-cell-loss",
+                0,
+                concat!("ping", $bytes),
+                Metric::LossPercent,
+            ),
+            check: LOAD,
+            explanation: $why,
+        }
+    };
+}
+
+/// A row of seed 002's Table 2: cells per ping of a size.
+macro_rules! cells_per_ping {
+    ($bytes:literal, $cells:literal, $why:expr $(,)?) => {
+        Row {
+            seed: "002",
+            item: concat!("Table 2: cells per ping, ", $bytes, " bytes"),
+            unit: "cells",
+            published: Published::Value($cells as f64),
+            probe: probe(
+                "aal5-maxima",
+                0,
+                concat!("ping", $bytes),
+                Metric::CellsPerPacket,
+            ),
+            check: Check::Exact { decimals: 0 },
+            explanation: $why,
+        }
+    };
+}
 
 pub const ROWS: &[Row] = &[
     // Seed 000, LEVERAGE: two PCs with 25.6 Mb/s ATM25 adapters and a workgroup switch.
@@ -73,16 +118,17 @@ pub const ROWS: &[Row] = &[
         probe: probe("aal5-maxima", 0, "udp-atm25", Metric::GoodputMbps),
         check: HOST,
         explanation: "flowlab gives the ATM25 line's AAL5 ceiling for 8000-byte \
-            UDP payloads; the paper's Windows 95 PCs reached 93 % of it \
-            (host cost not modelled)",
+            UDP payloads: the scenario's PCs have no per-packet cost, as the \
+            paper gives none to set one from; its Windows 95 PCs reached 93 % \
+            of the ceiling",
     },
     gap(
         "000",
         "§6.1.2 Test 2: native ATM maximum, 8000-byte packets",
         "Mb/s",
         Published::Value(22.2),
-        "native AAL5 frames are not simulated (UDP only); the ceiling \
-            for 8008-byte AAL5 frames is 22.7 Mb/s",
+        "flowlab simulates IP over AAL5 (UDP, TCP, ping), not native AAL5 \
+            frames; the ceiling for 8008-byte AAL5 frames is 22.7 Mb/s",
     ),
     gap(
         "000",
@@ -90,7 +136,9 @@ pub const ROWS: &[Row] = &[
             2 Mb/s",
         "",
         Published::Text("curves only"),
-        NO_END_SYSTEM,
+        "host-dependent: the paper gives no per-packet cost of its PCs to \
+            set the end-system model with (its losses come from their \
+            processing), and CPU is not simulated",
     ),
     gap(
         "000",
@@ -105,9 +153,8 @@ pub const ROWS: &[Row] = &[
             VC",
         "",
         Published::Text("curves only"),
-        "no scenario yet of a policed 2 Mb/s CBR VC swept over \
-            offered load and size; the paper gives the values only as \
-            plots",
+        "the test sent native AAL5 frames, which flowlab does not \
+            simulate, and the paper gives the values only as plots",
     ),
     gap(
         "000",
@@ -115,8 +162,9 @@ pub const ROWS: &[Row] = &[
             receive-buffer fill",
         "",
         Published::Text("0.42 % loss B→A"),
-        "the receiver's socket buffer and application are not \
-            simulated",
+        "the losses come from the receiving application reading slower \
+            than its 32 kB socket buffer fills; a host's receive_cost delays \
+            packets but no socket buffer fills or overflows",
     ),
     // Seed 001, MAY: SBA-200 adapters on OC-3c, a 190 ms PVC via Canada shaped to its PCR.
     Row {
@@ -137,7 +185,8 @@ pub const ROWS: &[Row] = &[
         probe: probe("tcp-190ms", 0, "wan-tcp", Metric::GoodputMbps),
         check: HOST,
         explanation: "flowlab reaches the window limit (64 KiB per 190 ms, the \
-            paper's own 2.7 Mb/s estimate); Solaris 2.5 stayed below it",
+            paper's own 2.7 Mb/s estimate) with hosts that cost nothing per \
+            packet; Solaris 2.5 stayed below it",
     },
     Row {
         seed: "001",
@@ -146,43 +195,64 @@ pub const ROWS: &[Row] = &[
         published: Published::Value(5.04),
         probe: probe("tcp-190ms", 1, "wan-tcp", Metric::GoodputMbps),
         check: HOST,
-        explanation: "window-limited at the bandwidth-delay product; the PCR \
-            shaping to 6 Mb/s bounds both",
+        explanation: PCR6,
     },
     Row {
         seed: "001",
-        item: "§3.4: RFC 1323 TCP, 1 MiB window, 6 Mb/s PVC (\"no \
-            difference\")",
+        item: ONE_MIB,
         unit: "Mb/s",
         published: Published::Value(5.04),
         probe: probe("tcp-190ms", 2, "wan-tcp", Metric::GoodputMbps),
         check: HOST,
-        explanation: "limited by the 6 Mb/s PCR; the window no longer matters",
+        explanation: PCR6,
     },
-    gap(
-        "001",
-        "Table 1: 50 Mb/s PVC, 1.5 MiB buffer, 1024-byte sends",
-        "Mb/s",
-        Published::Value(31.45),
-        "no scenario: the Fore adapter's shaper (Figure 5) caps it \
-            below the PCR, and flowlab has no end-system model yet",
-    ),
-    gap(
-        "001",
-        "Table 1: 25 Mb/s PVC, 1 MiB buffer, 1024-byte sends",
-        "Mb/s",
-        Published::Value(18.29),
-        "no scenario: the Fore adapter's shaper (Figure 5) caps it \
-            below the PCR, and flowlab has no end-system model yet",
-    ),
-    gap(
-        "001",
-        "Figure 3: TCP throughput dips every 8 KiB of message size",
-        "",
-        Published::Text("curves only"),
-        "needs IP fragmentation and reassembly cost in the hosts \
-            (issue 15, Build)",
-    ),
+    Row {
+        seed: "001",
+        item: PVC50,
+        unit: "Mb/s",
+        published: Published::Value(31.45),
+        probe: probe("tcp-pvc", 0, "pvc50-1.5MiB", Metric::GoodputMbps),
+        check: HOST,
+        explanation: "the scenario's shaper holds the 50 Mb/s PCR exactly: the \
+            AAL5 ceiling is 44.9 Mb/s of TCP payload, and 1.5 MiB per 190 ms \
+            allows more; the paper found its Fore adapter's shaper as poor in \
+            the LAN (its Figure 5, a curve only) and blamed it, not TCP",
+    },
+    Row {
+        seed: "001",
+        item: PVC50_512K,
+        unit: "Mb/s",
+        published: Published::Value(21.35),
+        probe: probe("tcp-pvc", 0, "pvc50-512KiB", Metric::GoodputMbps),
+        check: HOST,
+        explanation: "window-limited: 512 KiB per 190 ms is 22.1 Mb/s, below the \
+            PCR; slow start over the 20 s run costs the rest",
+    },
+    Row {
+        seed: "001",
+        item: PVC25,
+        unit: "Mb/s",
+        published: Published::Value(18.29),
+        probe: probe("tcp-pvc", 0, "pvc25-1MiB", Metric::GoodputMbps),
+        check: HOST,
+        explanation: "the scenario's shaper holds the 25 Mb/s PCR exactly: the \
+            AAL5 ceiling is 22.45 Mb/s of TCP payload (1 MiB per 190 ms \
+            allows more); the paper's Fore shaper gave less (its Figure 5)",
+    },
+    Row {
+        seed: "001",
+        item: "Figure 3: TCP throughput dips every 8 KiB of message size",
+        unit: "Mb/s",
+        published: Published::Text("curves only (dips at 9216, 18432 bytes)"),
+        probe: probe("frag-dips", 8, "messages", Metric::GoodputMbps),
+        check: Check::NotReproduced,
+        explanation: "the shape (plot; the value is the dip at 9216 bytes): the \
+            receiver's per-packet cost is paid per fragment, so throughput \
+            drops where a message needs one fragment more, at 9216, 18432, \
+            27648 and 36864 bytes; deeper than the paper's, as the cost is \
+            per packet only (no per-byte copy), and the messages are UDP \
+            (flowlab's TCP segments never fragment)",
+    },
     gap(
         "001",
         "Figures 4, 7, 8: CPU load of sender and receiver",
@@ -195,71 +265,18 @@ pub const ROWS: &[Row] = &[
         "§3.3: UDP, SPARCstation 10 to 20",
         "Mb/s",
         Published::Value(62.0),
-        NO_END_SYSTEM,
+        "host-dependent: the SPARCstation 10's cost per packet is published \
+            only through this figure, so a send_cost fitted to it would \
+            only give it back",
     ),
     // Seed 002, BAGNet: pings through an OC-3c switch port loaded by recirculated cells.
-    Row {
-        seed: "002",
-        item: "Table 1: ping loss, 64 bytes, loops in one direction",
-        unit: "%",
-        published: Published::Value(23.0),
-        probe: probe("ping-cell-loss", 0, "ping64", Metric::LossPercent),
-        check: LOAD,
-        explanation: BAGNET,
-    },
-    gap(
-        "002",
-        "Table 1: ping loss, 128 bytes, loops in one direction",
-        "%",
-        Published::Value(50.0),
-        "the scenario sends the six sizes the issue compares; 128 \
-            bytes is not among them",
-    ),
-    Row {
-        seed: "002",
-        item: "Table 1: ping loss, 256 bytes, loops in one direction",
-        unit: "%",
-        published: Published::Value(51.0),
-        probe: probe("ping-cell-loss", 0, "ping256", Metric::LossPercent),
-        check: LOAD,
-        explanation: BAGNET,
-    },
-    Row {
-        seed: "002",
-        item: "Table 1: ping loss, 512 bytes, loops in one direction",
-        unit: "%",
-        published: Published::Value(62.0),
-        probe: probe("ping-cell-loss", 0, "ping512", Metric::LossPercent),
-        check: LOAD,
-        explanation: BAGNET,
-    },
-    Row {
-        seed: "002",
-        item: "Table 1: ping loss, 1024 bytes, loops in one direction",
-        unit: "%",
-        published: Published::Value(69.0),
-        probe: probe("ping-cell-loss", 0, "ping1024", Metric::LossPercent),
-        check: LOAD,
-        explanation: BAGNET,
-    },
-    Row {
-        seed: "002",
-        item: "Table 1: ping loss, 2048 bytes, loops in one direction",
-        unit: "%",
-        published: Published::Value(75.0),
-        probe: probe("ping-cell-loss", 0, "ping2048", Metric::LossPercent),
-        check: LOAD,
-        explanation: BAGNET_FRAGMENTED,
-    },
-    Row {
-        seed: "002",
-        item: "Table 1: ping loss, 4096 bytes, loops in one direction",
-        unit: "%",
-        published: Published::Value(93.0),
-        probe: probe("ping-cell-loss", 0, "ping4096", Metric::LossPercent),
-        check: LOAD,
-        explanation: BAGNET_FRAGMENTED,
-    },
+    ping_loss!(64, 23.0, BAGNET),
+    ping_loss!(128, 50.0, BAGNET),
+    ping_loss!(256, 51.0, BAGNET),
+    ping_loss!(512, 62.0, BAGNET),
+    ping_loss!(1024, 69.0, BAGNET),
+    ping_loss!(2048, 75.0, BAGNET_FRAGMENTED),
+    ping_loss!(4096, 93.0, BAGNET_FRAGMENTED),
     Row {
         seed: "002",
         item: "§3.2: cell loss at the loaded port, loops in one direction",
@@ -267,9 +284,11 @@ pub const ROWS: &[Row] = &[
         published: Published::Value(1.2),
         probe: probe("ping-cell-loss", 0, "sw->ws2", Metric::PortCellLossPercent),
         check: Check::Within(Tolerance::Absolute(0.5)),
-        explanation: "the per-cell Poisson background overloads the port more \
-            often than the paper's ttcp loops; cell loss depends on the \
-            load pattern",
+        explanation: "the bursts of the 6-pass background overflow the 256-cell \
+            port more often than the paper's loops did; ttcp at a constant \
+            20 Mb/s gives the paper's port loss, but then the 10 ms pings \
+            keep one phase against it and lose nearly nothing \
+            (docs/simulation.md)",
     },
     gap(
         "002",
@@ -279,61 +298,25 @@ pub const ROWS: &[Row] = &[
         "the scenario loads one direction; the scanned column has six \
             values for seven sizes",
     ),
-    Row {
-        seed: "002",
-        item: "Table 2: cells per ping, 64 bytes",
-        unit: "cells",
-        published: Published::Value(3.0),
-        probe: probe("aal5-maxima", 0, "ping64", Metric::CellsPerPacket),
-        check: Check::Exact { decimals: 0 },
-        explanation: CELLS,
-    },
-    Row {
-        seed: "002",
-        item: "Table 2: cells per ping, 256 bytes",
-        unit: "cells",
-        published: Published::Value(7.0),
-        probe: probe("aal5-maxima", 0, "ping256", Metric::CellsPerPacket),
-        check: Check::Exact { decimals: 0 },
-        explanation: CELLS,
-    },
-    Row {
-        seed: "002",
-        item: "Table 2: cells per ping, 512 bytes",
-        unit: "cells",
-        published: Published::Value(12.0),
-        probe: probe("aal5-maxima", 0, "ping512", Metric::CellsPerPacket),
-        check: Check::Exact { decimals: 0 },
-        explanation: CELLS,
-    },
-    Row {
-        seed: "002",
-        item: "Table 2: cells per ping, 1024 bytes",
-        unit: "cells",
-        published: Published::Value(23.0),
-        probe: probe("aal5-maxima", 0, "ping1024", Metric::CellsPerPacket),
-        check: Check::Exact { decimals: 0 },
-        explanation: CELLS,
-    },
-    Row {
-        seed: "002",
-        item: "Table 2: cells per ping, 2048 bytes",
-        unit: "cells",
-        published: Published::Value(45.0),
-        probe: probe("aal5-maxima", 0, "ping2048", Metric::CellsPerPacket),
-        check: Check::Differs,
-        explanation: "the paper's host fragmented the 2076 IP bytes at a 1500-byte \
-            MTU (1500 + 596 bytes: 32 + 13 = 45 cells); the scenario keeps \
-            one frame of 44 cells, as the simulator refuses pings above \
-            the MTU until fragmentation is simulated (issue 15, Build)",
-    },
+    cells_per_ping!(64, 3, CELLS),
+    cells_per_ping!(256, 7, CELLS),
+    cells_per_ping!(512, 12, CELLS),
+    cells_per_ping!(1024, 23, CELLS),
+    cells_per_ping!(
+        2048,
+        45,
+        "an encapsulation figure: the 2076 IP bytes leave the \
+            workstation's 1500-byte MTU as two fragments, each its own AAL5 \
+            frame (1500 + 596 bytes: 32 + 13 cells)",
+    ),
     gap(
         "002",
         "Tables 3, 4: WAN pings and TCP under cell loss",
         "",
         Published::Text("1.1 % cell loss; 8.31 to 6.88 Mb/s"),
-        "no scenario of the carrier's WAN path; TCP under bursty ttcp \
-            background needs on/off background sources (issue 15, Build)",
+        "no scenario: the carrier's WAN path beyond the local switch \
+            (its links, rates, buffers and the remote host) is not \
+            described",
     ),
     // Seed 003, AAI: OC-3c hosts, DS-3 WAN links, GCRA policing.
     Row {
@@ -347,48 +330,96 @@ pub const ROWS: &[Row] = &[
         explanation: "hosts differ; every published maximum stays under flowlab's \
             Classical IP ceiling over OC-3c",
     },
-    gap(
-        "003",
-        "Figure 1: lossless, peak and full-load throughput of three \
-            connections",
-        "Mb/s",
-        Published::Text("28, 29.5, 18.4"),
-        "no scenario yet of the three AAI pairs sharing a DS-3",
-    ),
+    Row {
+        seed: "003",
+        item: FIG1_LOSSLESS,
+        unit: "Mb/s",
+        published: Published::Value(28.0),
+        probe: probe(
+            "shared-ds3",
+            0,
+            "all three",
+            Metric::LosslessTotalGoodputMbps,
+        ),
+        check: HOST,
+        explanation: DS3_BURSTS,
+    },
+    Row {
+        seed: "003",
+        item: "Figure 1: peak throughput of the three connections",
+        unit: "Mb/s",
+        published: Published::Value(29.5),
+        probe: probe("shared-ds3", 0, "all three", Metric::PeakTotalGoodputMbps),
+        check: HOST,
+        explanation: DS3_BURSTS,
+    },
+    Row {
+        seed: "003",
+        item: "Figure 1: full-load throughput of the three connections",
+        unit: "Mb/s",
+        published: Published::Value(18.4),
+        probe: probe("shared-ds3", 15, "all three", Metric::TotalGoodputMbps),
+        check: HOST,
+        explanation: "bulk TCP from three OC-3c hosts: their bursts overflow the \
+            DS-3 port, cells lost across many frames, and Reno retransmits \
+            and times out; the buffer and round trips are the scenario's \
+            choice (the paper gives neither)",
+    },
     gap(
         "003",
         "Figure 2: aggregate throughput alone and competing",
         "Mb/s",
         Published::Text("73.84, 55.19"),
-        "no scenario yet of the ten-host experiment",
+        "no scenario: the five connections' hosts, paths and round trips \
+            are given only in the drawing",
     ),
-    gap(
-        "003",
-        "Figure 4: switch buffer estimates from the burst-size knees",
-        "",
-        Published::Text("3.5 MB, 35 KB"),
-        "no scenario yet of the ITTC-NRL path \
-            (examples/experiments/burst-size.toml runs the search on a \
-            lab)",
-    ),
+    Row {
+        seed: "003",
+        item: FIG4_GSD,
+        unit: "KB",
+        published: Published::Value(3500.0),
+        probe: probe(
+            "burst-buffer",
+            0,
+            "ittc-to-nrl",
+            Metric::LosslessKnee(&BURST_KB),
+        ),
+        check: HOST,
+        explanation: KNEE,
+    },
+    Row {
+        seed: "003",
+        item: FIG4_NRL,
+        unit: "KB",
+        published: Published::Value(35.0),
+        probe: probe(
+            "burst-buffer",
+            0,
+            "nrl-to-ittc",
+            Metric::LosslessKnee(&BURST_KB),
+        ),
+        check: HOST,
+        explanation: KNEE,
+    },
     Row {
         seed: "003",
         item: "Figure 5: TCP above the knee, CBR PCR 10 Mb/s, CDVT 10 ms",
         unit: "Mb/s",
         published: Published::Text("TCP working (values only in the plot)"),
-        probe: probe("policing-cdvt", 7, "tcp", Metric::GoodputMbps),
+        probe: probe("policing-cdvt", 6, "tcp", Metric::GoodputMbps),
         check: Check::NotReproduced,
-        explanation: "the knee is right, but above it the simulated TCP sends \
-            back-to-back segments that the policer drops and collapses; \
-            the paper's hosts paced their cells (no end-system model \
-            yet)",
+        explanation: "the SPARC-20's 83 Mb/s adapter puts the knee at 7.1 ms; at \
+            8-10 ms the policer still drops the second of two frames a \
+            window opening sends together, and Reno times out; from 12 ms \
+            TCP carries all 8 Mb/s its application writes (plot)",
     },
     gap(
         "003",
         "Figure 6: TCP against PCR at CDVT 10 ms",
         "",
         Published::Text("curves only"),
-        NO_END_SYSTEM,
+        "no scenario: the values are only in the plot, and the rates \
+            NetSpec paced the two hosts to are not given",
     ),
     // Seed 004, AQUILA: E1 bottleneck between two ATM switches. Table 4; run 0 of each
     // scenario has the 2 Mb/s background, run 1 has none.
@@ -430,7 +461,7 @@ pub const ROWS: &[Row] = &[
         "flow2",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_ATM,
     ),
     aquila(
         "Table 4, ATM core, with background: flow #3 goodput",
@@ -440,7 +471,7 @@ pub const ROWS: &[Row] = &[
         "flow3",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_ATM,
     ),
     aquila(
         "Table 4, ATM core, with background: flow #4 goodput",
@@ -450,8 +481,10 @@ pub const ROWS: &[Row] = &[
         "flow4",
         Metric::GoodputKbps,
         Check::Starved,
-        "the UBR background is tagged CLP=1 and dropped first, so flow #4's \
-            shaped UBR cells still pass",
+        "the UBR background is tagged CLP=1 and held to half the E1 buffer \
+            by clp_threshold, the scenario's way to keep CBR and VBR cells room \
+            in a shared buffer (the paper does not say how its switch shared \
+            it); flow #4's untagged cells still pass",
     ),
     aquila(
         "Table 4, ATM core, without background: flow #1 max transfer delay",
@@ -491,7 +524,7 @@ pub const ROWS: &[Row] = &[
         "flow2",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_ATM,
     ),
     aquila(
         "Table 4, ATM core, without background: flow #3 goodput",
@@ -501,7 +534,7 @@ pub const ROWS: &[Row] = &[
         "flow3",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_ATM,
     ),
     aquila(
         "Table 4, ATM core, without background: flow #4 goodput",
@@ -511,7 +544,7 @@ pub const ROWS: &[Row] = &[
         "flow4",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_ATM,
     ),
     aquila(
         "Table 4, IP core, with background: flow #1 max transfer delay",
@@ -551,7 +584,7 @@ pub const ROWS: &[Row] = &[
         "flow2",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_IP,
     ),
     aquila(
         "Table 4, IP core, with background: flow #3 goodput",
@@ -561,7 +594,7 @@ pub const ROWS: &[Row] = &[
         "flow3",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_IP,
     ),
     aquila(
         "Table 4, IP core, with background: flow #4 goodput",
@@ -571,7 +604,9 @@ pub const ROWS: &[Row] = &[
         "flow4",
         Metric::GoodputKbps,
         Check::Starved,
-        "STD shares the lowest WFQ weight with the 2 Mb/s background",
+        "STD shares one 50-packet queue and the lowest WFQ weight with the \
+            2 Mb/s background; flow #4's segments get through between \
+            timeouts",
     ),
     aquila(
         "Table 4, IP core, without background: flow #1 max transfer delay",
@@ -611,7 +646,7 @@ pub const ROWS: &[Row] = &[
         "flow2",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_IP,
     ),
     aquila(
         "Table 4, IP core, without background: flow #3 goodput",
@@ -621,7 +656,7 @@ pub const ROWS: &[Row] = &[
         "flow3",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_IP,
     ),
     aquila(
         "Table 4, IP core, without background: flow #4 goodput",
@@ -631,7 +666,7 @@ pub const ROWS: &[Row] = &[
         "flow4",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP,
+        AQUILA_TCP_IP,
     ),
 ];
 
@@ -639,12 +674,16 @@ const ATM: &str = "e1-aquila-atm";
 const IP: &str = "e1-aquila-ip";
 /// Flow #1's loss: none published, none simulated.
 const NO_LOSS: Check = Check::Within(Tolerance::Absolute(0.1));
-const NO_LATENCY: &str = "no router or analyser latency is modelled, only cells on the links";
-const NO_JITTER: &str = "shaped CBR cells meet no other CBR traffic, and no host or router \
-    jitter is modelled";
+const NO_LATENCY: &str = "the hosts' latency (0.32 ms plus up to 0.355 ms at each end, for the \
+    LAN, gateway and analyser) is fitted to the row without background; the rest is cells on \
+    the links and the E1's queue";
+const NO_JITTER: &str = "PDV moves in steps of one E1 cell time (0.22 ms): the fitted host \
+    jitter gives the step below the paper's value, the next one up overshoots its maximum \
+    delay (docs/simulation.md)";
 const CBR_FIRST: &str = "flow #1 has strict priority at the bottleneck";
-const RESIDUAL: &str = "the residual service of 1500-byte packets ahead in the router; router \
-    processing is not modelled";
+const RESIDUAL: &str = "a 53-byte premium packet waits at most the residual of one 1500-byte \
+    packet on the E1 VC (7.07 ms), plus the routers' latency fitted in the ATM core (0.32 ms \
+    plus up to 0.355 ms each)";
 
 /// A row of seed 004's Table 4 (its unit follows from the metric).
 #[allow(clippy::too_many_arguments)]
@@ -674,19 +713,108 @@ const fn aquila(
     }
 }
 
-const BAGNET: &str = "load-dependent: the background is per-cell Poisson, not the paper's bursty \
-    ttcp; loss grows with cells per ping as published, but more steeply";
-const BAGNET_FRAGMENTED: &str = "load-dependent as the smaller pings, and the paper's pings \
-    above 1500 bytes were IP fragments where the scenario sends one AAL5 frame (fragmentation \
-    is not simulated yet)";
+const BAGNET: &str = "load-dependent: ttcp's 8 KiB UDP datagrams reach the port as bursts of \
+    172 back-to-back cells at Poisson times, 6 passes through a 256-cell buffer (the paper gives \
+    neither the buffer nor the loop timing); loss grows with cells per ping as published, from \
+    lower levels";
+const BAGNET_FRAGMENTED: &str = "load-dependent as the smaller pings; at the workstations' \
+    1500-byte MTU the ping leaves as IP fragments (2 for 2048 bytes, 3 for 4096), as the \
+    paper's did, and is lost with any cell of any fragment";
 const CELLS: &str = "an encapsulation figure: ping data + 8 (ICMP) + 20 (IP) bytes, LLC/SNAP and \
     the AAL5 trailer, padded to 48-byte cell payloads";
-const AQUILA_TCP: &str = "the simulated sources are held to exactly 100 kbit/s (ATM: shaped \
-    cells; IP: a 100 kbit/s access link), the paper's hosts less regularly; the token-bucket \
-    meters are not in scenarios yet";
+const AQUILA_TCP_ATM: &str = "the VC is shaped to exactly 100 kbit/s of cells, 86.1 kbit/s of TCP \
+    payload in 1500-byte packets, by a bulk sender (the paper's flow #2 sent 10 kB messages at \
+    a rate it does not give, and its hosts shaped less regularly)";
+const AQUILA_TCP_IP: &str = "a 100 kbit/s access link stands for the contract's shaping, 97.3 \
+    kbit/s of TCP payload in 1500-byte packets, by a bulk sender (the paper's flow #2 sent 10 kB \
+    messages at a rate it does not give, and its hosts shaped less regularly)";
+const PCR6: &str = "limited by the 6 Mb/s PCR, under its AAL5 ceiling of 5.39 Mb/s of TCP \
+    payload (slow start costs the rest); from the bandwidth-delay product up the window no \
+    longer matters";
+pub(super) const ONE_MIB: &str = "§3.4: RFC 1323 TCP, 1 MiB window, 6 Mb/s PVC (\"no difference\")";
+const PVC50: &str = "Table 1: 50 Mb/s PVC, 1.5 MiB buffer, 1024-byte sends";
+const PVC50_512K: &str = "Table 1: 50 Mb/s PVC, 512 KiB buffer, 1024-byte sends";
+const PVC25: &str = "Table 1: 25 Mb/s PVC, 1 MiB buffer, 1024-byte sends";
+const FIG1_LOSSLESS: &str = "Figure 1: lossless throughput of the three connections";
+const DS3_BURSTS: &str = "each paced source sends its 9180-byte packets as 192 back-to-back \
+    cells at OC-3c; where bursts of the three meet, the DS-3 port's 1000 cells overflow below \
+    the DS-3's 36.6 Mb/s, and Reno's retransmissions then cut throughput; the buffer and round \
+    trips are the scenario's choice (the paper gives neither)";
+const FIG4_GSD: &str = "Figure 4: GSD switch buffer (ITTC to NRL), the knee's burst size";
+const FIG4_NRL: &str = "Figure 4: NRL switch buffer (NRL to ITTC), the knee's burst size";
+/// The burst sizes of `burst-buffer.toml`'s sweep: 1 to 576 datagrams of 9180 bytes, in kB.
+const BURST_KB: [f64; 12] = [
+    9.18, 18.36, 36.72, 45.9, 73.44, 146.88, 587.52, 2350.08, 4112.64, 4406.4, 4700.16, 5287.68,
+];
+/// The message sizes of `frag-dips.toml`'s sweep: 1 KiB to 40 KiB in steps of 1 KiB.
+const MESSAGE_BYTES: [f64; 40] = {
+    let mut sizes = [0.0; 40];
+    let mut i = 0;
+    while i < 40 {
+        sizes[i] = 1024.0 * (i + 1) as f64;
+        i += 1;
+    }
+    sizes
+};
+const KNEE: &str = "the ports hold the paper's estimates; the DS-3 drains 28 % of a burst's \
+    cells while it arrives, so the largest burst without loss is the buffer / 0.72 in cells (4.4 MB \
+    and 44 kB of IP packets), read here at the last swept size before loss (whole datagrams of 9180 bytes): \
+    reading a knee as the buffer overestimates it";
 
 /// The figures drawn as plots: published points over flowlab's curve.
 pub const FIGURES: &[Figure] = &[
+    Figure {
+        seed: "001",
+        file: "001-tcp-window",
+        title: "Seed 001, §3.4 and Table 1: TCP over 190 ms against window (6 Mb/s PVC)",
+        x_label: "window (kB)",
+        y_label: "throughput (Mb/s)",
+        points: &[
+            (
+                65.5,
+                "§3.4: standard TCP, 64 KiB window, 6 Mb/s PVC, 190 ms",
+            ),
+            (
+                140.0,
+                "Table 1: RFC 1323 TCP, 140000-byte buffer, 6 Mb/s PVC",
+            ),
+            (1048.6, ONE_MIB),
+        ],
+        marks: &[],
+        sweep: None,
+    },
+    Figure {
+        seed: "001",
+        file: "001-tcp-pvc",
+        title: "Seed 001, Table 1: RFC 1323 TCP over 190 ms against the PVC's rate",
+        x_label: "PVC peak cell rate (Mb/s)",
+        y_label: "throughput (Mb/s)",
+        points: &[
+            (6.0, "Table 1: RFC 1323 TCP, 140000-byte buffer, 6 Mb/s PVC"),
+            (25.0, PVC25),
+            (50.0, PVC50),
+        ],
+        marks: &[],
+        sweep: None,
+    },
+    Figure {
+        seed: "001",
+        file: "001-frag-dips",
+        title: "Seed 001, Figure 3: throughput against message size, 9180-byte MTU (published as a curve only)",
+        x_label: "datagram size (IP bytes)",
+        y_label: "throughput (Mb/s)",
+        points: &[],
+        marks: &[],
+        sweep: Some((
+            Probe {
+                scenario: "frag-dips",
+                run: 0,
+                name: "messages",
+                metric: Metric::GoodputMbps,
+            },
+            &MESSAGE_BYTES,
+        )),
+    },
     Figure {
         seed: "002",
         file: "002-ping-loss",
@@ -720,29 +848,66 @@ pub const FIGURES: &[Figure] = &[
                 "Table 1: ping loss, 4096 bytes, loops in one direction",
             ),
         ],
+        marks: &[],
         sweep: None,
     },
     Figure {
-        seed: "001",
-        file: "001-tcp-window",
-        title: "Seed 001, §3.4 and Table 1: TCP over 190 ms against window (6 Mb/s PVC)",
-        x_label: "window (kB)",
+        seed: "003",
+        file: "003-offered-load",
+        title:
+            "Seed 003, Figure 1: three TCP connections on a DS-3, throughput against offered load",
+        x_label: "offered load, three connections (Mb/s)",
         y_label: "throughput (Mb/s)",
-        points: &[
-            (
-                65.5,
-                "§3.4: standard TCP, 64 KiB window, 6 Mb/s PVC, 190 ms",
-            ),
-            (
-                140.0,
-                "Table 1: RFC 1323 TCP, 140000-byte buffer, 6 Mb/s PVC",
-            ),
-            (
-                1048.6,
-                "§3.4: RFC 1323 TCP, 1 MiB window, 6 Mb/s PVC (\"no difference\")",
-            ),
-        ],
-        sweep: None,
+        points: &[(28.0, FIG1_LOSSLESS)],
+        marks: &[],
+        sweep: Some((
+            Probe {
+                scenario: "shared-ds3",
+                run: 0,
+                name: "all three",
+                metric: Metric::TotalGoodputMbps,
+            },
+            &[
+                12.0, 13.5, 15.0, 16.5, 18.0, 19.5, 21.0, 22.5, 24.0, 25.5, 27.0, 28.5, 30.0, 31.5,
+                33.0,
+            ],
+        )),
+    },
+    Figure {
+        seed: "003",
+        file: "003-burst-nrl",
+        title: "Seed 003, Figure 4: UDP at 35 Mb/s against burst size, NRL to ITTC (35 KB buffer)",
+        x_label: "burst size (kB)",
+        y_label: "throughput (Mb/s)",
+        points: &[],
+        marks: &[(35.0, 35.0)],
+        sweep: Some((
+            Probe {
+                scenario: "burst-buffer",
+                run: 0,
+                name: "nrl-to-ittc",
+                metric: Metric::GoodputMbps,
+            },
+            &[9.18, 18.36, 36.72, 45.9, 73.44, 146.88],
+        )),
+    },
+    Figure {
+        seed: "003",
+        file: "003-burst-gsd",
+        title: "Seed 003, Figure 4: UDP at 35 Mb/s against burst size, ITTC to NRL (3.5 MB buffer)",
+        x_label: "burst size (kB)",
+        y_label: "throughput (Mb/s)",
+        points: &[],
+        marks: &[(3500.0, 35.0)],
+        sweep: Some((
+            Probe {
+                scenario: "burst-buffer",
+                run: 0,
+                name: "ittc-to-nrl",
+                metric: Metric::GoodputMbps,
+            },
+            &BURST_KB,
+        )),
     },
     Figure {
         seed: "003",
@@ -751,6 +916,7 @@ pub const FIGURES: &[Figure] = &[
         x_label: "CDVT (ms)",
         y_label: "TCP goodput (Mb/s)",
         points: &[],
+        marks: &[],
         sweep: Some((
             Probe {
                 scenario: "policing-cdvt",
@@ -758,7 +924,7 @@ pub const FIGURES: &[Figure] = &[
                 name: "tcp",
                 metric: Metric::GoodputMbps,
             },
-            &[0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 8.0, 10.0, 20.0, 50.0],
+            &[0.0, 1.0, 5.0, 7.0, 7.5, 8.0, 10.0, 12.0, 15.0, 20.0, 50.0],
         )),
     },
 ];

@@ -29,12 +29,55 @@ fn the_exact_rows_match_exactly() {
     }
 }
 
+/// Seed 002's Table 2: the 2048-byte ping leaves the 1500-byte MTU as two fragments.
 #[test]
-fn the_ping_that_differs_by_a_cell_is_reported_as_differing() {
-    let rows = outcomes(&["002"], |r| matches!(r.check, Check::Differs)).unwrap();
+fn the_fragmented_ping_counts_the_cells_of_both_fragments() {
+    let rows = outcomes(&["002"], |r| {
+        r.item == "Table 2: cells per ping, 2048 bytes"
+    })
+    .unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].simulated, Some(44.0));
-    assert_eq!(difference(&rows[0]), "-1");
+    assert_eq!(rows[0].simulated, Some(45.0));
+    assert_eq!(rows[0].verdict, Verdict::Exact);
+}
+
+/// The 1 MiB window's goodput stays under what a 6 Mb/s PCR can carry: 9140 bytes of TCP
+/// payload per 192 cells of 53 bytes.
+#[test]
+fn the_6_mbps_pvc_never_carries_more_than_its_aal5_ceiling() {
+    let ceiling = 6.0 * 9140.0 / (192.0 * 53.0);
+    let rows = outcomes(&["001"], |r| r.item == published::ONE_MIB).unwrap();
+    let got = rows[0].simulated.unwrap();
+    assert!(
+        got <= ceiling && got > 0.9 * ceiling,
+        "{got} against {ceiling}"
+    );
+}
+
+/// A UDP flow into a 1 Mb/s link at 0.5, 0.9, 2 and again 0.5 Mb/s: the knee is the last
+/// rate before the first loss, the lossless total the most carried without loss, the peak
+/// the most carried at all.
+#[test]
+fn sweep_metrics_read_every_run() {
+    let text = "[sim]\nduration = \"2s\"\n\
+        [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+        [[link]]\nfrom = \"a\"\nto = \"b\"\nrate = \"1M\"\nbuffer_packets = 10\n\
+        [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"udp\"\nrate = \"1M\"\nsize = 1000\n\
+        [sweep]\nparam = \"flow.f.rate\"\nvalues = [\"0.5M\", \"0.9M\", \"2M\", \"0.5M\"]\n";
+    let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
+    let probe = |metric| Probe {
+        scenario: "t",
+        run: 0,
+        name: "f",
+        metric,
+    };
+    let knee = read(&report, &probe(Metric::LosslessKnee(&[0.5, 0.9, 2.0, 0.5]))).unwrap();
+    assert_eq!(knee, 0.9);
+    let lossless = read(&report, &probe(Metric::LosslessTotalGoodputMbps)).unwrap();
+    // Goodput counts the UDP payload: 972 of each 1000 IP bytes.
+    assert!((lossless - 0.9 * 0.972).abs() < 0.01, "{lossless}");
+    let peak = read(&report, &probe(Metric::PeakTotalGoodputMbps)).unwrap();
+    assert!(peak > lossless && peak <= 0.972, "{peak}");
 }
 
 #[test]
@@ -64,9 +107,10 @@ fn verdicts_follow_the_check() {
 
 #[test]
 fn a_swept_figure_has_a_point_per_sweep_value() {
-    let fig = FIGURES.iter().find(|f| f.sweep.is_some()).unwrap();
+    let fig = FIGURES.iter().find(|f| f.file == "003-tcp-cdvt").unwrap();
     let (probe, xs) = fig.sweep.unwrap();
-    let curve = sweep_curve(&probe, xs).unwrap();
+    let report = run(probe.scenario).unwrap();
+    let curve = sweep_curve(&report, &probe, xs).unwrap();
     assert_eq!(curve.len(), xs.len());
     // Policing by dropping with no CDVT lets no back-to-back segment through.
     assert_eq!(curve[0], (0.0, 0.0));
@@ -123,13 +167,12 @@ fn every_probe_names_a_scenario_and_every_figure_point_a_row() {
 fn the_document_has_a_row_per_published_number_and_the_figures() {
     let outcomes = outcomes(&["000"], |r| r.probe.is_none()).unwrap();
     let figures: Vec<&Figure> = FIGURES.iter().collect();
-    let md = markdown(&outcomes, &figures, 3);
+    let md = markdown(&outcomes, &figures);
     assert!(md.contains("## Seed 000"));
     assert!(!md.contains("## Seed 001"), "only the seeds run");
     // Every row has its emulated column.
     let rows = md.lines().filter(|l| l.contains("| not run |")).count();
     assert_eq!(rows, outcomes.len());
-    assert!(md.contains("This run took 3 s."));
     let line = format!(
         "| 000 | {} | 0 | 0 | 0 | 0 | {} |",
         outcomes.len(),
@@ -154,8 +197,52 @@ fn a_figure_plots_published_points_over_the_simulated_curve() {
             1.0,
             "§3.3: IP maximum of Classical IP (9180-byte MTU) over OC-3c",
         )],
+        marks: &[],
         sweep: None,
     };
     let svg = plot(&fig, &rows, Vec::new()).unwrap();
     assert!(svg.contains("published") && svg.contains("flowlab (simulated)"));
+}
+
+/// The checked-in docs/reproductions.md is what `flowlab reproduce` writes, as far as can be
+/// told without running every scenario (which takes a minute in a debug build): every row
+/// with its published value, verdict-independent text and explanation, the exact rows whole,
+/// the header, and every figure's plot beside it.
+#[test]
+fn the_checked_in_document_is_current() {
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/");
+    let md = std::fs::read_to_string(format!("{docs}reproductions.md")).unwrap();
+    assert!(
+        md.starts_with(HEADER),
+        "the header changed: run flowlab reproduce"
+    );
+    for r in ROWS {
+        let start = format!(
+            "| {} | {} | {} |",
+            r.item,
+            r.unit,
+            published_text(r.published)
+        );
+        let end = format!("| {} |", r.explanation);
+        let line = md.lines().find(|l| l.starts_with(&start));
+        let line = line.unwrap_or_else(|| panic!("no row {start}: run flowlab reproduce"));
+        assert!(
+            line.ends_with(&end),
+            "{} changed: run flowlab reproduce",
+            r.item
+        );
+    }
+    let exact = outcomes(&[], |r| matches!(r.check, Check::Exact { .. })).unwrap();
+    let figures: Vec<&Figure> = Vec::new();
+    for line in markdown(&exact, &figures)
+        .lines()
+        .filter(|l| l.contains("| exact |"))
+    {
+        assert!(md.contains(line), "{line}: run flowlab reproduce");
+    }
+    for f in FIGURES {
+        let svg = format!("{docs}reproductions/{}.svg", f.file);
+        assert!(std::path::Path::new(&svg).exists(), "{svg}");
+        assert!(md.contains(&format!("(reproductions/{}.svg)", f.file)));
+    }
 }

@@ -19,6 +19,8 @@ use crate::observer::ExperimentStart;
 use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
+mod flows;
+
 pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
         Protocol::Udp => "UDP",
@@ -531,7 +533,10 @@ pub fn render(r: &TestResult) -> String {
     );
     match &s.transactions {
         Some(t) => render_transactions(r, t, &mut out),
-        None => render_packets(r, &mut out),
+        None => {
+            render_packets(r, &mut out);
+            flows::render_flows(r, &mut out);
+        }
     }
     let _ = writeln!(
         out,

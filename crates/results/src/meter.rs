@@ -6,8 +6,8 @@
 //! schedule errors are shared, which keeps a 1000-flow meter small.
 
 use flowlab_stats::{
-    rate_over_span, rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, LossRuns, Rfc3550Jitter,
-    SeqCounts, SeqTracker, Welford,
+    rate_over_span, rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, LossRuns,
+    Rfc3550Jitter, SeqCounts, SeqTracker, Welford,
 };
 
 use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};

@@ -20,6 +20,7 @@ use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 mod flows;
+mod table;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
@@ -659,7 +660,7 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
     let _ = writeln!(out, "params    {}", i.params);
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
-        out.push_str(&flowlab_report::text_table(run, metrics));
+        out.push_str(&table::metrics_table(run, metrics));
     }
     out
 }
@@ -670,7 +671,7 @@ pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
     let shown = flowlab_report::metrics::resolve_lenient(metrics, &run.metric_names());
     let mut out = String::new();
     if !run.points.is_empty() {
-        out.push_str(&flowlab_report::text_table(run, &shown));
+        out.push_str(&table::metrics_table(run, &shown));
     }
     let (id, db) = (outcome.run_id, &outcome.db_path);
     let _ = writeln!(

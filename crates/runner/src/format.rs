@@ -20,6 +20,7 @@ use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
 mod flows;
+mod params;
 mod table;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -657,7 +658,7 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
     if let Some(network) = NetworkKind::of_params(&i.params) {
         let _ = writeln!(out, "network   {network}");
     }
-    let _ = writeln!(out, "params    {}", i.params);
+    out.push_str(&params::params_text(&i.params));
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
         out.push_str(&table::metrics_table(run, metrics));

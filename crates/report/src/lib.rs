@@ -3,6 +3,7 @@
 
 pub mod html;
 pub mod metrics;
+pub mod overlay;
 pub mod plot;
 pub mod stats;
 

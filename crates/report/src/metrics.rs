@@ -92,19 +92,29 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
             );
         }
     }
-    // Role CPU less the pacing busy-wait: what the packets cost each end.
-    for (name, field) in [
-        ("cpu_client_pct", "client_role_cpu"),
-        ("cpu_agent_pct", "agent_role_cpu"),
+    // A role's CPU is user + system of its threads, pacing spin included (shown apart).
+    for (end, role_cpu, cpu) in [
+        ("client", "client_role_cpu", "client_cpu"),
+        ("agent", "agent_role_cpu", "agent_cpu"),
     ] {
-        let cpu = s.get(field).filter(|c| !c.is_null()).map(|c| {
-            num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0)
-                - num(c, &["pacing_spin_pct"]).unwrap_or(0.0)
-        });
-        put(name, cpu);
+        let role = s.get(role_cpu).filter(|c| !c.is_null());
+        let total = role
+            .map(|c| num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0));
+        put(&format!("cpu_{end}_pct"), total);
+        put(
+            &format!("cpu_pacing_spin_{end}_pct"),
+            role.and_then(|c| num(c, &["pacing_spin_pct"])),
+        );
+        put(
+            &format!("cpu_ns_per_packet_{end}"),
+            role.and_then(|c| num(c, &["ns_per_packet"])),
+        );
+        put(&format!("host_cpu_{end}_pct"), num(s, &[cpu, "host_pct"]));
+        put(
+            &format!("host_cpu_softirq_{end}_pct"),
+            num(s, &[cpu, "host_softirq_pct"]),
+        );
     }
-    put("host_cpu_client_pct", num(s, &["client_cpu", "host_pct"]));
-    put("host_cpu_agent_pct", num(s, &["agent_cpu", "host_pct"]));
     out
 }
 
@@ -190,8 +200,11 @@ mod tests {
             "round_trip_from_schedule": {"max_ns": 3000000.0},
             "echoes": {"unique": 199, "lost": 1},
             "relative_one_way_delay": null,
-            "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0},
+            "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0,
+                "cpu_ns": 150000000, "wall_ns": 1000000000, "ns_per_packet": 1500.0},
             "agent_role_cpu": null,
+            "client_cpu": {"process_user_pct": 12.0, "process_system_pct": 6.0,
+                "host_pct": 30.0, "host_softirq_pct": 2.5, "cores": 2},
             "transactions": {"transactions": 500, "transactions_per_sec": 250.0,
                 "latency": {"p50_ns": 3000.0}, "connect": null}
         }});
@@ -208,8 +221,14 @@ mod tests {
             (Some(199.0), Some(1.0))
         );
         assert_eq!(get("delay_mean_us"), None);
-        assert_eq!(get("cpu_client_pct"), Some(11.0));
+        // The role's CPU includes the pacing spin, which is shown apart, never subtracted.
+        assert_eq!(get("cpu_client_pct"), Some(15.0));
+        assert_eq!(get("cpu_pacing_spin_client_pct"), Some(4.0));
+        assert_eq!(get("cpu_ns_per_packet_client"), Some(1500.0));
+        assert_eq!(get("host_cpu_client_pct"), Some(30.0));
+        assert_eq!(get("host_cpu_softirq_client_pct"), Some(2.5));
         assert_eq!(get("cpu_agent_pct"), None);
+        assert_eq!(get("cpu_ns_per_packet_agent"), None);
         assert_eq!(get("transactions_per_sec"), Some(250.0));
         assert_eq!(get("transaction_p50_us"), Some(3.0));
         assert_eq!(get("connect_p50_us"), None);

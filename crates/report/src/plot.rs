@@ -27,16 +27,16 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
-fn pe<E: std::fmt::Display>(e: E) -> ReportError {
+pub(crate) fn pe<E: std::fmt::Display>(e: E) -> ReportError {
     ReportError::Plot(e.to_string())
 }
 
 /// A range that always has width, padded a little so points do not sit on the frame.
-fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> std::ops::Range<f64> {
+pub(crate) fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> std::ops::Range<f64> {
     let (mut lo, mut hi) = values
         .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {

@@ -10,17 +10,20 @@
 //! flows in virtual time.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use flowlab_control::{TestResult, TestRun};
+use flowlab_emu::EmuReport;
 use flowlab_experiment::{Experiment, ResolvedFlow, SearchMachine, Step, TrialFlow};
+use flowlab_netns::lab::LabState;
 use flowlab_results::ReceiverReport;
 use flowlab_spec::Direction;
 use flowlab_store::RunId;
 use serde_json::{json, Value};
 
+use crate::emulated::EmulatorWatch;
 use crate::observer::{Event, ExperimentStart, Observer};
 pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::simulated::SimulatedNetwork;
@@ -134,13 +137,18 @@ impl StepRunner for Network {
     }
 }
 
-/// Agent addresses of a running lab (`flowlab lab up`), by host name.
-pub fn lab_agents(lab: &str) -> anyhow::Result<BTreeMap<String, String>> {
+/// The state of a running lab (`flowlab lab up`).
+fn lab_state(lab: &str) -> anyhow::Result<LabState> {
     let dir = flowlab_netns::lab::default_run_dir();
-    let state = flowlab_netns::lab::LabState::load(&dir, lab)
+    LabState::load(&dir, lab)
         .map_err(|e| anyhow::anyhow!("{e}"))?
-        .ok_or_else(|| anyhow::anyhow!("no lab named '{lab}' is up (flowlab lab status)"))?;
-    Ok(state.agents.into_iter().map(|a| (a.host, a.addr)).collect())
+        .ok_or_else(|| anyhow::anyhow!("no lab named '{lab}' is up (flowlab lab status)"))
+}
+
+/// Agent addresses of a lab, by host name.
+fn lab_agents(state: &LabState) -> BTreeMap<String, String> {
+    let agents = state.agents.iter();
+    agents.map(|a| (a.host.clone(), a.addr.clone())).collect()
 }
 
 /// Points the step's flows at `lab`'s agents where the hosts are named as in the lab.
@@ -212,6 +220,8 @@ pub struct Prepared {
     pub steps: Vec<Step>,
     /// A lab's agents by host name (empty off a lab).
     lab: BTreeMap<String, String>,
+    /// An emulated lab's report, whose counters are kept with the run.
+    emulator_report: Option<PathBuf>,
     runner: Box<dyn StepRunner>,
 }
 
@@ -222,10 +232,12 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
     let name = file.display();
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {name}"))?;
     let experiment = flowlab_experiment::load(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    let lab = match target {
-        Target::Lab(lab) => lab_agents(lab)?,
-        Target::Real | Target::Sim(_) => BTreeMap::new(),
+    let state = match target {
+        Target::Lab(lab) => Some(lab_state(lab)?),
+        Target::Real | Target::Sim(_) => None,
     };
+    let lab = state.as_ref().map(lab_agents).unwrap_or_default();
+    let emulator_report = state.and_then(|s| s.emulator).map(|e| e.report);
     let steps = steps(&experiment, &lab);
     let runner: Box<dyn StepRunner> = match target {
         Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
@@ -242,15 +254,21 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
         experiment,
         steps,
         lab,
+        emulator_report,
         runner,
     })
 }
 
 impl Prepared {
-    /// Runs the experiment and its search (see [`run_experiment`]).
+    /// Runs the experiment and its search (see [`run_experiment`]); on an emulated lab, the
+    /// emulator's counters over the run come with the outcome.
     pub fn run(&mut self, observer: &mut dyn Observer) -> anyhow::Result<ExperimentOutcome> {
+        let watch = self.emulator_report.as_deref().map(EmulatorWatch::start);
         let runner = self.runner.as_mut();
-        run_experiment(&self.experiment, &self.steps, &self.lab, runner, observer)
+        let mut outcome =
+            run_experiment(&self.experiment, &self.steps, &self.lab, runner, observer)?;
+        outcome.emulator = watch.map(|w| w.finish().map_err(|e| format!("{e:#}")));
+        Ok(outcome)
     }
 }
 
@@ -315,6 +333,9 @@ pub struct ExperimentOutcome {
     pub flows: Vec<FlowOutcome>,
     /// The search's result, if the file has a search.
     pub search: Option<Value>,
+    /// On an emulated lab: the emulator's counters over the run, or why they could not be
+    /// read.
+    pub emulator: Option<Result<EmuReport, String>>,
 }
 
 /// Runs one step through `runner` and labels its flows' outcomes.
@@ -391,6 +412,7 @@ pub fn run_experiment(
         clocks: runner.clocks().clone(),
         flows,
         search,
+        emulator: None,
     })
 }
 
@@ -519,9 +541,12 @@ impl ExperimentOutcome {
         let points: Vec<(Value, u32, &TestRun)> =
             runs.iter().map(|(p, r, t)| (p.clone(), *r, t)).collect();
         // The search's result (lossless, peak and full-load throughput, ...) heads the report.
-        let params = json!({
+        let mut params = json!({
             "experiment": self.name, "file": file, "network": self.network, "search": self.search,
         });
+        if let Some(emulator) = self.emulator_json() {
+            params["emulator"] = emulator;
+        }
         let id = crate::record::store_test_run(db, "experiment", &params, &points)?;
         if let Some(report) = report {
             crate::record::write_report(db, id, report)?;
@@ -551,6 +576,16 @@ impl ExperimentOutcome {
             "clocks": self.clocks,
             "flows": flows,
             "search": self.search,
+            "emulator": self.emulator_json(),
+        })
+    }
+
+    /// The emulator's counters (`flowlab_emu::EmuReport`) or `{"error": why}`; none off an
+    /// emulated lab.
+    fn emulator_json(&self) -> Option<Value> {
+        Some(match self.emulator.as_ref()? {
+            Ok(report) => json!(report),
+            Err(why) => json!({ "error": why }),
         })
     }
 }

@@ -98,7 +98,10 @@ mod tests {
         ] {
             assert!(one_line.contains(part), "{part} in {text}");
         }
-        assert!(!one_line.contains("count") && !one_line.contains("dscp"), "{text}");
+        assert!(
+            !one_line.contains("count") && !one_line.contains("dscp"),
+            "{text}"
+        );
         assert!(!one_line.contains('{'), "{text}");
         assert_eq!(params_text(&json!({})), "params    none\n");
     }

@@ -240,18 +240,15 @@ pub fn wrap(text: &str, indent: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
     // Runs of spaces are kept (`params    x` stays aligned); a new line starts at `indent`.
-    let mut line_start = true;
-    for word in text.split(' ') {
+    for (i, word) in text.split(' ').enumerate() {
         if !line.trim().is_empty() && line.chars().count() + 1 + word.chars().count() > WIDTH {
             out.push_str(line.trim_end());
             out.push('\n');
             line = " ".repeat(indent);
-            line_start = true;
-        } else if !line_start {
+        } else if i > 0 {
             line.push(' ');
         }
         line.push_str(word);
-        line_start = false;
     }
     out.push_str(line.trim_end());
     out.push('\n');

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use flowlab_control::{
     AgentConfig, AgentStats, Summary2, TestOptions, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION,
 };
-use flowlab_experiment::{Step, ThroughputFlag, ThroughputResult};
+use flowlab_experiment::Step;
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
@@ -23,7 +23,10 @@ use crate::sweep::SweepOutcome;
 
 mod flows;
 mod params;
+mod search;
 mod table;
+
+pub use search::search_text;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
@@ -676,14 +679,20 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
         "host      {} (kernel {}, {}, clock {}), flowlab {}",
         i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
     );
+    let mut params = i.params.clone();
+    let mut take = |key: &str| params.as_object_mut().and_then(|p| p.remove(key));
+    // What has its own lines below is left out of the parameters.
+    let (emulator, search) = (take("emulator"), take("search"));
     if let Some(network) = NetworkKind::of_params(&i.params) {
         let _ = writeln!(out, "network   {network}");
+        take("network");
     }
-    let mut params = i.params.clone();
-    let emulator = params.as_object_mut().and_then(|p| p.remove("emulator"));
     out.push_str(&params::params_text(&params));
     if let Some(e) = emulator {
         out.push_str(&emulator_text(&e));
+    }
+    if let Some(found) = search.filter(|s| !s.is_null()) {
+        out.push_str(&search_text(&found));
     }
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
@@ -860,40 +869,6 @@ pub fn trial_line(t: &TrialOutcome) -> String {
         format_rate(t.goodput_bps),
         t.loss * 100.0
     )
-}
-
-/// A search's result: its document, then for an RFC 2544 throughput one line per reason to
-/// doubt it (the flags of `flowlab_experiment::ThroughputResult`).
-pub fn search_text(result: &Value) -> String {
-    let mut out = format!("search result: {result}\n");
-    let Ok(found) = serde_json::from_value::<ThroughputResult>(result.clone()) else {
-        return out;
-    };
-    let rate = found.rate_bps.map_or(0.0, |r| r as f64);
-    for &flag in &found.flags {
-        let detail = match flag {
-            ThroughputFlag::ShortTrial => format!(
-                "{}: a queue can hide a rate above capacity",
-                format_duration_ns(found.trial_s * 1e9)
-            ),
-            ThroughputFlag::AboveCapacity => format!(
-                "{} > {}",
-                format_rate(rate),
-                format_rate(found.capacity_bps.unwrap_or(0.0))
-            ),
-            ThroughputFlag::LossAtLongerTrial => {
-                found.verification.as_ref().map_or_else(String::new, |v| {
-                    format!(
-                        "{:.3}% over {}",
-                        v.loss_ratio * 100.0,
-                        format_duration_ns(v.trial_s * 1e9)
-                    )
-                })
-            }
-        };
-        let _ = writeln!(out, "warning: {} ({detail})", flag.describe());
-    }
-    out
 }
 
 /// The demo's first line: where its agent listens and what it runs.

@@ -12,7 +12,7 @@ pub const WIDTH: usize = 80;
 
 /// The unit a metric carries in its name (`goodput_bps`, `rtt_mean_us`, `loss_pct`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Unit {
+pub(super) enum Unit {
     BitRate,
     Micros,
     Percent,
@@ -88,7 +88,9 @@ fn column_scale(unit: Unit, largest: f64) -> (f64, String) {
         Unit::Count => (1.0, &["", "k", "M", "G", "T"], ""),
     };
     let mut divisor = base;
-    let mut step = 0;
+    // A column of zeros keeps the unit its name carries (µs, not ns).
+    let mut step = usize::from(unit == Unit::Micros && largest == 0.0);
+    divisor *= 1000f64.powi(step as i32);
     while step + 1 < prefixes.len() && largest.abs() / divisor >= 1000.0 {
         divisor *= 1000.0;
         step += 1;
@@ -132,10 +134,10 @@ fn label(name: &str) -> &str {
         .unwrap_or(name)
 }
 
-/// One column: its two header lines and its cells, one per row.
-struct Column {
-    head: [String; 2],
-    cells: Vec<String>,
+/// One column: its two header lines (name, unit) and its cells, one per row.
+pub(super) struct Column {
+    pub head: [String; 2],
+    pub cells: Vec<String>,
 }
 
 impl Column {
@@ -144,6 +146,20 @@ impl Column {
             .map(|s| s.chars().count())
             .max()
             .unwrap_or(0)
+    }
+}
+
+/// A column of plain figures in `unit`, scaled to one SI prefix named in its header; `-` where
+/// a figure is missing.
+pub(super) fn value_column(head: &str, unit: Unit, values: &[Option<f64>]) -> Column {
+    let largest = values.iter().flatten().map(|v| v.abs()).fold(0.0, f64::max);
+    let (divisor, symbol) = column_scale(unit, largest);
+    let whole = unit == Unit::Count && divisor == 1.0;
+    Column {
+        head: [head.to_string(), symbol],
+        cells: (values.iter())
+            .map(|v| v.map_or("-".into(), |v| number(v / divisor, whole)))
+            .collect(),
     }
 }
 
@@ -171,17 +187,35 @@ fn metric_column(name: &str, rows: &[PointStats]) -> Column {
     }
 }
 
+/// A swept parameter's column: in SI units when its name carries one (`offered_bps`) and
+/// every value is a number, else as stored.
+fn key_column(name: &str, rows: &[PointStats]) -> Column {
+    let numbers: Option<Vec<Option<f64>>> = (rows.iter())
+        .map(|r| {
+            r.params
+                .get(name)
+                .map(|v| v.as_f64().map(Some))
+                .unwrap_or(Some(None))
+        })
+        .collect();
+    match numbers {
+        Some(values) if unit_of(name) != Unit::Count => {
+            value_column(label(name), unit_of(name), &values)
+        }
+        _ => Column {
+            cells: (rows.iter())
+                .map(|r| r.params.get(name).map(plain).unwrap_or_default())
+                .collect(),
+            head: [name.to_string(), String::new()],
+        },
+    }
+}
+
 /// The columns that name each row: the swept parameters, and `n` when points were repeated.
 fn key_columns(run: &Run, rows: &[PointStats]) -> Vec<Column> {
     let mut keys: Vec<Column> = flowlab_report::swept_params(run)
         .into_iter()
-        .map(|k| Column {
-            cells: rows
-                .iter()
-                .map(|r| r.params.get(&k).map(plain).unwrap_or_default())
-                .collect(),
-            head: [k, String::new()],
-        })
+        .map(|k| key_column(&k, rows))
         .collect();
     let n: Vec<usize> = rows
         .iter()
@@ -197,7 +231,7 @@ fn key_columns(run: &Run, rows: &[PointStats]) -> Vec<Column> {
 }
 
 /// Prints `columns` as a table under a two-line header, each line indented by two spaces.
-fn print_columns(columns: &[&Column], rows: usize, out: &mut String) {
+pub(super) fn print_columns(columns: &[&Column], rows: usize, out: &mut String) {
     let widths: Vec<usize> = columns.iter().map(|c| c.width()).collect();
     let line = |text: &dyn Fn(&Column) -> &str| {
         let cells: Vec<String> = (columns.iter().zip(&widths))
@@ -235,12 +269,12 @@ fn chunks<'a>(keys: &[Column], metrics: &'a [Column]) -> Vec<Vec<&'a Column>> {
 }
 
 /// `text` broken at spaces into lines of at most [`WIDTH`] columns, the later ones indented
-/// by `indent` spaces.
+/// by `indent` spaces; a figure is not parted from its unit (`9.76 Mbit/s`).
 pub fn wrap(text: &str, indent: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
     // Runs of spaces are kept (`params    x` stays aligned); a new line starts at `indent`.
-    for (i, word) in text.split(' ').enumerate() {
+    for (i, word) in glued_words(text).iter().enumerate() {
         if !line.trim().is_empty() && line.chars().count() + 1 + word.chars().count() > WIDTH {
             out.push_str(line.trim_end());
             out.push('\n');
@@ -253,6 +287,26 @@ pub fn wrap(text: &str, indent: usize) -> String {
     out.push_str(line.trim_end());
     out.push('\n');
     out
+}
+
+/// The words of `text`, a unit kept with the number before it.
+fn glued_words(text: &str) -> Vec<String> {
+    let is_unit = |w: &str| {
+        let unit = w.trim_end_matches([',', '.', ';', ':', ')']);
+        ["%", "B", "kB", "MB", "GB", "ns", "us", "µs", "ms", "s"].contains(&unit)
+            || unit.ends_with("bit/s")
+    };
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match words.last_mut() {
+            Some(last) if last.ends_with(|c: char| c.is_ascii_digit()) && is_unit(word) => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+    }
+    words
 }
 
 /// The table of a run's `names` metrics (all when empty), grouped and wrapped.
@@ -381,6 +435,7 @@ mod tests {
     fn scales_and_rounds() {
         assert_eq!(column_scale(Unit::BitRate, 2e9), (1e9, "Gbit/s".into()));
         assert_eq!(column_scale(Unit::Micros, 0.5), (1e-3, "ns".into()));
+        assert_eq!(column_scale(Unit::Micros, 0.0), (1.0, "µs".into()));
         assert_eq!(column_scale(Unit::Micros, 2.5e6), (1e6, "s".into()));
         assert_eq!(column_scale(Unit::Count, 999_999.0), (1.0, "".into()));
         assert_eq!(column_scale(Unit::Count, 2e6), (1e6, "M".into()));
@@ -403,5 +458,25 @@ mod tests {
         assert!(text.lines().count() > 1, "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
         assert!(text.lines().skip(1).all(|l| l.starts_with("  m")), "{text}");
+        // Aligned runs of spaces kept; a figure stays with its unit.
+        let text = wrap(
+            &format!("{}, then 3.00 s at 9.76 Mbit/s.", "x".repeat(58)),
+            0,
+        );
+        assert!(text.ends_with("\n9.76 Mbit/s.\n"), "{text}");
+        assert_eq!(wrap("params    a b", 10), "params    a b\n");
+    }
+
+    #[test]
+    fn swept_rates_in_si_units() {
+        let mut run = sweep(&[(100, 2e6, 350.0), (1000, 2.5e6, 1200.0)]);
+        for (p, rate) in run.points.iter_mut().zip([1_000_000, 20_000_000]) {
+            p.params = json!({ "offered_bps": rate });
+        }
+        let text = metrics_table(&run, &["goodput_bps".into()]);
+        assert_eq!(
+            text,
+            "throughput\n  offered  goodput\n   Mbit/s   Mbit/s\n     1.00     2.00\n     20.0     2.50\n"
+        );
     }
 }

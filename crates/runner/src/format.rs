@@ -21,6 +21,7 @@ use crate::observer::ExperimentStart;
 use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
+mod fit;
 mod flows;
 mod params;
 mod search;
@@ -127,14 +128,15 @@ pub fn headline(options: &TestOptions) -> String {
         Some(_) => "request/response",
         None => direction_name(s.direction),
     };
-    format!(
+    let line = format!(
         "flowlab {}: {} {} to {}, {}",
         env!("CARGO_PKG_VERSION"),
         protocol_name(s.protocol),
         direction,
         options.target,
         offered(s)
-    )
+    );
+    fit::wrap(&line, 2).trim_end().to_string()
 }
 
 /// `transactions`: a request/response test, whose interval "packets" are transactions and
@@ -146,7 +148,7 @@ pub fn interval_header(transactions: bool) -> String {
         ("packets/s", "delay p50", "delay p99")
     };
     format!(
-        "{:>15}  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        "{:>15}  {:>11}  {:>9}  {:>6}  {:>9}  {:>9}  {:>8}",
         "interval", "throughput", rate, "lost", delay50, delay99, "jitter"
     )
 }
@@ -155,17 +157,19 @@ fn delay_cell(d: Option<&LatencySummary>, pick: fn(&LatencySummary) -> f64) -> S
     d.map_or("-".into(), |d| format_duration_ns(pick(d)))
 }
 
+/// One interval's line; TCP's own figures on a second line under it, to fit 80 columns.
 pub fn interval_line(r: &IntervalReport) -> String {
     let tcp = r.tcp_info.map_or(String::new(), |t| {
         format!(
-            "  rtt {}  cwnd {}  retransmits {}",
+            "\n{:17}tcp rtt {}  cwnd {}  retransmits {}",
+            "",
             format_duration_ns(f64::from(t.rtt_us) * 1e3),
             t.snd_cwnd,
             t.total_retrans
         )
     });
     format!(
-        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}{tcp}",
+        "{:>6.2}-{:<6.2} s  {:>11}  {:>9}  {:>6}  {:>9}  {:>9}  {:>8}{tcp}",
         r.start_ns as f64 / 1e9,
         r.end_ns as f64 / 1e9,
         format_rate(r.throughput_bps),
@@ -595,7 +599,7 @@ pub fn render(r: &TestResult) -> String {
             let _ = writeln!(out, "  note ({end}){:pad$}{note}", "", pad = 12 - end.len());
         }
     }
-    out
+    fit::fit(&out)
 }
 
 /// `2026-11-22 07:54:05` (UTC) from Unix ns.
@@ -761,18 +765,19 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
         true => "a search".to_string(),
         false => format!("{steps} steps"),
     };
-    let mut out = format!(
-        "experiment {name} ({runs}, {} agents), network {network}\n",
-        clocks.len()
+    let agents = clocks.len();
+    let mut out = fit::wrap(
+        &format!("experiment {name} ({runs}, {agents} agents), network {network}"),
+        2,
     );
     for (agent, c) in *clocks {
-        let _ = writeln!(
-            out,
+        let line = format!(
             "  clock of {agent}: offset {} ± {} from this host, {}",
             format_duration_ns(c.offset_ns as f64),
             format_duration_ns(c.bound_ns as f64),
             drift_text(c.drift_ppm.zip(c.drift_bound_ppm))
         );
+        out.push_str(&fit::wrap(&line, 4));
     }
     out
 }
@@ -844,7 +849,8 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
                     s.loss_pct
                 );
                 if let Some(o) = &r.one_way {
-                    let _ = writeln!(out, "  {:<width$} {}", "", one_way_text(o));
+                    let line = format!("  {:<width$} {}", "", one_way_text(o));
+                    out.push_str(&fit::wrap(&line, width + 3));
                 }
             }
             Err(e) => {
@@ -1288,11 +1294,16 @@ mod tests {
             error: None,
         };
         let text = render(&result);
+        // A labelled line with the lines it goes on in.
         let line = |start: &str| {
-            let found = text.lines().find(|l| l.trim_start().starts_with(start));
-            found
-                .unwrap_or_else(|| panic!("no '{start}' in\n{text}"))
-                .to_string()
+            let lines: Vec<&str> = text.lines().collect();
+            let at = (lines.iter().position(|l| l.trim_start().starts_with(start)))
+                .unwrap_or_else(|| panic!("no '{start}' in\n{text}"));
+            let going_on = lines[at + 1..].iter().take_while(|l| l.starts_with("    "));
+            std::iter::once(lines[at])
+                .chain(going_on.map(|l| l.trim_start()))
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         assert!(line("echoes").contains("199 of 200 due (every 10th packet"));
         assert!(line("round trip").contains("max 2.00 ms"), "{text}");

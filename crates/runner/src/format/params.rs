@@ -58,7 +58,7 @@ pub fn params_text(params: &Value) -> String {
     if parts.is_empty() {
         return "params    none\n".into();
     }
-    super::table::wrap(&format!("params    {}", parts.join(", ")), 10)
+    super::fit::wrap(&format!("params    {}", parts.join(", ")), 10)
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use flowlab_experiment::{
 use flowlab_units::{format_bytes, format_duration_ns, format_rate};
 use serde_json::Value;
 
-use super::table::{print_columns, value_column, wrap, Column, Unit};
+use super::fit::wrap;
+use super::table::{print_columns, value_column, Column, Unit};
 
 /// The result of each kind of search, told apart by the fields each has (the stored document
 /// carries no kind).

@@ -7,8 +7,7 @@ use flowlab_report::stats::Method;
 use flowlab_report::{Estimate, PointStats};
 use flowlab_store::{plain, Run};
 
-/// The width the tables and their notes fit in.
-pub const WIDTH: usize = 80;
+use super::fit::{wrap, WIDTH};
 
 /// The unit a metric carries in its name (`goodput_bps`, `rtt_mean_us`, `loss_pct`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -268,47 +267,6 @@ fn chunks<'a>(keys: &[Column], metrics: &'a [Column]) -> Vec<Vec<&'a Column>> {
     out
 }
 
-/// `text` broken at spaces into lines of at most [`WIDTH`] columns, the later ones indented
-/// by `indent` spaces; a figure is not parted from its unit (`9.76 Mbit/s`).
-pub fn wrap(text: &str, indent: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    // Runs of spaces are kept (`params    x` stays aligned); a new line starts at `indent`.
-    for (i, word) in glued_words(text).iter().enumerate() {
-        if !line.trim().is_empty() && line.chars().count() + 1 + word.chars().count() > WIDTH {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = " ".repeat(indent);
-        } else if i > 0 {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-    out
-}
-
-/// The words of `text`, a unit kept with the number before it.
-fn glued_words(text: &str) -> Vec<String> {
-    let is_unit = |w: &str| {
-        let unit = w.trim_end_matches([',', '.', ';', ':', ')']);
-        ["%", "B", "kB", "MB", "GB", "ns", "us", "µs", "ms", "s"].contains(&unit)
-            || unit.ends_with("bit/s")
-    };
-    let mut words: Vec<String> = Vec::new();
-    for word in text.split(' ') {
-        match words.last_mut() {
-            Some(last) if last.ends_with(|c: char| c.is_ascii_digit()) && is_unit(word) => {
-                last.push(' ');
-                last.push_str(word);
-            }
-            _ => words.push(word.to_string()),
-        }
-    }
-    words
-}
-
 /// The table of a run's `names` metrics (all when empty), grouped and wrapped.
 pub fn metrics_table(run: &Run, names: &[String]) -> String {
     let rows = flowlab_report::aggregate(run, names);
@@ -449,22 +407,6 @@ mod tests {
         assert_eq!(group_of("host_cpu_agent_pct"), "CPU");
         assert_eq!(group_of("loss_periods"), "loss");
         assert_eq!(group_of("transactions_per_sec"), "throughput");
-    }
-
-    #[test]
-    fn wraps_long_notes() {
-        let words = vec!["metric_name"; 20].join(", ");
-        let text = wrap(&format!("95 % intervals: t ({words})"), 2);
-        assert!(text.lines().count() > 1, "{text}");
-        assert!(text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
-        assert!(text.lines().skip(1).all(|l| l.starts_with("  m")), "{text}");
-        // Aligned runs of spaces kept; a figure stays with its unit.
-        let text = wrap(
-            &format!("{}, then 3.00 s at 9.76 Mbit/s.", "x".repeat(58)),
-            0,
-        );
-        assert!(text.ends_with("\n9.76 Mbit/s.\n"), "{text}");
-        assert_eq!(wrap("params    a b", 10), "params    a b\n");
     }
 
     #[test]

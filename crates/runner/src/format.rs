@@ -655,8 +655,7 @@ pub fn history_table(runs: &[RunInfo]) -> String {
         "run", "started (UTC)", "kind", "status", "points"
     );
     for r in runs {
-        let _ = writeln!(
-            out,
+        let row = format!(
             "{:>5}  {:<19}  {:<10} {:<11} {:>6}  {}",
             r.id,
             format_time(r.created_at_ns),
@@ -665,6 +664,8 @@ pub fn history_table(runs: &[RunInfo]) -> String {
             r.points,
             describe(r)
         );
+        // A long description goes on under the start time, not in a narrow column.
+        out.push_str(&fit::wrap(&row, 7));
     }
     out
 }
@@ -714,12 +715,14 @@ pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
         out.push_str(&table::metrics_table(run, &shown));
     }
     let (id, db) = (outcome.run_id, &outcome.db_path);
-    let _ = writeln!(
-        out,
-        "\nrun {id}: {} stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})",
-        stored_count(run)
-    );
-    out
+    let stored = format!("run {id}: {} stored in {db}", stored_count(run));
+    let commands = format!("(flowlab show {id}, flowlab plot {id}, flowlab report {id})");
+    // The commands whole, on a line of their own when both do not fit.
+    let gap = match stored.chars().count() + 1 + commands.len() <= fit::WIDTH {
+        true => " ",
+        false => "\n  ",
+    };
+    out + "\n" + &fit::wrap(&stored, 2).replace('\n', "") + gap + &commands + "\n"
 }
 
 /// "6 points × 2 repetitions", or "6 points, 17 tests" when points were repeated unevenly.
@@ -1402,13 +1405,22 @@ mod tests {
             points: 0,
         };
         assert_eq!(describe(&info), "h; vary size=1..2:1");
-        let table = history_table(&[info]);
+        let table = history_table(&[info.clone()]);
         assert_eq!(table.lines().count(), 2, "{table}");
         assert!(table
             .lines()
             .nth(1)
             .unwrap()
             .ends_with("h; vary size=1..2:1"));
+        // A long description goes on under the start time, within 80 columns.
+        let mut long = info.clone();
+        long.params = serde_json::json!({"target": "h", "vary": ["size=100..8000:100", "rate=1M..9M:1M", "proto=udp,tcp", "mode=oneway,loopback"]});
+        let table = history_table(&[long]);
+        assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
+        assert!(
+            table.lines().nth(2).unwrap().starts_with("       size="),
+            "{table}"
+        );
     }
 
     #[test]

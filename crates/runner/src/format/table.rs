@@ -5,6 +5,7 @@
 
 use flowlab_report::stats::Method;
 use flowlab_report::{Estimate, PointStats};
+use flowlab_spec::{Param, ValueKind};
 use flowlab_store::{plain, Run};
 
 use super::fit::{wrap, WIDTH};
@@ -108,7 +109,15 @@ fn number(v: f64, whole: bool) -> String {
         v.abs().log10().floor() as i32
     };
     let decimals = (2 - magnitude).clamp(0, 3) as usize;
-    format!("{v:.decimals$}")
+    let text = format!("{v:.decimals$}");
+    // 0.9996 rounds up to 1.000: a decimal fewer keeps 3 significant digits.
+    let next_power = 10f64.powi(magnitude + 1);
+    match text.parse::<f64>() {
+        Ok(r) if decimals > 0 && decimals as i32 == 2 - magnitude && r.abs() >= next_power => {
+            format!("{v:.prec$}", prec = decimals - 1)
+        }
+        _ => text,
+    }
 }
 
 /// A figure with its interval, scaled: `2.00 ± 0.05`, or `2.00 (1.90–2.15)` when asymmetric.
@@ -186,8 +195,20 @@ fn metric_column(name: &str, rows: &[PointStats]) -> Column {
     }
 }
 
-/// A swept parameter's column: in SI units when its name carries one (`offered_bps`) and
-/// every value is a number, else as stored.
+/// A swept parameter's unit when its values are numbers: a rate in SI units, sizes in whole
+/// bytes and durations in seconds (as stored), a metric by its name (`offered_bps`).
+fn key_unit(name: &str) -> Option<(Unit, &'static str)> {
+    match name.parse::<Param>().map(Param::kind) {
+        Ok(ValueKind::Rate) => Some((Unit::BitRate, "")),
+        Ok(ValueKind::Bytes) => Some((Unit::Count, "B")),
+        Ok(ValueKind::Duration) => Some((Unit::Count, "s")),
+        _ if unit_of(name) != Unit::Count => Some((unit_of(name), "")),
+        _ => None,
+    }
+}
+
+/// A swept parameter's column: in its unit (see [`key_unit`]) when every value is a number,
+/// else as stored.
 fn key_column(name: &str, rows: &[PointStats]) -> Column {
     let numbers: Option<Vec<Option<f64>>> = (rows.iter())
         .map(|r| {
@@ -197,9 +218,13 @@ fn key_column(name: &str, rows: &[PointStats]) -> Column {
                 .unwrap_or(Some(None))
         })
         .collect();
-    match numbers {
-        Some(values) if unit_of(name) != Unit::Count => {
-            value_column(label(name), unit_of(name), &values)
+    match (numbers, key_unit(name)) {
+        (Some(values), Some((unit, symbol))) => {
+            let mut column = value_column(label(name), unit, &values);
+            if !symbol.is_empty() {
+                column.head[1] = symbol.into();
+            }
+            column
         }
         _ => Column {
             cells: (rows.iter())
@@ -402,6 +427,9 @@ mod tests {
         assert_eq!(number(2.0, false), "2.00");
         assert_eq!(number(123.456, false), "123");
         assert_eq!(number(0.0123, false), "0.012");
+        assert_eq!(number(0.99996, false), "1.00");
+        assert_eq!(number(9.9996, false), "10.0");
+        assert_eq!(number(-0.0999, false), "-0.100");
         assert_eq!(number(1000.0, true), "1000");
         assert_eq!(label("rtt_p99_us"), "rtt_p99");
         assert_eq!(group_of("host_cpu_agent_pct"), "CPU");

@@ -375,7 +375,7 @@ impl ReceiverMeter {
 }
 
 /// Lost packets in percent of those due (received once or lost); 0 when none were due.
-fn loss_pct(c: &SeqCounts) -> f64 {
+pub fn loss_pct(c: &SeqCounts) -> f64 {
     match c.unique + c.lost {
         0 => 0.0,
         due => 100.0 * c.lost as f64 / due as f64,

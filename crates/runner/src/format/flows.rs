@@ -52,9 +52,7 @@ pub fn flows_total(flows: &[FlowReceiverSummary]) -> FlowReceiverSummary {
         sum.mean_relative_delay_ns = weighted_delay / s.unique as f64;
         sum.jitter_ns /= f64::from(active);
     }
-    if s.unique + s.lost > 0 {
-        sum.loss_pct = 100.0 * s.lost as f64 / (s.unique + s.lost) as f64;
-    }
+    sum.loss_pct = flowlab_results::meter::loss_pct(s);
     sum
 }
 

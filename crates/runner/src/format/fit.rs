@@ -86,29 +86,38 @@ fn fit_line(line: &str) -> String {
     let hang = hang(line);
     let split = line.char_indices().nth(hang).map_or(line.len(), |(i, _)| i);
     let (label, body) = line.split_at(split);
-    let (mut out, mut current, mut empty) = (String::new(), label.to_string(), true);
-    for item in body.split("  ").map(str::trim).filter(|i| !i.is_empty()) {
-        let gap = if empty { 0 } else { 2 };
-        if current.chars().count() + gap + item.chars().count() > WIDTH && !empty {
+    let items = body.split("  ").map(str::trim).filter(|i| !i.is_empty());
+    pack(label, items, "  ", hang)
+}
+
+/// `items` after `head`, `separator` between them, in lines of at most [`WIDTH`]: a line
+/// breaks between items (ending with the separator's comma, if it has one) and goes on at
+/// `hang`; an item too long for a line of its own is broken between words. No final newline.
+pub fn pack<'a>(
+    head: &str,
+    items: impl IntoIterator<Item = &'a str>,
+    separator: &str,
+    hang: usize,
+) -> String {
+    let width = |s: &str| s.chars().count();
+    let (mut out, mut current) = (String::new(), head.to_string());
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 && width(&current) + width(separator) + width(item) > WIDTH {
             out.push_str(current.trim_end());
+            out.push_str(separator.trim_end());
             out.push('\n');
-            (current, empty) = (" ".repeat(hang), true);
-        }
-        if !empty {
-            current.push_str("  ");
+            current = " ".repeat(hang);
+        } else if i > 0 {
+            current.push_str(separator);
         }
         current.push_str(item);
-        empty = false;
-        if current.chars().count() > WIDTH {
-            // One item too long for a line of its own: broken between words.
+        if width(&current) > WIDTH {
             let wrapped = wrap(&current, hang);
-            let (done, last) = wrapped
-                .trim_end()
-                .rsplit_once('\n')
-                .unwrap_or(("", &wrapped));
-            out.push_str(done);
-            out.push('\n');
-            current = last.trim_end().to_string();
+            if let Some((done, last)) = wrapped.trim_end().rsplit_once('\n') {
+                out.push_str(done);
+                out.push('\n');
+                current = last.to_string();
+            }
         }
     }
     out.push_str(current.trim_end());
@@ -156,6 +165,11 @@ mod tests {
         assert!(
             text.lines().all(|l| l.starts_with(&" ".repeat(21))),
             "{text}"
+        );
+        let pairs = ["rate_bps 20.0 Mbit/s"; 5];
+        assert_eq!(
+            pack("params    ", pairs, ", ", 10),
+            "params    rate_bps 20.0 Mbit/s, rate_bps 20.0 Mbit/s, rate_bps 20.0 Mbit/s,\n          rate_bps 20.0 Mbit/s, rate_bps 20.0 Mbit/s"
         );
         let short = "  lost  0\n\nnext\n";
         assert_eq!(fit(short), short);

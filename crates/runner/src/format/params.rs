@@ -51,14 +51,16 @@ fn leaves(path: &str, v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The `params` lines of `flowlab show`: `params    target h, rate_bps 2.00 Mbit/s, ...`.
+/// The `params` lines of `flowlab show`: `params    target h, rate_bps 2.00 Mbit/s, ...`,
+/// a line broken only between pairs.
 pub fn params_text(params: &Value) -> String {
     let mut parts = Vec::new();
     leaves("", params, &mut parts);
     if parts.is_empty() {
         return "params    none\n".into();
     }
-    super::fit::wrap(&format!("params    {}", parts.join(", ")), 10)
+    let items = parts.iter().map(String::as_str);
+    super::fit::pack("params    ", items, ", ", 10) + "\n"
 }
 
 #[cfg(test)]
@@ -84,6 +86,11 @@ mod tests {
         });
         let text = params_text(&params);
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        // Broken only between pairs.
+        assert!(
+            text.lines().rev().skip(1).all(|l| l.ends_with(',')),
+            "{text}"
+        );
         let one_line = text.replace("\n          ", " ");
         assert!(one_line.starts_with("params    "), "{text}");
         for part in [

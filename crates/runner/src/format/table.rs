@@ -14,6 +14,7 @@ use super::fit::{wrap, WIDTH};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Unit {
     BitRate,
+    Nanos,
     Micros,
     Percent,
     PerSecond,
@@ -26,6 +27,8 @@ fn unit_of(name: &str) -> Unit {
         Unit::BitRate
     } else if name.ends_with("_us") {
         Unit::Micros
+    } else if name.ends_with("_ns") || name.contains("_ns_") {
+        Unit::Nanos
     } else if name.ends_with("_pct") {
         Unit::Percent
     } else if name.ends_with("_per_sec") {
@@ -44,7 +47,7 @@ fn group_of(name: &str) -> &'static str {
     let unit = unit_of(name);
     if name.contains("cpu") {
         "CPU"
-    } else if unit == Unit::Micros {
+    } else if matches!(unit, Unit::Micros | Unit::Nanos) {
         "delay"
     } else if matches!(unit, Unit::BitRate | Unit::PerSecond | Unit::Bytes)
         || matches!(
@@ -80,6 +83,7 @@ fn column_scale(unit: Unit, largest: f64) -> (f64, String) {
         Unit::Percent => return (1.0, "%".into()),
         // Microseconds, shown from ns to s.
         Unit::Micros => (1e-3, &["n", "µ", "m", ""], "s"),
+        Unit::Nanos => (1.0, &["n", "µ", "m", ""], "s"),
         Unit::BitRate => (1.0, &["", "k", "M", "G", "T"], "bit/s"),
         Unit::PerSecond => (1.0, &["", "k", "M", "G", "T"], "/s"),
         Unit::Bytes => (1.0, &["", "k", "M", "G", "T"], "B"),
@@ -136,7 +140,7 @@ fn cell(e: &Estimate, divisor: f64, whole: bool) -> String {
 
 /// The header of a column: its name without the unit suffix its second line shows.
 fn label(name: &str) -> &str {
-    ["_bps", "_us", "_pct"]
+    ["_bps", "_us", "_ns", "_pct"]
         .iter()
         .find_map(|suffix| name.strip_suffix(suffix))
         .unwrap_or(name)
@@ -419,6 +423,8 @@ mod tests {
         assert_eq!(column_scale(Unit::BitRate, 2e9), (1e9, "Gbit/s".into()));
         assert_eq!(column_scale(Unit::Micros, 0.5), (1e-3, "ns".into()));
         assert_eq!(column_scale(Unit::Micros, 0.0), (1.0, "µs".into()));
+        assert_eq!(column_scale(Unit::Nanos, 105_024.0), (1e3, "µs".into()));
+        assert_eq!(unit_of("cpu_ns_per_packet_client"), Unit::Nanos);
         assert_eq!(column_scale(Unit::Micros, 2.5e6), (1e6, "s".into()));
         assert_eq!(column_scale(Unit::Count, 999_999.0), (1.0, "".into()));
         assert_eq!(column_scale(Unit::Count, 2e6), (1e6, "M".into()));

@@ -102,7 +102,9 @@ pub fn pack<'a>(
     let width = |s: &str| s.chars().count();
     let (mut out, mut current) = (String::new(), head.to_string());
     for (i, item) in items.into_iter().enumerate() {
-        if i > 0 && width(&current) + width(separator) + width(item) > WIDTH {
+        // Room for the comma that ends the line if the next item goes on the next one.
+        let ending = width(separator.trim_end());
+        if i > 0 && width(&current) + width(separator) + width(item) + ending > WIDTH {
             out.push_str(current.trim_end());
             out.push_str(separator.trim_end());
             out.push('\n');
@@ -167,6 +169,8 @@ mod tests {
             "{text}"
         );
         let pairs = ["rate_bps 20.0 Mbit/s"; 5];
+        let exact = pack("p", ["x".repeat(76).as_str(), "y", "z"], ", ", 1);
+        assert_eq!(exact, format!("p{},\n y, z", "x".repeat(76)));
         assert_eq!(
             pack("params    ", pairs, ", ", 10),
             "params    rate_bps 20.0 Mbit/s, rate_bps 20.0 Mbit/s, rate_bps 20.0 Mbit/s,\n          rate_bps 20.0 Mbit/s, rate_bps 20.0 Mbit/s"

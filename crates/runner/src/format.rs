@@ -1405,7 +1405,7 @@ mod tests {
             points: 0,
         };
         assert_eq!(describe(&info), "h; vary size=1..2:1");
-        let table = history_table(&[info.clone()]);
+        let table = history_table(std::slice::from_ref(&info));
         assert_eq!(table.lines().count(), 2, "{table}");
         assert!(table
             .lines()

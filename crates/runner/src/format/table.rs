@@ -176,12 +176,7 @@ pub(super) fn value_column(head: &str, unit: Unit, values: &[Option<f64>]) -> Co
 }
 
 fn metric_column(name: &str, rows: &[PointStats]) -> Column {
-    let estimate = |r: &PointStats| {
-        r.estimates
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, e)| e.clone())
-    };
+    let estimate = |r: &PointStats| r.estimates.iter().find(|(k, _)| k == name).map(|(_, e)| *e);
     let unit = unit_of(name);
     let largest = rows
         .iter()

@@ -1321,6 +1321,58 @@ mod tests {
         );
     }
 
+    /// Live interval lines fit 80 columns with their widest figures, TCP's on a line of its own.
+    #[test]
+    fn interval_lines_fit_80_columns() {
+        let slow = 123_456_789.0; // ns: "123 ms"
+        let delay = LatencySummary {
+            count: 1,
+            min_ns: slow,
+            mean_ns: slow,
+            max_ns: slow,
+            variance_ns2: 0.0,
+            stddev_ns: 0.0,
+            p50_ns: slow,
+            p90_ns: slow,
+            p99_ns: slow,
+            p999_ns: slow,
+            peak_to_peak_ns: 0.0,
+        };
+        let tcp = flowlab_results::TcpInfoReport {
+            rtt_us: 123_456,
+            rttvar_us: 0,
+            snd_cwnd: 1_000_000,
+            total_retrans: 1_000_000,
+            pacing_rate_bps: 0,
+            delivery_rate_bps: 0,
+            snd_mss: 1448,
+        };
+        let r = IntervalReport {
+            index: 999,
+            start_ns: 99_000_000_000,
+            end_ns: 100_000_000_000,
+            packets: 0,
+            bytes: 0,
+            lost: 999_999,
+            reordered: 0,
+            throughput_bps: 999.9e9,
+            packets_per_sec: 999.9e6,
+            delay: Some(delay),
+            jitter_ns: slow,
+            tcp_info: Some(tcp),
+        };
+        let text = format!("{}\n{}", interval_header(false), interval_line(&r));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            text.ends_with("tcp rtt 123 ms  cwnd 1000000  retransmits 1000000"),
+            "{text}"
+        );
+        let header_width = interval_header(false).chars().count();
+        let line_width = text.lines().nth(1).unwrap().chars().count();
+        assert_eq!(header_width, line_width, "{text}");
+    }
+
     /// Issue 12: `--flows 100 --rate 800k` was announced as "800 kbit/s".
     #[test]
     fn offered_rate_is_per_flow_and_summed() {

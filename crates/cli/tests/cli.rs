@@ -941,3 +941,52 @@ fn the_cli_stays_thin() {
         "crates/cli/src has {lines} lines before its tests"
     );
 }
+
+/// `--flows 4` as iperf3's `-P 4`: a line per flow and a SUM of them, within 80 columns, and
+/// each flow's throughput, loss and delay in the JSON.
+#[test]
+fn four_flows_print_a_line_each_and_their_sum() {
+    let agent = loopback_agent(&[]);
+    let doc = std::env::temp_dir().join(format!("flowlab-4flows-{}.json", std::process::id()));
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--flows",
+        "4",
+        "--rate",
+        "2M",
+        "-d",
+        "1s",
+        "-o",
+        doc.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let rows: Vec<Vec<&str>> = (text.lines())
+        .filter(|l| l.trim_start().starts_with('['))
+        .map(|l| l.split(']').nth(1).unwrap().split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "4 flows and SUM:\n{text}");
+    let received = |row: &[&str]| row[0].parse::<u64>().unwrap();
+    let flows_total: u64 = rows[..4].iter().map(|r| received(r)).sum();
+    assert_eq!(received(&rows[4]), flows_total, "{text}");
+    assert!(rows.iter().all(|r| r[4] == "Mbit/s"), "{text}");
+
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&doc);
+    let flows = v["agent"]["receiver"]["flows"]
+        .as_array()
+        .expect("per-flow results");
+    assert_eq!(flows.len(), 4);
+    for f in flows {
+        assert!((1.5e6..2.5e6).contains(&f64_at(f, "/goodput_bps")), "{f}");
+        assert!(f64_at(f, "/loss_pct") >= 0.0 && f["mean_relative_delay_ns"].is_number());
+    }
+    let goodput: f64 = flows.iter().map(|f| f64_at(f, "/goodput_bps")).sum();
+    let summary = f64_at(&v, "/summary/receiver_goodput_bps");
+    assert!(
+        (goodput / summary - 1.0).abs() < 0.05,
+        "{goodput} vs {summary}"
+    );
+}

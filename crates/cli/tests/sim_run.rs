@@ -139,10 +139,28 @@ fn the_offered_load_example_runs_on_the_simulated_three_hosts() {
     succeeded(&o);
     let text = stdout(&o);
     assert!(
-        text.starts_with("experiment lab-three-offered-load (a search, 4 agents), network sim "),
+        text.starts_with(
+            "experiment lab-three-offered-load (a search, 4 agents), network sim\n  \
+             examples/sim/lab-three.toml (three, sha256 "
+        ),
         "{text}"
     );
     assert!(text.contains("stored as run 1 "), "{text}");
+    // The result as a sentence and a table in SI units, not JSON, within 80 columns.
+    assert!(
+        text.contains(
+            "\nOffered load: throughput 9.00 Mbit/s without loss (at 9.00 Mbit/s offered);"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  load  offered  loss  throughput\n     %   Mbit/s     %      Mbit/s\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('{') && text.lines().all(|l| l.chars().count() <= 80),
+        "{text}"
+    );
     let run = db.export("1");
     assert_eq!(run["params"]["network"]["name"], "three");
     // The three sources at 10 loads; the search replaces the plan, whose step never runs.

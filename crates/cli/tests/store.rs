@@ -194,7 +194,7 @@ fn a_full_disk_fails_sweep_and_test_and_keeps_their_results() {
     .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_one_line_error(&o, "disk full");
-    assert!(stdout(&o).contains("goodput_bps"), "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("throughput\n"), "{}", stdout(&o));
     assert!(stdout(&o).contains("0 points stored"), "{}", stdout(&o));
     disk.fill(0);
     let o = test_into(&agent, db, &[]);

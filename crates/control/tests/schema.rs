@@ -383,6 +383,8 @@ fn built_documents_match_the_schema() {
             },
             bytes_received: 60_000,
             duration_ns: 997_000_000,
+            goodput_bps: 472_942.8,
+            loss_pct: 100.0 * (2.0 + f64::from(flow)) / (52.0 + f64::from(flow)),
             jitter_ns: 4_000.0,
             mean_relative_delay_ns: 12_500.0 * f64::from(flow),
         })

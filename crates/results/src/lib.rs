@@ -162,6 +162,13 @@ pub struct FlowReceiverSummary {
     pub packets: SeqCounts,
     pub bytes_received: u64,
     pub duration_ns: u64,
+    /// Payload bit/s over this flow's own receiving span, as the test's goodput over all flows
+    /// (absent from documents of flowlab before 0.16: 0).
+    #[serde(default)]
+    pub goodput_bps: f64,
+    /// Lost packets of this flow in percent of those it was due (received and lost).
+    #[serde(default)]
+    pub loss_pct: f64,
     pub jitter_ns: f64,
     /// Mean one-way delay of this flow above the smallest delay of any flow.
     pub mean_relative_delay_ns: f64,

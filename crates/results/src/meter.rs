@@ -6,8 +6,8 @@
 //! schedule errors are shared, which keeps a 1000-flow meter small.
 
 use flowlab_stats::{
-    rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, LossRuns, Rfc3550Jitter,
-    SeqCounts, SeqTracker, Welford,
+    rate_over_span, rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, LossRuns,
+    Rfc3550Jitter, SeqCounts, SeqTracker, Welford,
 };
 
 use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};
@@ -290,6 +290,31 @@ impl ReceiverMeter {
         self.log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// Each flow's figures, when the meter has more than one.
+    fn flow_summaries(&self, counts: &[SeqCounts]) -> Vec<FlowReceiverSummary> {
+        if self.flows.len() < 2 {
+            return Vec::new();
+        }
+        let overall_min = self.delay.summary().map_or(0.0, |s| s.min_ns);
+        (self.flows.iter().zip(counts).enumerate())
+            .map(|(i, (f, c))| {
+                let duration_ns = f
+                    .first_arrival
+                    .map_or(0, |a| f.last_arrival.saturating_sub(a));
+                FlowReceiverSummary {
+                    flow: i as u32,
+                    packets: *c,
+                    bytes_received: f.bytes,
+                    duration_ns,
+                    goodput_bps: rate_over_span(f.bytes * 8, c.unique, duration_ns),
+                    loss_pct: loss_pct(c),
+                    jitter_ns: f.jitter.value_ns(),
+                    mean_relative_delay_ns: f.transit.mean().map_or(0.0, |m| m - overall_min),
+                }
+            })
+            .collect()
+    }
+
     /// The report; `sent` is the sender's per-flow packet counts when known, so tail losses
     /// count.
     pub fn report(&self, sent: Option<&[u64]>) -> ReceiverReport {
@@ -320,26 +345,7 @@ impl ReceiverMeter {
             inter_arrival.merge(f.inter_arrival.gaps());
         }
         let drops: Vec<u64> = self.flows.iter().filter_map(|f| f.socket_drops).collect();
-        let overall_min = self.delay.summary().map_or(0.0, |s| s.min_ns);
-        let per_flow = if self.flows.len() > 1 {
-            self.flows
-                .iter()
-                .zip(&counts)
-                .enumerate()
-                .map(|(i, (f, c))| FlowReceiverSummary {
-                    flow: i as u32,
-                    packets: *c,
-                    bytes_received: f.bytes,
-                    duration_ns: f
-                        .first_arrival
-                        .map_or(0, |a| f.last_arrival.saturating_sub(a)),
-                    jitter_ns: f.jitter.value_ns(),
-                    mean_relative_delay_ns: f.transit.mean().map_or(0.0, |m| m - overall_min),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let per_flow = self.flow_summaries(&counts);
         let arrival_clock = match (self.kernel_stamps, self.user_stamps) {
             (0, 0) => "none",
             (_, 0) => "kernel",
@@ -365,6 +371,14 @@ impl ReceiverMeter {
             gro: false,
             flows: per_flow,
         }
+    }
+}
+
+/// Lost packets in percent of those due (received once or lost); 0 when none were due.
+pub fn loss_pct(c: &SeqCounts) -> f64 {
+    match c.unique + c.lost {
+        0 => 0.0,
+        due => 100.0 * c.lost as f64 / due as f64,
     }
 }
 
@@ -979,6 +993,11 @@ mod tests {
         assert_eq!(r.flows.len(), 2);
         assert_eq!(r.flows[1].packets.lost, 1);
         assert_eq!(r.flows[1].mean_relative_delay_ns, 2.0);
+        // Flow 1: 3 of 4 due, 3 payloads over 20 ns (2 gaps of 3).
+        assert_eq!(r.flows[1].loss_pct, 25.0);
+        assert_eq!(r.flows[0].loss_pct, 0.0);
+        let bits = r.flows[1].bytes_received as f64 * 8.0;
+        assert!((r.flows[1].goodput_bps - bits * 2.0 / 3.0 * 1e9 / 20.0).abs() < 1e-6);
         // A second worker's share joins as flows 2 and 3.
         let mut other = ReceiverMeter::new(2, false, false);
         other.on_packet(0, arrived(0, 0, 9));

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use flowlab_control::{
     AgentConfig, AgentStats, Summary2, TestOptions, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION,
 };
-use flowlab_experiment::{Step, ThroughputFlag, ThroughputResult};
+use flowlab_experiment::Step;
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
 use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
@@ -20,6 +20,14 @@ use serde_json::Value;
 use crate::observer::ExperimentStart;
 use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
+
+mod fit;
+mod flows;
+mod params;
+mod search;
+mod table;
+
+pub use search::search_text;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
     match p {
@@ -120,14 +128,15 @@ pub fn headline(options: &TestOptions) -> String {
         Some(_) => "request/response",
         None => direction_name(s.direction),
     };
-    format!(
+    let line = format!(
         "flowlab {}: {} {} to {}, {}",
         env!("CARGO_PKG_VERSION"),
         protocol_name(s.protocol),
         direction,
         options.target,
         offered(s)
-    )
+    );
+    fit::wrap(&line, 2).trim_end().to_string()
 }
 
 /// `transactions`: a request/response test, whose interval "packets" are transactions and
@@ -139,7 +148,7 @@ pub fn interval_header(transactions: bool) -> String {
         ("packets/s", "delay p50", "delay p99")
     };
     format!(
-        "{:>15}  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}",
+        "{:>15}  {:>11}  {:>9}  {:>6}  {:>9}  {:>9}  {:>8}",
         "interval", "throughput", rate, "lost", delay50, delay99, "jitter"
     )
 }
@@ -148,17 +157,19 @@ fn delay_cell(d: Option<&LatencySummary>, pick: fn(&LatencySummary) -> f64) -> S
     d.map_or("-".into(), |d| format_duration_ns(pick(d)))
 }
 
+/// One interval's line; TCP's own figures on a second line under it, to fit 80 columns.
 pub fn interval_line(r: &IntervalReport) -> String {
     let tcp = r.tcp_info.map_or(String::new(), |t| {
         format!(
-            "  rtt {}  cwnd {}  retransmits {}",
+            "\n{:17}tcp rtt {}  cwnd {}  retransmits {}",
+            "",
             format_duration_ns(f64::from(t.rtt_us) * 1e3),
             t.snd_cwnd,
             t.total_retrans
         )
     });
     format!(
-        "{:>6.2}-{:<6.2} s  {:>13}  {:>11}  {:>6}  {:>10}  {:>10}  {:>10}{tcp}",
+        "{:>6.2}-{:<6.2} s  {:>11}  {:>9}  {:>6}  {:>9}  {:>9}  {:>8}{tcp}",
         r.start_ns as f64 / 1e9,
         r.end_ns as f64 / 1e9,
         format_rate(r.throughput_bps),
@@ -554,7 +565,10 @@ pub fn render(r: &TestResult) -> String {
     );
     match &s.transactions {
         Some(t) => render_transactions(r, t, &mut out),
-        None => render_packets(r, &mut out),
+        None => {
+            render_packets(r, &mut out);
+            flows::render_flows(r, &mut out);
+        }
     }
     out += &cpu_lines(
         &format!("CPU client ({})", side_name(r.client.as_ref())),
@@ -585,7 +599,7 @@ pub fn render(r: &TestResult) -> String {
             let _ = writeln!(out, "  note ({end}){:pad$}{note}", "", pad = 12 - end.len());
         }
     }
-    out
+    fit::fit(&out)
 }
 
 /// `2026-11-22 07:54:05` (UTC) from Unix ns.
@@ -640,6 +654,7 @@ pub fn history_table(runs: &[RunInfo]) -> String {
         "{:>5}  {:<19}  {:<10} {:<11} {:>6}  what\n",
         "run", "started (UTC)", "kind", "status", "points"
     );
+    // One line per run, however long its description: scripts count and grep the lines.
     for r in runs {
         let _ = writeln!(
             out,
@@ -669,18 +684,24 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
         "host      {} (kernel {}, {}, clock {}), flowlab {}",
         i.env.hostname, i.env.kernel, i.env.cpu_model, i.env.clock_source, i.env.flowlab_version
     );
+    let mut params = i.params.clone();
+    let mut take = |key: &str| params.as_object_mut().and_then(|p| p.remove(key));
+    // What has its own lines below is left out of the parameters.
+    let (emulator, search) = (take("emulator"), take("search"));
     if let Some(network) = NetworkKind::of_params(&i.params) {
         let _ = writeln!(out, "network   {network}");
+        take("network");
     }
-    let mut params = i.params.clone();
-    let emulator = params.as_object_mut().and_then(|p| p.remove("emulator"));
-    let _ = writeln!(out, "params    {params}");
+    out.push_str(&params::params_text(&params));
     if let Some(e) = emulator {
         out.push_str(&emulator_text(&e));
     }
+    if let Some(found) = search.filter(|s| !s.is_null()) {
+        out.push_str(&search_text(&found));
+    }
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
-        out.push_str(&flowlab_report::text_table(run, metrics));
+        out.push_str(&table::metrics_table(run, metrics));
     }
     out
 }
@@ -691,15 +712,17 @@ pub fn sweep_summary(outcome: &SweepOutcome, metrics: &[String]) -> String {
     let shown = flowlab_report::metrics::resolve_lenient(metrics, &run.metric_names());
     let mut out = String::new();
     if !run.points.is_empty() {
-        out.push_str(&flowlab_report::text_table(run, &shown));
+        out.push_str(&table::metrics_table(run, &shown));
     }
     let (id, db) = (outcome.run_id, &outcome.db_path);
-    let _ = writeln!(
-        out,
-        "\nrun {id}: {} stored in {db} (flowlab show {id}, flowlab plot {id}, flowlab report {id})",
-        stored_count(run)
-    );
-    out
+    let stored = format!("run {id}: {} stored in {db}", stored_count(run));
+    let commands = format!("(flowlab show {id}, flowlab plot {id}, flowlab report {id})");
+    // The commands whole, on a line of their own when both do not fit.
+    let gap = match stored.chars().count() + 1 + commands.len() <= fit::WIDTH {
+        true => " ",
+        false => "\n  ",
+    };
+    out + "\n" + &fit::wrap(&stored, 2).replace('\n', "") + gap + &commands + "\n"
 }
 
 /// "6 points × 2 repetitions", or "6 points, 17 tests" when points were repeated unevenly.
@@ -745,18 +768,19 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
         true => "a search".to_string(),
         false => format!("{steps} steps"),
     };
-    let mut out = format!(
-        "experiment {name} ({runs}, {} agents), network {network}\n",
-        clocks.len()
+    let agents = clocks.len();
+    let mut out = fit::wrap(
+        &format!("experiment {name} ({runs}, {agents} agents), network {network}"),
+        2,
     );
     for (agent, c) in *clocks {
-        let _ = writeln!(
-            out,
+        let line = format!(
             "  clock of {agent}: offset {} ± {} from this host, {}",
             format_duration_ns(c.offset_ns as f64),
             format_duration_ns(c.bound_ns as f64),
             drift_text(c.drift_ppm.zip(c.drift_bound_ppm))
         );
+        out.push_str(&fit::wrap(&line, 4));
     }
     out
 }
@@ -828,7 +852,8 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
                     s.loss_pct
                 );
                 if let Some(o) = &r.one_way {
-                    let _ = writeln!(out, "  {:<width$} {}", "", one_way_text(o));
+                    let line = format!("  {:<width$} {}", "", one_way_text(o));
+                    out.push_str(&fit::wrap(&line, width + 3));
                 }
             }
             Err(e) => {
@@ -853,40 +878,6 @@ pub fn trial_line(t: &TrialOutcome) -> String {
         format_rate(t.goodput_bps),
         t.loss * 100.0
     )
-}
-
-/// A search's result: its document, then for an RFC 2544 throughput one line per reason to
-/// doubt it (the flags of `flowlab_experiment::ThroughputResult`).
-pub fn search_text(result: &Value) -> String {
-    let mut out = format!("search result: {result}\n");
-    let Ok(found) = serde_json::from_value::<ThroughputResult>(result.clone()) else {
-        return out;
-    };
-    let rate = found.rate_bps.map_or(0.0, |r| r as f64);
-    for &flag in &found.flags {
-        let detail = match flag {
-            ThroughputFlag::ShortTrial => format!(
-                "{}: a queue can hide a rate above capacity",
-                format_duration_ns(found.trial_s * 1e9)
-            ),
-            ThroughputFlag::AboveCapacity => format!(
-                "{} > {}",
-                format_rate(rate),
-                format_rate(found.capacity_bps.unwrap_or(0.0))
-            ),
-            ThroughputFlag::LossAtLongerTrial => {
-                found.verification.as_ref().map_or_else(String::new, |v| {
-                    format!(
-                        "{:.3}% over {}",
-                        v.loss_ratio * 100.0,
-                        format_duration_ns(v.trial_s * 1e9)
-                    )
-                })
-            }
-        };
-        let _ = writeln!(out, "warning: {} ({detail})", flag.describe());
-    }
-    out
 }
 
 /// The demo's first line: where its agent listens and what it runs.
@@ -1306,11 +1297,16 @@ mod tests {
             error: None,
         };
         let text = render(&result);
+        // A labelled line with the lines it goes on in.
         let line = |start: &str| {
-            let found = text.lines().find(|l| l.trim_start().starts_with(start));
-            found
-                .unwrap_or_else(|| panic!("no '{start}' in\n{text}"))
-                .to_string()
+            let lines: Vec<&str> = text.lines().collect();
+            let at = (lines.iter().position(|l| l.trim_start().starts_with(start)))
+                .unwrap_or_else(|| panic!("no '{start}' in\n{text}"));
+            let going_on = lines[at + 1..].iter().take_while(|l| l.starts_with("    "));
+            std::iter::once(lines[at])
+                .chain(going_on.map(|l| l.trim_start()))
+                .collect::<Vec<_>>()
+                .join(" ")
         };
         assert!(line("echoes").contains("199 of 200 due (every 10th packet"));
         assert!(line("round trip").contains("max 2.00 ms"), "{text}");
@@ -1323,6 +1319,58 @@ mod tests {
             [1, 2, 3, 11, 12, 22, 101].map(ordinal),
             ["1st", "2nd", "3rd", "11th", "12th", "22nd", "101st"]
         );
+    }
+
+    /// Live interval lines fit 80 columns with their widest figures, TCP's on a line of its own.
+    #[test]
+    fn interval_lines_fit_80_columns() {
+        let slow = 123_456_789.0; // ns: "123 ms"
+        let delay = LatencySummary {
+            count: 1,
+            min_ns: slow,
+            mean_ns: slow,
+            max_ns: slow,
+            variance_ns2: 0.0,
+            stddev_ns: 0.0,
+            p50_ns: slow,
+            p90_ns: slow,
+            p99_ns: slow,
+            p999_ns: slow,
+            peak_to_peak_ns: 0.0,
+        };
+        let tcp = flowlab_results::TcpInfoReport {
+            rtt_us: 123_456,
+            rttvar_us: 0,
+            snd_cwnd: 1_000_000,
+            total_retrans: 1_000_000,
+            pacing_rate_bps: 0,
+            delivery_rate_bps: 0,
+            snd_mss: 1448,
+        };
+        let r = IntervalReport {
+            index: 999,
+            start_ns: 99_000_000_000,
+            end_ns: 100_000_000_000,
+            packets: 0,
+            bytes: 0,
+            lost: 999_999,
+            reordered: 0,
+            throughput_bps: 999.9e9,
+            packets_per_sec: 999.9e6,
+            delay: Some(delay),
+            jitter_ns: slow,
+            tcp_info: Some(tcp),
+        };
+        let text = format!("{}\n{}", interval_header(false), interval_line(&r));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            text.ends_with("tcp rtt 123 ms  cwnd 1000000  retransmits 1000000"),
+            "{text}"
+        );
+        let header_width = interval_header(false).chars().count();
+        let line_width = text.lines().nth(1).unwrap().chars().count();
+        assert_eq!(header_width, line_width, "{text}");
     }
 
     /// Issue 12: `--flows 100 --rate 800k` was announced as "800 kbit/s".

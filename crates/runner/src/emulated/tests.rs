@@ -97,7 +97,7 @@ fn show_prints_the_kept_counters_apart_from_the_params() {
         points: Vec::new(),
     };
     let text = crate::format::show_run(&run(serde_json::to_value(&kept).unwrap()), &[]);
-    assert!(text.contains("params    {\"experiment\":\"x\"}"), "{text}");
+    assert!(text.contains("params    experiment x\n"), "{text}");
     assert!(
         text.contains("a-b a → b: frames 20 in, 10 out, 0 late, 2 dropped by the emulator"),
         "{text}"

@@ -252,7 +252,7 @@ trial = "1s"
     assert!((capacity / 8e6 - 1.0).abs() < 1e-3, "{capacity}");
     let text = crate::format::search_text(&found);
     assert!(
-        text.ends_with("\nwarning: trials shorter than RFC 2544's 60 s (1.00 s: a queue can hide a rate above capacity)\n"),
+        text.ends_with("\nwarning: trials shorter than RFC 2544's 60 s (1.00 s: a queue can hide a rate\n         above capacity)\n"),
         "{text}"
     );
 }

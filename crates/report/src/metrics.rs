@@ -16,6 +16,194 @@ pub const ALIASES: [(&str, &[&str]); 6] = [
     ("jitter", &["jitter_us"]),
 ];
 
+/// What a metric's number counts, for axis ticks and column headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bits per second.
+    BitsPerSec,
+    /// Seconds (time metrics are stored in µs; `Metric::scale` brings them to seconds).
+    Seconds,
+    /// A percentage, never SI-prefixed.
+    Percent,
+    /// Per second: packets/s, transactions/s.
+    PerSec,
+    /// Bytes.
+    Bytes,
+    /// A plain count.
+    Count,
+}
+
+impl Unit {
+    /// The symbol after an SI prefix on a tick: "350 µs", "2 M" (bit/s is in the axis label).
+    pub fn tick_symbol(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Bytes => "B",
+            _ => "",
+        }
+    }
+
+    /// The unit as a column header or axis label names it, "" when the label says it all.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::BitsPerSec => "bit/s",
+            Unit::Seconds => "s",
+            Unit::Percent => "%",
+            Unit::PerSec => "1/s",
+            Unit::Bytes => "B",
+            Unit::Count => "",
+        }
+    }
+
+    /// Whether ticks take SI prefixes (percentages do not).
+    pub fn si(self) -> bool {
+        self != Unit::Percent
+    }
+}
+
+/// A metric as people read it: the one description plots, tables and CSV headers share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    pub name: String,
+    /// Human label: "mean round-trip time".
+    pub label: String,
+    pub unit: Unit,
+    /// Stored value × scale = value in `unit` (µs metrics: 1e-6).
+    pub scale: f64,
+}
+
+impl Metric {
+    /// The unit of the stored number: "µs" for time metrics, else the unit's name.
+    pub fn stored_unit(&self) -> &'static str {
+        match self.unit {
+            Unit::Seconds if self.scale == 1e-6 => "µs",
+            unit => unit.name(),
+        }
+    }
+
+    /// A column of stored numbers (tables, CSV): "goodput (bit/s)", "mean round-trip time
+    /// (µs)", "packets lost".
+    pub fn heading(&self) -> String {
+        with_unit(&self.label, self.stored_unit())
+    }
+
+    /// An axis label: the unit only where the ticks do not carry it ("goodput (bit/s)", but
+    /// "mean round-trip time" beside ticks of "350 µs").
+    pub fn axis_label(&self) -> String {
+        match self.unit.tick_symbol() {
+            "" => with_unit(&self.label, self.unit.name()),
+            _ => self.label.clone(),
+        }
+    }
+}
+
+fn with_unit(label: &str, unit: &str) -> String {
+    match unit {
+        "" => label.to_string(),
+        unit => format!("{label} ({unit})"),
+    }
+}
+
+/// Metrics, and the numeric parameters sweeps store (rates in bit/s, sizes in bytes,
+/// durations in seconds), named one by one: name, label, unit.
+const NAMED: &[(&str, &str, Unit)] = &[
+    ("loss_pct", "packet loss", Unit::Percent),
+    ("packets_sent", "packets sent", Unit::Count),
+    ("packets_received", "packets received", Unit::Count),
+    ("packets_lost", "packets lost", Unit::Count),
+    ("lost_by_sender", "packets lost by the sender", Unit::Count),
+    ("reordered", "packets reordered", Unit::Count),
+    ("duplicates", "duplicate packets", Unit::Count),
+    (
+        "sender_throughput_bps",
+        "sender throughput",
+        Unit::BitsPerSec,
+    ),
+    ("goodput_bps", "goodput", Unit::BitsPerSec),
+    (
+        "wire_throughput_bps",
+        "throughput on the wire",
+        Unit::BitsPerSec,
+    ),
+    ("packets_per_sec", "packet rate", Unit::PerSec),
+    ("jitter_us", "jitter (RFC 3550)", Unit::Seconds),
+    ("loss_periods", "loss periods", Unit::Count),
+    ("loss_period_mean", "mean loss period", Unit::Count),
+    ("loss_period_max", "longest loss period", Unit::Count),
+    ("echoes", "echoes", Unit::Count),
+    ("echoes_lost", "echoes lost", Unit::Count),
+    ("transactions", "transactions", Unit::Count),
+    ("transactions_per_sec", "transaction rate", Unit::PerSec),
+    ("transaction_timeouts", "transaction timeouts", Unit::Count),
+    ("transaction_errors", "transaction errors", Unit::Count),
+    ("request_bytes", "request bytes", Unit::Bytes),
+    ("response_bytes", "response bytes", Unit::Bytes),
+    ("cpu_client_pct", "client CPU", Unit::Percent),
+    ("cpu_agent_pct", "agent CPU", Unit::Percent),
+    ("host_cpu_client_pct", "client host CPU", Unit::Percent),
+    ("host_cpu_agent_pct", "agent host CPU", Unit::Percent),
+    ("rate_bps", "offered load", Unit::BitsPerSec),
+    ("throughput_bps", "throughput", Unit::BitsPerSec),
+    ("rate", "offered rate", Unit::BitsPerSec),
+    ("size", "packet size", Unit::Bytes),
+    ("duration", "test duration", Unit::Seconds),
+];
+
+/// Families of time metrics, `{prefix}_{stat}_us`: prefix and what it measures.
+const TIMES: [(&str, &str); 8] = [
+    ("rtt", "round-trip time"),
+    ("rtt_from_schedule", "round-trip time from the schedule"),
+    ("delay", "relative one-way delay"),
+    ("schedule_error", "schedule error"),
+    ("transaction", "transaction latency"),
+    ("connect", "connect time"),
+    ("ipdv", "IPDV"),
+    ("inter_arrival", "inter-arrival time"),
+];
+
+/// Statistics of a time family: key in the name, the JSON field, and the label's word.
+const STATS: [(&str, &str, &str); 8] = [
+    ("mean", "mean_ns", "mean"),
+    ("min", "min_ns", "minimum"),
+    ("max", "max_ns", "maximum"),
+    ("stddev", "stddev_ns", "std. dev. of"),
+    ("p50", "p50_ns", "median"),
+    ("p90", "p90_ns", "90th percentile"),
+    ("p99", "p99_ns", "99th percentile"),
+    ("p999", "p999_ns", "99.9th percentile"),
+];
+
+/// The description of a metric (or numeric parameter) by its name; an unknown name is its
+/// own label, a plain count.
+pub fn describe(name: &str) -> Metric {
+    let metric = |label: String, unit, scale| Metric {
+        name: name.to_string(),
+        label,
+        unit,
+        scale,
+    };
+    if let Some((_, label, unit)) = NAMED.iter().find(|(n, _, _)| *n == name) {
+        // A name ending in _us holds microseconds.
+        let scale = if name.ends_with("_us") { 1e-6 } else { 1.0 };
+        return metric(label.to_string(), *unit, scale);
+    }
+    let time = name.strip_suffix("_us").and_then(|stem| {
+        // The longest family first: "rtt_from_schedule" before "rtt".
+        TIMES
+            .iter()
+            .filter_map(|(prefix, what)| {
+                let stat = stem.strip_prefix(prefix)?.strip_prefix('_')?;
+                let (_, _, word) = STATS.iter().find(|(key, _, _)| *key == stat)?;
+                Some((prefix.len(), format!("{word} {what}")))
+            })
+            .max_by_key(|(len, _)| *len)
+    });
+    match time {
+        Some((_, label)) => metric(label, Unit::Seconds, 1e-6),
+        None => metric(name.replace('_', " "), Unit::Count, 1.0),
+    }
+}
+
 fn num(v: &Value, path: &[&str]) -> Option<f64> {
     let mut v = v;
     for k in path {
@@ -66,6 +254,7 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
     ] {
         put(name, num(t, &[field]));
     }
+    // The families of `TIMES`, where each is in the document.
     for (prefix, parent, field) in [
         ("rtt", s, "round_trip"),
         ("rtt_from_schedule", s, "round_trip_from_schedule"),
@@ -76,16 +265,7 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
         ("ipdv", s, "ipdv"),
         ("inter_arrival", s, "inter_arrival_distribution"),
     ] {
-        for (stat, key) in [
-            ("mean", "mean_ns"),
-            ("min", "min_ns"),
-            ("max", "max_ns"),
-            ("stddev", "stddev_ns"),
-            ("p50", "p50_ns"),
-            ("p90", "p90_ns"),
-            ("p99", "p99_ns"),
-            ("p999", "p999_ns"),
-        ] {
+        for (stat, key, _) in STATS {
             put(
                 &format!("{prefix}_{stat}_us"),
                 num(parent, &[field, key]).map(|x| x / 1e3),
@@ -214,6 +394,44 @@ mod tests {
         assert_eq!(get("transaction_p50_us"), Some(3.0));
         assert_eq!(get("connect_p50_us"), None);
         assert!(extract(&json!({})).is_empty());
+    }
+
+    #[test]
+    fn the_metric_table_names_label_unit_and_scale() {
+        let rtt = describe("rtt_mean_us");
+        assert_eq!(
+            (rtt.label.as_str(), rtt.unit, rtt.scale),
+            ("mean round-trip time", Unit::Seconds, 1e-6)
+        );
+        assert_eq!(
+            describe("rtt_from_schedule_p99_us").label,
+            "99th percentile round-trip time from the schedule"
+        );
+        assert_eq!(describe("jitter_us").scale, 1e-6);
+        assert_eq!(describe("goodput_bps").heading(), "goodput (bit/s)");
+        assert_eq!(rtt.heading(), "mean round-trip time (µs)");
+        assert_eq!(rtt.axis_label(), "mean round-trip time");
+        assert_eq!(describe("goodput_bps").axis_label(), "goodput (bit/s)");
+        assert_eq!(describe("duration").heading(), "test duration (s)");
+        assert_eq!(describe("loss_pct").heading(), "packet loss (%)");
+        assert_eq!(describe("packets_lost").heading(), "packets lost");
+        assert_eq!(describe("size").unit, Unit::Bytes);
+        assert_eq!(describe("rtt_bogus_us").label, "rtt bogus us");
+        // Every metric a result yields is in the table, none falls back to its raw name.
+        for name in [
+            "rtt",
+            "rtt_from_schedule",
+            "delay",
+            "schedule_error",
+            "transaction",
+        ]
+        .iter()
+        .flat_map(|p| STATS.map(|(s, _, _)| format!("{p}_{s}_us")))
+        .chain(NAMED.iter().map(|(n, _, _)| n.to_string()))
+        {
+            let m = describe(&name);
+            assert!(!m.label.contains('_') && !m.label.contains(" us"), "{name}");
+        }
     }
 
     #[test]

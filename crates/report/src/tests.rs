@@ -66,6 +66,7 @@ fn plotting_unknown_things_says_what_exists() {
         ys: vec![y.to_string()],
         by: Vec::new(),
         point: None,
+        scales: Scales::default(),
     };
     let e = plot(&s, &run, &req(PlotKind::Lines, Some("size"), "loss")).unwrap_err();
     assert_eq!(
@@ -84,9 +85,8 @@ fn plotting_unknown_things_says_what_exists() {
     let e = plot(&s, &run, &req(PlotKind::TimeSeries, None, "rtt")).unwrap_err();
     assert!(e.to_string().contains("no live intervals"), "{e}");
     // Default x: the first numeric swept parameter.
-    assert!(plot(&s, &run, &req(PlotKind::Lines, None, "rtt"))
-        .unwrap()
-        .starts_with("<svg"));
+    let figure = plot(&s, &run, &req(PlotKind::Lines, None, "rtt")).unwrap();
+    assert!(figure.svg().unwrap().starts_with("<svg"));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Rendered output: a snapshot of a plot against a committed file, byte-identical re-plots, and
 //! a self-contained report. Regenerate snapshots with `FLOWLAB_UPDATE_SNAPSHOTS=1 cargo test`.
 
-use flowlab_report::{html, plot, PlotKind, PlotRequest};
+use flowlab_report::{html, plot, PlotKind, PlotRequest, Scales};
 use flowlab_results::PacketRecord;
 use flowlab_store::{Environment, RunId, Store};
 use serde_json::json;
@@ -93,6 +93,7 @@ fn lines_request() -> PlotRequest {
         ys: vec!["rtt".into(), "loss".into()],
         by: vec!["proto".into()],
         point: None,
+        scales: Scales::default(),
     }
 }
 
@@ -101,7 +102,10 @@ fn lines_plot_matches_snapshot() {
     let mut s = Store::open_in_memory().unwrap();
     let id = fixture(&mut s);
     let run = s.load_run(id).unwrap();
-    let svg = flowlab_report::plot(&s, &run, &lines_request()).unwrap();
+    let svg = flowlab_report::plot(&s, &run, &lines_request())
+        .unwrap()
+        .svg()
+        .unwrap();
     assert!(svg.starts_with("<svg"));
     assert!(svg.contains("<text"));
     check_snapshot("lines_rtt_loss_by_proto.svg", &svg);
@@ -118,10 +122,11 @@ fn loss_index_plot_matches_snapshot() {
         ys: vec![],
         by: Vec::new(),
         point: None,
+        scales: Scales::default(),
     };
     check_snapshot(
         "loss_index.svg",
-        &flowlab_report::plot(&s, &run, &req).unwrap(),
+        &flowlab_report::plot(&s, &run, &req).unwrap().svg().unwrap(),
     );
 }
 
@@ -156,7 +161,7 @@ fn replotting_a_stored_run_is_byte_identical() {
             } else {
                 req
             };
-            out.push(flowlab_report::plot(&s, &run, &req).unwrap());
+            out.push(flowlab_report::plot(&s, &run, &req).unwrap().svg().unwrap());
         }
         out.push(html::report(&s, &run).unwrap());
         out
@@ -212,4 +217,53 @@ fn packet_delays_use_round_trip_when_echoed() {
         plot::packet_delays(&[p(0, 1000, Some(9000), None), p(1, 2000, Some(13000), None)]);
     assert_eq!(d, vec![(1000, 0.0), (2000, 3.0)]);
     assert!(label.starts_with("relative"));
+}
+
+/// Every kind of plot as PNG and as SVG, plus the offered-load search: each PNG is a real image
+/// of the figure's size. `FLOWLAB_PLOT_DIR=DIR` keeps them there, to look at.
+#[test]
+fn every_plot_kind_renders_as_png_and_svg() {
+    let mut s = Store::open_in_memory().unwrap();
+    let id = fixture(&mut s);
+    let run = s.load_run(id).unwrap();
+    let kept = std::env::var_os("FLOWLAB_PLOT_DIR").map(std::path::PathBuf::from);
+    let dir = kept.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("flowlab-png-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir).unwrap();
+    let search = json!({"search": {
+        "lossless_bps": 9.0e6, "peak_bps": 9.6e6, "full_load_bps": 9.5e6,
+        "points": [{"rate_bps": 3.0e6, "throughput_bps": 3.0e6},
+            {"rate_bps": 9.0e6, "throughput_bps": 9.0e6},
+            {"rate_bps": 18.0e6, "throughput_bps": 9.5e6}]}});
+    let mut figures = vec![("search", plot::search(&search).unwrap())];
+    for (kind, name, _) in PlotKind::ALL {
+        let ys = match kind {
+            PlotKind::TimeSeries => vec!["goodput_bps".into()],
+            _ => lines_request().ys,
+        };
+        let req = PlotRequest {
+            kind,
+            ys,
+            ..lines_request()
+        };
+        figures.push((name, flowlab_report::plot(&s, &run, &req).unwrap()));
+    }
+    for (name, figure) in &figures {
+        let png = dir.join(format!("{name}.png"));
+        figure.write(&png).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{name}");
+        let (w, h) = (
+            u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+            u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+        );
+        assert!(w >= 800 && h == figure.height(), "{name}: {w}×{h}");
+        let svg = dir.join(format!("{name}.svg"));
+        figure.write(&svg).unwrap();
+        assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    }
+    if kept.is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

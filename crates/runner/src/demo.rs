@@ -149,7 +149,19 @@ impl Demo {
             .iter()
             .map(|(p, r, run)| (p.clone(), *r, run))
             .collect();
-        let params = json!({ "description": DESCRIPTION, "repetitions": REPETITIONS });
+        let params = json!({
+            "description": DESCRIPTION,
+            "repetitions": REPETITIONS,
+            "sizes": SIZES.map(|b| flowlab_units::format_bytes(f64::from(b))).join(", "),
+            "test1": format!(
+                "UDP and TCP at {} for {} each, loopback",
+                flowlab_units::format_rate(TEST1_RATE as f64),
+                flowlab_units::format_duration_ns(TEST1_DURATION.as_nanos() as f64)
+            ),
+            "test3": format!(
+                "UDP at {TEST3_PACKETS_PER_SEC} packets/s, {TEST3_COUNT} packets, loopback"
+            ),
+        });
         let id = crate::record::store_test_run(db, "demo", &params, &points)?;
         crate::record::write_report(db, id, report)?;
         Ok(id)

@@ -267,3 +267,108 @@ fn every_plot_kind_renders_as_png_and_svg() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A run of one point (nothing swept, no intervals, no packet log) that holds an offered-load
+/// search in its parameters, as an experiment with a search stores it.
+fn search_run(store: &mut Store) -> RunId {
+    let params = json!({"command": "flowlab run search.toml", "search": {
+        "lossless_bps": 9.0e6, "peak_bps": 9.6e6, "full_load_bps": 9.5e6,
+        "points": [{"rate_bps": 3.0e6, "throughput_bps": 3.0e6},
+            {"rate_bps": 9.0e6, "throughput_bps": 9.0e6},
+            {"rate_bps": 18.0e6, "throughput_bps": 9.5e6}]}});
+    let run = store
+        .begin_run("experiment", &params, &Environment::default())
+        .unwrap();
+    let metrics = [("goodput_bps".to_string(), 9.5e6), ("loss_pct".into(), 0.5)];
+    store
+        .add_point(run, &json!({}), 0, &json!({}), &metrics, None)
+        .unwrap();
+    run
+}
+
+/// The headless Chromium on PATH, if one is installed (Debian's `chromium`).
+fn chromium() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// Appended to a copy of the page: records script errors and each plot's rendered size in the
+/// DOM, which `--dump-dom` prints once the page has loaded.
+const PROBE: &str = r#"<script>
+var errors = [];
+window.addEventListener("error", function (e) { errors.push(String(e.message)); });
+var sizes = Array.from(document.querySelectorAll("figure svg")).map(function (s) {
+  var r = s.getBoundingClientRect(); return Math.round(r.width) + "x" + Math.round(r.height);
+});
+document.body.setAttribute("data-plot-sizes", sizes.join(" "));
+document.body.setAttribute("data-errors", errors.join("|"));
+</script>"#;
+
+/// Every kind of report in a real headless browser: a screenshot is taken, the console has no
+/// error, and every plot has a nonzero size. Skipped (and says so) without Chromium.
+/// `FLOWLAB_PLOT_DIR=DIR` keeps the pages and screenshots there.
+#[test]
+fn reports_render_in_a_headless_browser() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no headless Chromium installed (apt-get install chromium)");
+        return;
+    };
+    let kept = std::env::var_os("FLOWLAB_PLOT_DIR").map(std::path::PathBuf::from);
+    let dir = kept.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("flowlab-browser-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s = Store::open_in_memory().unwrap();
+    let runs = [("sweep", fixture(&mut s)), ("search", search_run(&mut s))];
+    for (name, id) in runs {
+        let page = html::report(&s, &s.load_run(id).unwrap()).unwrap();
+        let plots = page.matches("<figure>").count();
+        let file = dir.join(format!("{name}.html"));
+        std::fs::write(&file, &page).unwrap();
+        let shot = dir.join(format!("{name}.png"));
+        let run = |extra: &[&str]| {
+            std::process::Command::new(&browser)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--enable-logging=stderr",
+                ])
+                .args(["--v=0", "--window-size=1200,4000"])
+                .args(extra)
+                .output()
+                .expect("chromium runs")
+        };
+        let url = format!("file://{}", file.display());
+        let out = run(&[&format!("--screenshot={}", shot.display()), &url]);
+        let log = String::from_utf8_lossy(&out.stderr);
+        let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+        assert!(console.is_empty(), "{name}: console says {console:?}");
+        assert!(
+            std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000),
+            "{name}: no screenshot"
+        );
+        let probed = dir.join(format!("{name}-probe.html"));
+        std::fs::write(&probed, page.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+        let out = run(&["--dump-dom", &format!("file://{}", probed.display())]);
+        let dom = String::from_utf8_lossy(&out.stdout);
+        let attr = |key: &str| {
+            let start = dom.find(&format!("{key}=\"")).map(|i| i + key.len() + 2)?;
+            Some(dom[start..].split('"').next()?.to_string())
+        };
+        assert_eq!(attr("data-errors").as_deref(), Some(""), "{name}");
+        let sizes = attr("data-plot-sizes").unwrap_or_default();
+        let sizes: Vec<&str> = sizes.split_whitespace().collect();
+        assert_eq!(sizes.len(), plots, "{name}: {sizes:?}");
+        for size in sizes {
+            let (w, h) = size.split_once('x').unwrap();
+            assert!(w != "0" && h != "0", "{name}: a plot of size {size}");
+        }
+    }
+    if kept.is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

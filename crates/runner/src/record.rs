@@ -165,7 +165,12 @@ pub fn export(db: Option<&Path>, run: RunId, csv: bool, out: Option<&Path>) -> a
     let store = open_store(db)?;
     let mut buf = Vec::new();
     if csv {
-        store.export_csv(run, &mut buf)?;
+        // Each metric's label and unit from the report's table, as plots and tables use them.
+        let describe = |name: &str| {
+            let metric = flowlab_report::describe(name);
+            (metric.label.clone(), metric.stored_unit().to_string())
+        };
+        store.export_csv(run, &describe, &mut buf)?;
     } else {
         store.export_json(run, &mut buf)?;
     }

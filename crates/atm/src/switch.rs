@@ -237,12 +237,43 @@ enum FrameState {
     DiscardingTail,
 }
 
+/// One VC's share of a port's buffer, beside the port-wide limits (a VC's cells are refused
+/// when either is reached).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VcLimits {
+    /// The most cells of this VC the buffer holds.
+    pub buffer_cells: Option<usize>,
+    /// EPD: discard a new frame of this VC when it has more than this many cells queued.
+    pub epd_threshold: Option<usize>,
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 struct VcState {
     registered: bool,
     category: ServiceCategory,
     frame: FrameState,
     counters: VcCounters,
+    limits: VcLimits,
+    /// Cells of this VC in the buffer.
+    queued: usize,
+}
+
+impl VcState {
+    fn over_epd(&self) -> bool {
+        self.limits.epd_threshold.is_some_and(|t| self.queued > t)
+    }
+
+    fn full(&self) -> bool {
+        self.limits.buffer_cells.is_some_and(|b| self.queued >= b)
+    }
+
+    /// Whether `n` more cells stay within both limits.
+    fn takes(&self, n: usize) -> bool {
+        self.limits
+            .buffer_cells
+            .is_none_or(|b| self.queued + n <= b)
+            && !self.over_epd()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -313,6 +344,13 @@ impl OutputPort {
         };
     }
 
+    /// Limits `vc`'s share of the buffer (a VC not set up is left alone).
+    pub fn set_vc_limits(&mut self, vc: VcId, limits: VcLimits) {
+        if let Some(state) = self.vcs.get_mut(vc.0 as usize) {
+            state.limits = limits;
+        }
+    }
+
     /// Sets up a new VC with the next free index.
     pub fn add_vc(&mut self, category: ServiceCategory) -> VcId {
         let vc = VcId(u32::try_from(self.vcs.len()).unwrap_or(u32::MAX));
@@ -381,7 +419,7 @@ impl OutputPort {
                     vc.frame = FrameState::Accepting;
                 }
                 FrameState::BetweenFrames => {
-                    if config.epd_threshold.is_some_and(|t| occupancy > t) {
+                    if config.epd_threshold.is_some_and(|t| occupancy > t) || vc.over_epd() {
                         vc.frame = if end {
                             FrameState::BetweenFrames
                         } else {
@@ -400,7 +438,7 @@ impl OutputPort {
 
         let refusal = if cell.clp && config.clp1_threshold.is_some_and(|t| occupancy >= t) {
             Some(DropReason::ClpThreshold)
-        } else if occupancy >= config.buffer_cells {
+        } else if occupancy >= config.buffer_cells || vc.full() {
             Some(DropReason::BufferFull)
         } else {
             None
@@ -440,6 +478,7 @@ impl OutputPort {
             self.counters.efci_marked += 1;
         }
         let priority = vc.category.priority();
+        vc.queued += 1;
         if occupancy == 0 && self.slot_ns < now_ns {
             self.realign(now_ns);
         }
@@ -469,7 +508,7 @@ impl OutputPort {
         let state = self
             .vcs
             .get_mut(vc.0 as usize)
-            .filter(|s| s.registered && s.frame == FrameState::BetweenFrames);
+            .filter(|s| s.registered && s.frame == FrameState::BetweenFrames && s.takes(n));
         let (true, Some(state)) = (plain, state) else {
             return (0..cells)
                 .map(|j| self.enqueue(now_ns, CellMeta::user_data(vc, frame, j + 1 == cells)))
@@ -477,6 +516,7 @@ impl OutputPort {
                 .count() as u32;
         };
         state.counters.cells_in += u64::from(cells);
+        state.queued += n;
         let priority = state.category.priority();
         self.counters.cells_in += u64::from(cells);
         if occupancy == 0 && self.slot_ns < now_ns {
@@ -580,6 +620,7 @@ impl OutputPort {
         self.counters.cells_out += 1;
         if let Some(vc) = self.vcs.get_mut(queued.cell.vc.0 as usize) {
             vc.counters.cells_out += 1;
+            vc.queued = vc.queued.saturating_sub(1);
         }
         Some(Departure {
             cell: queued.cell,
@@ -767,6 +808,29 @@ mod tests {
         );
         assert_eq!(p.counters().frames_ppd, 2);
         assert_eq!(p.vc_counters(vc).unwrap().frames_ppd, 2);
+    }
+
+    #[test]
+    fn a_vc_is_held_to_its_share_of_the_buffer() {
+        let mut p = port(100);
+        let a = p.add_vc(ServiceCategory::Ubr);
+        let b = p.add_vc(ServiceCategory::Ubr);
+        let limits = VcLimits {
+            buffer_cells: Some(4),
+            epd_threshold: Some(2),
+        };
+        p.set_vc_limits(a, limits);
+        // A frame of 6 on `a` starts below its EPD threshold: 4 fit, the rest are refused.
+        assert_eq!(p.enqueue_frame(0, a, 1, 6), 4);
+        assert_eq!(p.vc_counters(a).unwrap().cells_dropped, 2);
+        assert_eq!(p.counters().dropped_buffer_full, 2);
+        // `a` holds 4 > 2: its next frame is discarded whole, while `b` still has the buffer.
+        assert_eq!(p.enqueue_frame(0, a, 2, 3), 0);
+        assert_eq!(p.vc_counters(a).unwrap().frames_epd, 1);
+        assert_eq!(p.enqueue_frame(0, b, 1, 50), 50);
+        // Once `a`'s cells have left, it is below its limits again.
+        drain(&mut p);
+        assert_eq!(p.enqueue_frame(10_000_000, a, 3, 3), 3);
     }
 
     #[test]
@@ -1016,6 +1080,7 @@ mod tests {
         #[test]
         fn a_frame_at_once_is_its_cells_one_by_one(
             frames in arrivals(), buffer in 1usize..40, epd: bool, ppd: bool, efci: bool,
+            vc_buffer in proptest::option::of(1usize..20), vc_epd in proptest::option::of(0usize..10),
         ) {
             let mut config = PortConfig::new(line(), buffer);
             config.ppd = ppd;
@@ -1028,6 +1093,8 @@ mod tests {
                 for c in &ServiceCategory::ALL[..3] {
                     p.add_vc(*c);
                 }
+                let limits = VcLimits { buffer_cells: vc_buffer, epd_threshold: vc_epd };
+                p.set_vc_limits(VcId(0), limits);
             }
             let mut now = 0u64;
             for (k, f) in frames.iter().enumerate() {

@@ -40,6 +40,8 @@ pub enum Command {
         after_help = "Examples:\n  flowlab sim examples/sim/e1-aquila-ip.toml\n  flowlab sim examples/sim/tcp-190ms.toml --seed 7 --json\n  flowlab sim examples/sim/policing-cdvt.toml --duration 5s"
     )]
     Sim(crate::sim_cmd::SimArgs),
+    /// Regenerate docs/reproductions.md: the seed papers' numbers beside simulated ones.
+    Reproduce(crate::reproduce_cmd::ReproduceArgs),
     /// Run a test at every point of a parameter grid, repeated, and store the results.
     #[command(
         after_help = "Examples:\n  flowlab sweep 10.0.0.2 --rate 5M --vary size=100..8000:100 --vary proto=udp,tcp --repeat 3\n  flowlab sweep host --mode loopback --rate 2M --duration 2s --vary size=100,1000,8000 --until-ci 2% --shuffle\n  flowlab sweep host --vary rate=1M..10M:1M --resume 12"
@@ -54,6 +56,9 @@ pub enum Command {
         after_help = "Examples:\n  flowlab export 12 --csv -o run12.csv\n  flowlab export 12 --json > run12.json"
     )]
     Export(crate::history_cmd::ExportArgs),
+    /// Compare stored runs flow by flow: throughput, loss and delay, with the differences.
+    #[command(after_help = "Examples:\n  flowlab compare 12 13\n  flowlab compare 12 13 --json")]
+    Compare(crate::history_cmd::CompareArgs),
     /// Plot a stored run as SVG or PNG.
     #[command(
         after_help = "Examples:\n  flowlab plot 12 --x size --y rtt,loss,cpu --by proto -o rtt.svg\n  flowlab plot 12 --kind timeseries --y throughput -o ts.svg\n  flowlab plot 12 --kind loss-index -o loss.png\n  flowlab plot 12 --kind cdf --log-x -o cdf.svg"

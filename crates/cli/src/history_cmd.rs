@@ -1,5 +1,5 @@
-//! `flowlab history`, `flowlab show RUN`, `flowlab export RUN`: the results database from the
-//! command line.
+//! `flowlab history`, `flowlab show RUN`, `flowlab export RUN`, `flowlab compare RUN RUN`: the
+//! results database from the command line.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -67,5 +67,25 @@ pub struct ExportArgs {
 pub fn run_export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let (db, out) = (args.db.as_deref(), args.output.as_deref());
     record::export(db, args.run, args.csv, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Two or three run ids; differences are against the first.
+    #[arg(num_args = 2..=3, required = true, value_name = "RUN")]
+    pub runs: Vec<RunId>,
+    /// Results database.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Print the comparison as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `flowlab compare RUN RUN [RUN]`: each flow's figures side by side.
+pub fn run_compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let text = flowlab_runner::compare::output(args.db.as_deref(), &args.runs, args.json)?;
+    write!(std::io::stdout().lock(), "{text}")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@ mod demo;
 mod history_cmd;
 mod lab_cmd;
 mod plot_cmd;
+mod reproduce_cmd;
 mod run_cmd;
 mod serve;
 mod sim_cmd;
@@ -35,12 +36,14 @@ fn main() -> ExitCode {
         args::Command::Test(a) => test_cmd::run(*a),
         args::Command::Demo(a) => demo::run(a),
         args::Command::Sim(a) => sim_cmd::run(a),
+        args::Command::Reproduce(a) => reproduce_cmd::run(a),
         args::Command::Lab(a) => lab_cmd::run(a),
         args::Command::Run(a) => run_cmd::run(a),
         args::Command::Sweep(a) => sweep_cmd::run(*a),
         args::Command::History(a) => history_cmd::run_history(a),
         args::Command::Show(a) => history_cmd::run_show(a),
         args::Command::Export(a) => history_cmd::run_export(a),
+        args::Command::Compare(a) => history_cmd::run_compare(a),
         args::Command::Plot(a) => plot_cmd::run_plot(a),
         args::Command::Report(a) => plot_cmd::run_report(a),
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use flowlab_units::parse_duration;
 
-use crate::terminal::print_result;
+use flowlab_runner::output::print_result;
 
 #[derive(Args, Debug)]
 pub struct SimArgs {

@@ -10,7 +10,7 @@ use flowlab_stamp::{ReflectorThread, SessionRequest};
 use flowlab_wire::stamp::STAMP_PORT;
 
 use crate::args::{ServeArgs, TestArgs};
-use crate::terminal::{conclude, print_result};
+use flowlab_runner::output::{conclude, print_result};
 
 /// `flowlab test --stamp HOST[:PORT]`.
 pub fn run_test(args: &TestArgs) -> anyhow::Result<ExitCode> {

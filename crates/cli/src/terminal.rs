@@ -2,10 +2,6 @@
 //! and stderr (a sweep's progress bar).
 
 use std::io::{IsTerminal as _, Write as _};
-use std::path::Path;
-use std::process::ExitCode;
-
-use anyhow::Context as _;
 
 use flowlab_runner::format;
 use flowlab_runner::{Event, Observer};
@@ -102,7 +98,7 @@ impl Observer for Terminal {
             Event::TrialFinished(trial) => {
                 self.human(format_args!("{}\n", format::trial_line(trial)))
             }
-            Event::SearchFinished(result) => self.human(format_args!("search result: {result}\n")),
+            Event::SearchFinished(result) => self.human(format::search_text(result)),
             Event::DemoStarted(agent) => self.human(format_args!(
                 "{}\n{}\n",
                 format::demo_intro(agent),
@@ -129,38 +125,4 @@ fn progress_bar(quiet: bool, len: u64) -> Option<indicatif::ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
-}
-
-/// Writes a result's JSON to `output`, if given, then prints it: as JSON, or as `human` text.
-pub fn print_result(
-    json: &str,
-    output: Option<&Path>,
-    as_json: bool,
-    human: impl FnOnce() -> String,
-) -> anyhow::Result<()> {
-    if let Some(path) = output {
-        std::fs::write(path, format!("{json}\n"))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let mut stdout = std::io::stdout().lock();
-    match as_json {
-        true => writeln!(stdout, "{json}")?,
-        false => write!(stdout, "{}", human())?,
-    }
-    stdout.flush()?;
-    Ok(())
-}
-
-/// The exit code of a `what` whose results were printed: an error (1) or an interruption
-/// (130) said in one line on stderr; `None` when it ran to its end.
-pub fn conclude(error: Option<&str>, interrupted: bool, what: &str) -> Option<ExitCode> {
-    if let Some(e) = error {
-        eprintln!("flowlab: error: {e} (results above cover the {what} up to then)");
-        return Some(ExitCode::from(1));
-    }
-    if interrupted {
-        eprintln!("flowlab: interrupted: results above cover the {what} up to then");
-        return Some(ExitCode::from(130));
-    }
-    None
 }

@@ -11,7 +11,8 @@ use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
-use crate::terminal::{conclude, print_result, Output, Terminal};
+use crate::terminal::{Output, Terminal};
+use flowlab_runner::output::{conclude, print_result};
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {

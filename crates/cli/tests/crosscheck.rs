@@ -12,7 +12,7 @@
 //! | TCP bytes delivered | the capture's sequence numbers |
 //! | TCP retransmissions | `nstat` TcpRetransSegs in the sender's namespace |
 //!
-//! CPU against /proc is checked in `netns.rs`; RFC 2544 and offered-load results against the
+//! CPU against /proc/PID/stat is checked in `cpu.rs` (loopback); RFC 2544 and offered-load results against the
 //! tbf's rate in `searches.rs`. Needs root and tcpdump; without them each test says it was
 //! skipped.
 

@@ -139,14 +139,14 @@ fn the_offered_load_example_runs_on_the_simulated_three_hosts() {
     succeeded(&o);
     let text = stdout(&o);
     assert!(
-        text.starts_with("experiment lab-three-offered-load (1 steps, 4 agents), network sim "),
+        text.starts_with("experiment lab-three-offered-load (a search, 4 agents), network sim "),
         "{text}"
     );
     assert!(text.contains("stored as run 1 "), "{text}");
     let run = db.export("1");
     assert_eq!(run["params"]["network"]["name"], "three");
-    // The three sources: 1 step and 10 loads of 3 flows.
-    assert_eq!(run["points"].as_array().unwrap().len(), 33);
+    // The three sources at 10 loads; the search replaces the plan, whose step never runs.
+    assert_eq!(run["points"].as_array().unwrap().len(), 30);
     let search = &run["params"]["search"];
     assert_eq!(search["lossless_offered_bps"], 9_000_000, "{search:#}");
     let full = search["full_load_bps"].as_f64().unwrap();
@@ -211,4 +211,56 @@ fn sim_and_lab_exclude_each_other() {
     let o = db.flowlab(&["run", RFC2544, "--sim", BOTTLENECK, "--lab", "bottleneck"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
+/// `flowlab compare`: the transatlantic experiment on its simulated twin twice (the same
+/// seeds, so no differences) and on a 26 Mb/s copy of the PVC (the paper's other rate),
+/// side by side as text and JSON.
+#[test]
+fn compare_puts_runs_side_by_side_with_their_differences() {
+    let db = Db::new("compare");
+    let experiment = "examples/experiments/transatlantic.toml";
+    let network = "examples/sim/transatlantic.toml";
+    let faster = std::env::temp_dir().join(format!("flowlab-26m-{}.toml", std::process::id()));
+    let text = std::fs::read_to_string(format!("{WORKSPACE}/{network}")).unwrap();
+    std::fs::write(&faster, text.replace("rate = \"6M\"", "rate = \"26M\"")).unwrap();
+    for net in [network, network, faster.to_str().unwrap()] {
+        succeeded(&db.flowlab(&["run", experiment, "--sim", net]));
+    }
+    let _ = std::fs::remove_file(&faster);
+    let o = db.flowlab(&["compare", "1", "2", "3"]);
+    succeeded(&o);
+    let text = stdout(&o);
+    assert!(text.contains("run 1     experiment on sim examples/sim/transatlantic.toml"));
+    assert!(
+        text.contains("flow=udp offered_bps=5000000.0 (udp)"),
+        "{text}"
+    );
+    assert!(text.contains("flow=tcp (tcp)"), "{text}");
+    let tcp = text.split("flow=tcp").nth(1).unwrap();
+    let goodput = tcp.lines().find(|l| l.contains("goodput_bps")).unwrap();
+    // Run 2 is run 1 again; over 26 Mb/s TCP is held by its 140,000-byte window instead.
+    assert!(goodput.contains("+0 bit/s (+0.0 %)"), "{goodput}");
+    assert!(
+        !tcp.contains("delay_p50_us"),
+        "TCP delays are not compared: {tcp}"
+    );
+
+    let o = db.flowlab(&["compare", "1", "3", "--json"]);
+    succeeded(&o);
+    let c = json(&o);
+    assert_eq!(c["schema_version"], 1);
+    assert_eq!(c["runs"][1]["run"], 3);
+    let tcp = &c["flows"][1];
+    assert_eq!(tcp["protocol"], "tcp");
+    let values = tcp["metrics"][0]["values"].as_array().unwrap();
+    let (six, faster) = (values[0].as_f64().unwrap(), values[1].as_f64().unwrap());
+    assert!(six < 5.2e6 && faster > 5.3e6, "{values:?}");
+    let d = tcp["metrics"][0]["differences"][0]["absolute"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(d, faster - six);
+
+    assert_one_line_error(&db.flowlab(&["compare", "1", "99"]), "99");
+    assert!(!db.flowlab(&["compare", "1"]).status.success());
 }

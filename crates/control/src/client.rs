@@ -9,14 +9,13 @@ use crate::protocol::Message;
 use flowlab_engine::{QdiscWatch, RunContext};
 use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
-use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_wire::control::MAX_OPEN_REQUEST_LEN;
 use flowlab_wire::{ClientHello, ControlError};
 
 use crate::auth::{End, Nonces};
 use crate::conn::{Conn, ConnError, Deadline};
 use crate::native::{self, check_mtu, raw_error};
-use crate::outcome::{cpu_load, RoleOutcome, ThreadTime};
+use crate::outcome::{RoleOutcome, ThreadTime};
 use crate::result::{roles, Summary2, TestResult, SCHEMA_VERSION};
 use crate::{auth, DEFAULT_PORT};
 
@@ -377,7 +376,6 @@ pub fn run_test(
         }
     };
     let started_at_ns = flowlab_sys::clock::realtime_ns();
-    let cpu_start = CpuSnapshot::take().ok();
     // The client sends in one-way and loopback tests: its own qdisc drops are not the network's.
     let qdisc_watch = (spec.direction != Direction::Reverse)
         .then(|| QdiscWatch::start(addr.ip()))
@@ -475,13 +473,8 @@ pub fn run_test(
     let client = SideReport {
         role: client_role,
         host: flowlab_sys::host::hostname(),
-        cpu: cpu_start.and_then(|s| cpu_load(&s)),
-        role_cpu: client_outcome.time.role_cpu(
-            client_outcome
-                .sender
-                .as_ref()
-                .map_or(0, |s| s.pacing_spin_ns),
-        ),
+        cpu: client_outcome.time.cpu_load(),
+        role_cpu: client_outcome.role_cpu(),
         sender: client_outcome.sender,
         receiver: client_outcome.receiver,
         echo: None,
@@ -710,7 +703,7 @@ fn spawn_roles<'scope, 'env>(
             let mut on_interval = |r: IntervalReport| {
                 let _ = intervals.send(r);
             };
-            let outcome = match data {
+            let (outcome, time) = ThreadTime::measure(|| match data {
                 Data::Udp(socks) => flowlab_engine::udp_receive(
                     socks,
                     spec,
@@ -743,8 +736,9 @@ fn spawn_roles<'scope, 'env>(
                     stop_receiving,
                     &mut on_interval,
                 ),
-            };
+            });
             RoleOutcome {
+                time,
                 receiver: Some(outcome.report),
                 log: outcome.log,
                 error: outcome.error,

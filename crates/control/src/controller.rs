@@ -74,13 +74,16 @@ impl Drop for ClockProbe {
 }
 
 /// Has the agent at `agent` run `spec` as a client towards `target`, starting at
-/// `start_at_ns` (Unix time), and returns the result. `timeout` bounds the whole test.
+/// `start_at_ns` (Unix time), waiting `drain` after the last packet for packets in flight
+/// (the agent's default when `None`), and returns the result. `timeout` bounds the whole
+/// test.
 pub fn relay(
     agent: &str,
     key: Option<&[u8]>,
     target: &str,
     spec: TestSpec,
     start_at_ns: Option<u64>,
+    drain: Option<Duration>,
     timeout: Duration,
 ) -> Result<TestResult, String> {
     let addr = resolve(agent).map_err(|e| e.to_string())?;
@@ -89,6 +92,7 @@ pub fn relay(
         target: target.to_string(),
         spec,
         start_at_ns,
+        drain_ns: drain.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     })
     .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + timeout;

@@ -70,6 +70,10 @@ pub enum Message {
         target: String,
         spec: TestSpec,
         start_at_ns: Option<u64>,
+        /// How long to wait after the last packet for packets in flight before the result
+        /// (the relay's default when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        drain_ns: Option<u64>,
     },
     /// Agent to controller: the result document of a `RunTest` (a flowlab test result).
     TestDone {
@@ -209,6 +213,34 @@ mod tests {
         d.push(&encoded[7..]);
         assert_eq!(d.next_message(), Ok(Some(m)));
         assert_eq!(d.next_message(), Ok(None));
+    }
+
+    #[test]
+    fn run_test_vector_with_and_without_a_drain() {
+        let without = r#"{"type":"run_test","target":"b:9470","spec":SPEC,"start_at_ns":7}"#;
+        let spec_json = serde_json::to_string(&spec()).unwrap();
+        let without = without.replace("SPEC", &spec_json);
+        let mut m = Message::RunTest {
+            target: "b:9470".into(),
+            spec: spec(),
+            start_at_ns: Some(7),
+            drain_ns: None,
+        };
+        assert_eq!(
+            &m.encode()[5..],
+            without.as_bytes(),
+            "as before drains were asked"
+        );
+        assert_eq!(Message::decode(&m.encode()[4..]), Ok(m.clone()));
+        if let Message::RunTest { drain_ns, .. } = &mut m {
+            *drain_ns = Some(2_000_000_000);
+        }
+        let with = without.replace(
+            "\"start_at_ns\":7}",
+            "\"start_at_ns\":7,\"drain_ns\":2000000000}",
+        );
+        assert_eq!(&m.encode()[5..], with.as_bytes());
+        assert_eq!(Message::decode(&m.encode()[4..]), Ok(m));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The client's result document: both sides' reports, the combined figures a person reads
 //! first, live intervals, and what went wrong. Documented in docs/results-format.md.
 
-use flowlab_results::{CpuLoad, IntervalReport, Role, RoleCpu, SideReport, TransactionReport};
+use flowlab_results::{
+    CpuLoad, IntervalReport, ReceiverReport, Role, RoleCpu, SideReport, TransactionReport,
+};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::{rate_over_span, LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
@@ -12,6 +14,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Bytes of headers below the payload counted in "wire" throughput: UDP 8 or TCP 20 + 12
 /// (timestamps option), IP 20 (v4) or 40 (v6), Ethernet 14 + FCS 4.
 const ETHERNET_OVERHEAD: u64 = 18;
+
+/// Most datagrams the kernel coalesces into one GRO buffer (UDP_GRO_CNT_MAX).
+pub const GRO_MAX_SEGMENTS: u64 = 64;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
@@ -51,8 +56,17 @@ pub struct Summary2 {
     pub loss_pct: f64,
     pub reordered: u64,
     pub duplicates: u64,
-    /// Of the lost packets, those dropped at the receiving socket's buffer (SO_RXQ_OVFL).
+    /// Of the lost packets, those dropped at a receiving socket's buffer (in loopback tests
+    /// the agent's echo socket too): exact, null when unknown (TCP, the kernel did not tell,
+    /// or GRO buffers were dropped: see the bounds below).
     pub lost_at_receiver_socket: Option<u64>,
+    /// Receive buffers those sockets dropped, as the kernel counts them (SO_MEMINFO, the
+    /// SO_RXQ_OVFL counter): a datagram each, or up to [`GRO_MAX_SEGMENTS`] under GRO, so
+    /// the least number of packets dropped there.
+    pub receive_buffers_dropped: Option<u64>,
+    /// The most packets those buffers can have held: `lost_at_receiver_socket` when that is
+    /// known, else [`GRO_MAX_SEGMENTS`] per buffer, at most the packets lost.
+    pub lost_at_receiver_socket_max: Option<u64>,
     /// UDP and native frames: of the lost packets, those the sending host's own egress qdisc
     /// dropped (its drop counter over the test, at most `packets_lost`; see
     /// `SideReport::host_qdisc_drops`), and the rest, lost beyond the sending host. `None`
@@ -154,8 +168,8 @@ impl Summary2 {
         let received = receiving.and_then(|r| r.receiver.as_ref());
         let mut s = Summary2 {
             sender: sender_name.to_string(),
-            client_cpu: client.and_then(|c| c.cpu),
-            agent_cpu: agent.and_then(|a| a.cpu),
+            client_cpu: client.and_then(|c| c.cpu.clone()),
+            agent_cpu: agent.and_then(|a| a.cpu.clone()),
             client_role_cpu: client.and_then(|c| c.role_cpu),
             agent_role_cpu: agent.and_then(|a| a.role_cpu),
             transactions: client.and_then(|c| c.transactions.clone()),
@@ -192,7 +206,7 @@ impl Summary2 {
             };
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;
-            s.lost_at_receiver_socket = r.socket_buffer_drops;
+            s.set_socket_drops(spec, r, agent);
             if spec.protocol != Protocol::Tcp {
                 s.attribute_loss(sending_hosts(spec, client, agent));
             }
@@ -234,6 +248,36 @@ impl Summary2 {
 }
 
 impl Summary2 {
+    /// Drops at the receiving sockets, in packets where the kernel's count of buffers says
+    /// exactly, else as bounds. Needs `packets_lost`.
+    fn set_socket_drops(
+        &mut self,
+        spec: &TestSpec,
+        received: &ReceiverReport,
+        agent: Option<&SideReport>,
+    ) {
+        let echo_drops = match spec.direction {
+            Direction::Loopback => agent
+                .and_then(|a| a.echo.as_ref())
+                .and_then(|e| e.socket_buffer_drops),
+            Direction::Oneway | Direction::Reverse => Some(0),
+        };
+        let buffers = received.socket_buffer_drops.zip(echo_drops);
+        self.receive_buffers_dropped = buffers.map(|(r, e)| r + e);
+        (
+            self.lost_at_receiver_socket,
+            self.lost_at_receiver_socket_max,
+        ) = match buffers {
+            None => (None, None),
+            // Each receive buffer under GRO holds a train of unknown length.
+            Some((r, e)) if received.gro && r > 0 => {
+                let most = r * GRO_MAX_SEGMENTS + e;
+                (None, Some(most.min(self.packets_lost.max(r + e))))
+            }
+            Some((r, e)) => (Some(r + e), Some(r + e)),
+        };
+    }
+
     /// Splits `packets_lost` into the sending hosts' qdisc drops and the rest.
     fn attribute_loss(&mut self, senders: Vec<&SideReport>) {
         let drops: Option<u64> = senders
@@ -294,6 +338,58 @@ mod tests {
         let (bulk, names) = header_overhead(&spec, 256_000.0, true, Some(1448));
         assert_eq!(bulk, 177.0 * 90.0);
         assert!(names.contains("IPv6 40"), "{names}");
+    }
+
+    /// Issue 12: socket drops were null for UDP with none, and GRO buffers counted as packets.
+    #[test]
+    fn socket_drops_are_packets_when_exact_and_bounds_under_gro() {
+        let summary = |direction, drops: Option<u64>, gro: bool, echo: Option<u64>, lost: u64| {
+            let spec = TestSpec::new(Protocol::Udp, direction);
+            let mut received =
+                flowlab_results::meter::ReceiverMeter::new(1, false, false).report(None);
+            (received.socket_buffer_drops, received.gro) = (drops, gro);
+            let mut agent = side(Role::Echo, None);
+            agent.echo = Some(flowlab_results::EchoReport {
+                socket_buffer_drops: echo,
+                ..Default::default()
+            });
+            let mut s = Summary2 {
+                packets_lost: lost,
+                ..Summary2::default()
+            };
+            s.set_socket_drops(&spec, &received, Some(&agent));
+            (
+                s.lost_at_receiver_socket,
+                s.receive_buffers_dropped,
+                s.lost_at_receiver_socket_max,
+            )
+        };
+        let exact = |n| (Some(n), Some(n), Some(n));
+        assert_eq!(
+            summary(Direction::Oneway, Some(0), false, None, 0),
+            exact(0)
+        );
+        assert_eq!(summary(Direction::Oneway, Some(0), true, None, 3), exact(0));
+        assert_eq!(
+            summary(Direction::Reverse, Some(7), false, None, 9),
+            exact(7)
+        );
+        assert_eq!(
+            summary(Direction::Oneway, None, false, None, 9),
+            (None, None, None)
+        );
+        // Three GRO buffers: at least 3 packets, at most 64 each, never more than were lost.
+        let gro = |lost| summary(Direction::Oneway, Some(3), true, None, lost);
+        assert_eq!(gro(100), (None, Some(3), Some(100)));
+        assert_eq!(gro(1000), (None, Some(3), Some(192)));
+        assert_eq!(gro(0), (None, Some(3), Some(3)));
+        // Loopback: the agent's echo socket is a receiving socket too.
+        assert_eq!(
+            summary(Direction::Loopback, Some(2), false, Some(1), 5),
+            exact(3)
+        );
+        let echo_unknown = summary(Direction::Loopback, Some(2), false, None, 5);
+        assert_eq!(echo_unknown, (None, None, None));
     }
 
     fn side(role: Role, drops: Option<u64>) -> SideReport {

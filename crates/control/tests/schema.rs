@@ -118,6 +118,8 @@ fn cpu(user: f64) -> CpuLoad {
         process_user_pct: user,
         process_system_pct: 3.5,
         host_pct: 21.0,
+        host_softirq_pct: 1.25,
+        host_softirq_per_cpu_pct: vec![2.5, 0.0],
         cores: 2,
         process_max_rss_bytes: 15 << 20,
     }
@@ -262,6 +264,9 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
             user_pct: user / 2.0,
             system_pct: 1.0,
             pacing_spin_pct: 0.5,
+            cpu_ns: 30_000_000,
+            wall_ns: 1_000_000_000,
+            ns_per_packet: Some(285_714.3),
         }),
         sender: None,
         receiver: None,

@@ -119,7 +119,10 @@ pub(crate) fn search_trials(kind: &SearchKind) -> u64 {
             max_bps,
             resolution_bps,
             ..
-        } => bisection(*min_bps, *max_bps, *resolution_bps),
+        } => {
+            // The re-run of the result lasts as long as this many trials.
+            bisection(*min_bps, *max_bps, *resolution_bps) + crate::search::VERIFY_FACTOR
+        }
         SearchKind::BackToBack {
             min_packets,
             max_packets,

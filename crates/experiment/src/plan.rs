@@ -9,6 +9,7 @@ use flowlab_traffic::TrafficSpec;
 use crate::file::{Block, BlockKind, Experiment, Flow, Item, SearchKind, SearchSpec, SweepPoint};
 use crate::search::{
     BackToBack, BurstSize, LossVsLoad, OfferedLoad, Rfc2544Throughput, SearchError, Trial,
+    RFC2544_TRIAL_NS, TRIAL_DRAIN_NS,
 };
 
 /// Bound on the steps one sweep point may expand into; `load` checked the whole experiment
@@ -48,6 +49,10 @@ pub struct Step {
     /// Which repetition of the whole plan, from 0.
     pub repetition: u32,
     pub flows: Vec<ResolvedFlow>,
+    /// How long receivers wait after the last packet for packets still in flight before
+    /// counting: a search's trials wait [`TRIAL_DRAIN_NS`] (RFC 2544 §23); `None` leaves it
+    /// to whoever runs the step.
+    pub drain_ns: Option<u64>,
 }
 
 /// Flows of one step before resolution: (index into the point's flows, offset).
@@ -167,9 +172,13 @@ fn resolve(p: &SweepPoint, f: &Flow, offset: u64, seed: u64) -> ResolvedFlow {
 }
 
 /// Every step of the experiment, in order: for each sweep point, `repeat` runs of the plan.
-/// Each step's seed is the experiment's seed plus the step's index.
+/// Each step's seed is the experiment's seed plus the step's index. A search replaces the
+/// plan: a file with one has no plan steps, only the search's trials ([`trial_step`]).
 pub fn plan(e: &Experiment) -> Vec<Step> {
     let mut steps = Vec::new();
+    if e.search.is_some() {
+        return steps;
+    }
     for (pi, p) in e.points.iter().enumerate() {
         // `load` expanded every point already; an error here cannot happen for a loaded file.
         let Ok(blocks) = expand(&e.plan, p) else {
@@ -188,6 +197,7 @@ pub fn plan(e: &Experiment) -> Vec<Step> {
                         .iter()
                         .map(|&(i, off)| resolve(p, &p.flows[i], off, seed))
                         .collect(),
+                    drain_ns: None,
                 });
             }
         }
@@ -223,6 +233,7 @@ impl SearchSpec {
                 *max_bps,
                 *resolution_bps,
                 *loss_tolerance,
+                self.trial_ns.unwrap_or(RFC2544_TRIAL_NS),
             )?),
             SearchKind::BackToBack {
                 line_rate_bps,
@@ -293,7 +304,9 @@ impl SearchMachine {
 }
 
 /// The step that runs `trial` of `e`'s search: the search's flows, together, each changed as
-/// the trial says. `index` numbers the trial (it seeds the traffic like a plan step).
+/// the trial says, for the trial's length (the search's `trial` unless the trial sets one).
+/// `index` numbers the trial (it seeds the traffic like a plan step); receivers wait
+/// [`TRIAL_DRAIN_NS`] after the last packet before counting loss.
 pub fn trial_step(e: &Experiment, trial: &Trial, index: usize) -> Option<Step> {
     let search = e.search.as_ref()?;
     let p = e.points.first()?;
@@ -302,7 +315,7 @@ pub fn trial_step(e: &Experiment, trial: &Trial, index: usize) -> Option<Step> {
     for name in &search.flows {
         let mut f = p.flow(name)?.clone();
         let spec = &mut f.spec;
-        if let Some(t) = search.trial_ns {
+        if let Some(t) = trial.duration_ns.or(search.trial_ns) {
             spec.duration_ns = Some(t);
             spec.count = None;
         }
@@ -342,6 +355,7 @@ pub fn trial_step(e: &Experiment, trial: &Trial, index: usize) -> Option<Step> {
         labels: Vec::new(),
         repetition: 0,
         flows,
+        drain_ns: Some(TRIAL_DRAIN_NS),
     })
 }
 
@@ -521,8 +535,12 @@ count = 10
             "{TWO}\n[search]\nkind = \"rfc2544-throughput\"\nflow = \"x\"\nmin = \"1M\"\n\
              max = \"1G\"\nresolution = \"1M\"\ntrial = \"2s\"\n"
         );
+        let lengths = std::cell::RefCell::new(Vec::new());
         let m = run_search(&text, |s| {
-            assert_eq!(s.flows[0].spec.duration_ns, Some(2_000_000_000));
+            lengths
+                .borrow_mut()
+                .push(s.flows[0].spec.duration_ns.unwrap());
+            assert_eq!(s.drain_ns, Some(TRIAL_DRAIN_NS), "RFC 2544 §23's wait");
             let r = s.flows[0].spec.rate_bps.unwrap();
             if r <= 123_456_789 {
                 (0.0, r as f64)
@@ -535,5 +553,29 @@ count = 10
         };
         let found = t.result().rate_bps.unwrap();
         assert!(found <= 123_456_789 && 123_456_789 - found <= 1_000_000);
+        let lengths = lengths.into_inner();
+        let (last, bisection) = lengths.split_last().unwrap();
+        assert!(bisection.iter().all(|&l| l == 2_000_000_000), "{lengths:?}");
+        assert_eq!(
+            *last, 4_000_000_000,
+            "the result re-run at twice the length"
+        );
+    }
+
+    /// Issue 12: the plan's steps ran before the search (a stray step stored beside trial 0).
+    #[test]
+    fn a_search_replaces_the_plan_and_trials_last_60_s_by_default() {
+        let text = format!(
+            "{TWO}\n[plan]\nserial = [\"x\", \"y\"]\n[search]\nkind = \"rfc2544-throughput\"\n\
+             flow = \"x\"\nmax = \"1G\"\n"
+        );
+        let e = load(&text).unwrap();
+        assert_eq!(plan(&e), [], "no plan step runs beside the search");
+        let mut m = e.search.as_ref().unwrap().machine(&e).unwrap();
+        let step = trial_step(&e, &m.next_trial().unwrap(), 0).unwrap();
+        assert_eq!(step.flows[0].spec.duration_ns, Some(RFC2544_TRIAL_NS));
+        let without = load(&format!("{TWO}\n[plan]\nserial = [\"x\", \"y\"]\n")).unwrap();
+        assert_eq!(plan(&without).len(), 2);
+        assert!(plan(&without).iter().all(|s| s.drain_ns.is_none()));
     }
 }

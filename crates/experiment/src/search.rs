@@ -3,7 +3,8 @@
 //! decides the next trial. No clock and no socket here, so the same machines run against real
 //! networks, the simulator, or a function in a unit test.
 //!
-//! * [`Rfc2544Throughput`]: RFC 2544 §26.1, binary search for the highest rate with no loss.
+//! * [`Rfc2544Throughput`]: RFC 2544 §26.1, binary search for the highest rate with no loss,
+//!   re-run once at a longer trial and flagged where it exceeds the capacity it measured.
 //! * [`BackToBack`]: RFC 2544 §26.4, binary search for the longest burst at line rate with no
 //!   loss, the whole search repeated and averaged.
 //! * [`LossVsLoad`]: RFC 2544 §26.3, loss ratio from 100 % of the maximum rate downwards in
@@ -15,6 +16,17 @@
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+mod rfc2544;
+pub(crate) use rfc2544::VERIFY_FACTOR;
+pub use rfc2544::{
+    BackToBack, BackToBackResult, Rfc2544Throughput, ThroughputFlag, ThroughputResult,
+    Verification, RFC2544_TRIAL_NS,
+};
+
+/// RFC 2544 §23: after a trial's last packet, wait this long for packets still in flight (a
+/// queue draining) before counting what was lost.
+pub const TRIAL_DRAIN_NS: u64 = 2_000_000_000;
 
 /// A search was fed something it did not ask for.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -42,6 +54,9 @@ pub struct Trial {
     pub burst_every_ns: Option<u64>,
     /// Offered load in percent of full load (offered-load and loss-vs-load searches).
     pub load_pct: Option<f64>,
+    /// Length of this trial when the search chooses it (the longer re-run of an RFC 2544
+    /// throughput); otherwise the search's `trial`.
+    pub duration_ns: Option<u64>,
 }
 
 impl Trial {
@@ -51,6 +66,7 @@ impl Trial {
             burst_packets: None,
             burst_every_ns: None,
             load_pct: None,
+            duration_ns: None,
         }
     }
 }
@@ -70,232 +86,6 @@ fn sane_rate(bps: f64) -> f64 {
         bps
     } else {
         0.0
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/// What RFC 2544 throughput found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThroughputResult {
-    /// Highest offered rate that passed (loss within tolerance); `None` when even the minimum
-    /// rate lost packets.
-    pub rate_bps: Option<u64>,
-    /// Output throughput measured at that rate.
-    pub throughput_bps: Option<f64>,
-    /// Lowest rate that failed; the true threshold lies in `[rate_bps, failed_bps)`.
-    pub failed_bps: Option<u64>,
-    /// Every trial run, in order: (rate, loss ratio, throughput).
-    pub trials: Vec<(u64, f64, f64)>,
-}
-
-/// RFC 2544 §26.1 throughput: the highest rate at which no frame is lost, by binary search.
-///
-/// The first trial is at `max` (a device that forwards everything is found in one trial), the
-/// second at `min` (if that loses, there is no throughput to report), then the interval
-/// between the highest pass and the lowest failure is halved until it is no wider than the
-/// resolution. The number of trials is therefore at most `2 + log2((max-min)/resolution) + 1`.
-#[derive(Debug, Clone)]
-pub struct Rfc2544Throughput {
-    min: u64,
-    max: u64,
-    resolution: u64,
-    tolerance: f64,
-    pass: Option<(u64, f64)>,
-    fail: Option<u64>,
-    pending: Option<u64>,
-    done: bool,
-    trials: Vec<(u64, f64, f64)>,
-}
-
-impl Rfc2544Throughput {
-    /// `loss_tolerance` is the loss ratio still counted as a pass (RFC 2544: 0).
-    pub fn new(
-        min_bps: u64,
-        max_bps: u64,
-        resolution_bps: u64,
-        loss_tolerance: f64,
-    ) -> Result<Self, SearchError> {
-        if min_bps == 0 || min_bps > max_bps {
-            return Err(SearchError::Invalid(format!(
-                "throughput search needs 0 < min <= max (min {min_bps}, max {max_bps})"
-            )));
-        }
-        if !(loss_tolerance.is_finite() && (0.0..1.0).contains(&loss_tolerance)) {
-            return Err(SearchError::Invalid(
-                "loss tolerance must be in [0, 1)".to_string(),
-            ));
-        }
-        Ok(Rfc2544Throughput {
-            min: min_bps,
-            max: max_bps,
-            resolution: resolution_bps.max(1),
-            tolerance: loss_tolerance,
-            pass: None,
-            fail: None,
-            pending: None,
-            done: false,
-            trials: Vec::new(),
-        })
-    }
-
-    /// The next rate to try, or `None` when the search is over. Asking again before
-    /// recording returns the same trial.
-    pub fn next_trial(&mut self) -> Option<Trial> {
-        if let Some(r) = self.pending {
-            return Some(Trial::at_rate(r));
-        }
-        if self.done {
-            return None;
-        }
-        let rate = match (self.pass, self.fail) {
-            (None, None) => self.max,
-            (None, Some(_)) => self.min,
-            (Some((lo, _)), Some(hi)) if hi - lo > self.resolution => lo + (hi - lo) / 2,
-            _ => {
-                self.done = true;
-                return None;
-            }
-        };
-        self.pending = Some(rate);
-        Some(Trial::at_rate(rate))
-    }
-
-    /// Records the outcome of the pending trial.
-    pub fn record(
-        &mut self,
-        rate_bps: u64,
-        loss_ratio: f64,
-        throughput_bps: f64,
-    ) -> Result<(), SearchError> {
-        let expected = self.pending.ok_or(SearchError::NoPendingTrial)?;
-        if expected != rate_bps {
-            return Err(SearchError::WrongTrial {
-                expected,
-                got: rate_bps,
-            });
-        }
-        self.pending = None;
-        let loss = sane_loss(loss_ratio);
-        let tput = sane_rate(throughput_bps);
-        self.trials.push((rate_bps, loss, tput));
-        if loss <= self.tolerance {
-            self.pass = Some((rate_bps, tput));
-            if rate_bps == self.max {
-                self.done = true;
-            }
-        } else {
-            self.fail = Some(rate_bps);
-            if rate_bps == self.min {
-                self.done = true;
-            }
-        }
-        Ok(())
-    }
-
-    pub fn is_done(&self) -> bool {
-        self.done && self.pending.is_none()
-    }
-
-    pub fn result(&self) -> ThroughputResult {
-        ThroughputResult {
-            rate_bps: self.pass.map(|p| p.0),
-            throughput_bps: self.pass.map(|p| p.1),
-            failed_bps: self.fail,
-            trials: self.trials.clone(),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/// What the back-to-back search found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BackToBackResult {
-    /// Longest lossless burst (packets) found by each repetition of the search; 0 when even
-    /// the shortest burst lost.
-    pub per_search: Vec<u64>,
-    /// Their mean, as RFC 2544 reports it.
-    pub mean_packets: f64,
-}
-
-/// RFC 2544 §26.4 back-to-back frames: the longest burst sent at minimum gap (line rate)
-/// without loss, by binary search over the burst length, repeated `repeat` times (the RFC
-/// asks for 50) and averaged.
-#[derive(Debug, Clone)]
-pub struct BackToBack {
-    line_rate_bps: u64,
-    min: u64,
-    max: u64,
-    resolution: u64,
-    repeat: u32,
-    inner: Rfc2544Throughput,
-    found: Vec<u64>,
-}
-
-impl BackToBack {
-    pub fn new(
-        line_rate_bps: u64,
-        min_packets: u64,
-        max_packets: u64,
-        resolution_packets: u64,
-        repeat: u32,
-    ) -> Result<Self, SearchError> {
-        if line_rate_bps == 0 {
-            return Err(SearchError::Invalid(
-                "back-to-back search needs a line rate".into(),
-            ));
-        }
-        // The burst length search is the same bisection as the rate search.
-        let inner = Rfc2544Throughput::new(min_packets, max_packets, resolution_packets, 0.0)?;
-        Ok(BackToBack {
-            line_rate_bps,
-            min: min_packets,
-            max: max_packets,
-            resolution: resolution_packets,
-            repeat: repeat.max(1),
-            inner,
-            found: Vec::new(),
-        })
-    }
-
-    pub fn next_trial(&mut self) -> Option<Trial> {
-        loop {
-            if self.found.len() >= self.repeat as usize {
-                return None;
-            }
-            if let Some(t) = self.inner.next_trial() {
-                return Some(Trial {
-                    rate_bps: self.line_rate_bps,
-                    burst_packets: Some(t.rate_bps),
-                    burst_every_ns: None,
-                    load_pct: None,
-                });
-            }
-            self.found.push(self.inner.result().rate_bps.unwrap_or(0));
-            // Parameters were validated by `new`, so this cannot fail; stop rather than panic.
-            match Rfc2544Throughput::new(self.min, self.max, self.resolution, 0.0) {
-                Ok(s) => self.inner = s,
-                Err(_) => return None,
-            }
-        }
-    }
-
-    /// Records the outcome of the pending burst.
-    pub fn record(&mut self, burst_packets: u64, loss_ratio: f64) -> Result<(), SearchError> {
-        self.inner.record(burst_packets, loss_ratio, 0.0)
-    }
-
-    pub fn result(&self) -> BackToBackResult {
-        let mean = if self.found.is_empty() {
-            0.0
-        } else {
-            self.found.iter().map(|&x| x as f64).sum::<f64>() / self.found.len() as f64
-        };
-        BackToBackResult {
-            per_search: self.found.clone(),
-            mean_packets: mean,
-        }
     }
 }
 
@@ -354,10 +144,8 @@ impl LossVsLoad {
             }
         };
         Some(Trial {
-            rate_bps: rate,
-            burst_packets: None,
-            burst_every_ns: None,
             load_pct: Some(pct),
+            ..Trial::at_rate(rate)
         })
     }
 
@@ -475,10 +263,8 @@ impl OfferedLoad {
         };
         let pct = self.loads[i];
         Some(Trial {
-            rate_bps: self.source_rates(pct).iter().sum(),
-            burst_packets: None,
-            burst_every_ns: None,
             load_pct: Some(pct),
+            ..Trial::at_rate(self.source_rates(pct).iter().sum())
         })
     }
 
@@ -617,10 +403,9 @@ impl BurstSize {
         let bits = u128::from(packets) * u128::from(self.size) * 8;
         let every = (bits * 1_000_000_000).div_ceil(u128::from(self.rate_bps));
         Trial {
-            rate_bps: self.rate_bps,
             burst_packets: Some(packets),
             burst_every_ns: Some(u64::try_from(every).unwrap_or(u64::MAX)),
-            load_pct: None,
+            ..Trial::at_rate(self.rate_bps)
         }
     }
 
@@ -694,7 +479,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// A synthetic path of capacity `c`: loses the excess of the offered rate.
-    fn net(c: u64) -> impl Fn(u64) -> (f64, f64) {
+    pub(super) fn net(c: u64) -> impl Fn(u64) -> (f64, f64) {
         move |rate| {
             if rate <= c {
                 (0.0, rate as f64)
@@ -702,98 +487,6 @@ mod tests {
                 ((rate - c) as f64 / rate as f64, c as f64)
             }
         }
-    }
-
-    fn run_throughput(s: &mut Rfc2544Throughput, f: impl Fn(u64) -> (f64, f64)) -> usize {
-        let mut n = 0;
-        while let Some(t) = s.next_trial() {
-            let (loss, tput) = f(t.rate_bps);
-            s.record(t.rate_bps, loss, tput).unwrap();
-            n += 1;
-            assert!(n < 200, "search does not terminate");
-        }
-        n
-    }
-
-    #[test]
-    fn throughput_converges_within_resolution() {
-        let mut s = Rfc2544Throughput::new(1_000_000, 100_000_000, 100_000, 0.0).unwrap();
-        let n = run_throughput(&mut s, net(37_123_456));
-        let r = s.result();
-        let found = r.rate_bps.unwrap();
-        assert!(
-            found <= 37_123_456 && 37_123_456 - found <= 100_000,
-            "{found}"
-        );
-        assert!(r.failed_bps.unwrap() > 37_123_456);
-        assert!(n <= 2 + 10 + 1, "{n} trials");
-        assert_eq!(r.trials.len(), n);
-    }
-
-    #[test]
-    fn throughput_edges() {
-        let mut s = Rfc2544Throughput::new(1_000, 10_000, 10, 0.0).unwrap();
-        assert_eq!(run_throughput(&mut s, net(1_000_000)), 1);
-        assert_eq!(s.result().rate_bps, Some(10_000));
-        let mut s = Rfc2544Throughput::new(1_000, 10_000, 10, 0.0).unwrap();
-        assert_eq!(run_throughput(&mut s, net(10)), 2);
-        assert_eq!(s.result().rate_bps, None);
-        assert!(s.is_done());
-    }
-
-    #[test]
-    fn record_checks_the_trial() {
-        let mut s = Rfc2544Throughput::new(1_000, 10_000, 10, 0.0).unwrap();
-        assert_eq!(s.record(5, 0.0, 5.0), Err(SearchError::NoPendingTrial));
-        let t = s.next_trial().unwrap();
-        assert_eq!(s.next_trial().unwrap(), t, "asking again repeats the trial");
-        assert!(matches!(
-            s.record(5, 0.0, 5.0),
-            Err(SearchError::WrongTrial { .. })
-        ));
-        // NaN loss counts as a failure, not a pass.
-        s.record(t.rate_bps, f64::NAN, 0.0).unwrap();
-        assert_eq!(s.result().failed_bps, Some(10_000));
-        assert!(Rfc2544Throughput::new(0, 10, 1, 0.0).is_err());
-        assert!(Rfc2544Throughput::new(10, 5, 1, 0.0).is_err());
-        assert!(Rfc2544Throughput::new(1, 5, 1, f64::NAN).is_err());
-    }
-
-    proptest! {
-        #[test]
-        fn throughput_always_within_resolution(
-            cap in 1u64..2_000_000, min in 1u64..1000, span in 1u64..2_000_000, res in 1u64..5000
-        ) {
-            let max = min + span;
-            let mut s = Rfc2544Throughput::new(min, max, res, 0.0).unwrap();
-            run_throughput(&mut s, net(cap));
-            let r = s.result();
-            if cap >= max {
-                prop_assert_eq!(r.rate_bps, Some(max));
-            } else if cap < min {
-                prop_assert_eq!(r.rate_bps, None);
-            } else {
-                let f = r.rate_bps.unwrap();
-                prop_assert!(f <= cap && cap - f <= res);
-            }
-        }
-    }
-
-    #[test]
-    fn back_to_back_finds_the_longest_clean_burst() {
-        // A buffer that absorbs bursts up to 347 packets at this line rate.
-        let mut s = BackToBack::new(1_000_000_000, 1, 10_000, 1, 3).unwrap();
-        let mut n = 0;
-        while let Some(t) = s.next_trial() {
-            assert_eq!(t.rate_bps, 1_000_000_000);
-            let b = t.burst_packets.unwrap();
-            s.record(b, if b <= 347 { 0.0 } else { 0.01 }).unwrap();
-            n += 1;
-            assert!(n < 200);
-        }
-        let r = s.result();
-        assert_eq!(r.per_search, vec![347, 347, 347]);
-        assert_eq!(r.mean_packets, 347.0);
     }
 
     #[test]

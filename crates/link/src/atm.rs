@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use flowlab_atm::gcra::PolicerVerdict;
 use flowlab_atm::{
     cells_per_packet, Contract, Encapsulation, ExactNs, FrameDelimiter, LineRate, OutputPort,
-    PhysicalLayer, Policer, PolicingAction, PortConfig, ServiceCategory, VcId,
+    PhysicalLayer, Policer, PolicingAction, PortConfig, ServiceCategory, VcId, VcLimits,
 };
 use flowlab_spanned::{FileError, Item, Reader};
 use rand_chacha::ChaCha8Rng;
@@ -72,7 +72,11 @@ pub fn encap_by_name(name: &str) -> Option<Encapsulation> {
     })
 }
 
-/// A link's ATM port: `phy`, `encap`, `buffer_cells`, `epd`, `ppd`, `clp_threshold`.
+/// Keys of a VC's share of a switch port's buffer (each VC's cells at most, EPD threshold).
+pub const VC_LIMIT_KEYS: &[&str] = &["vc_buffer_cells", "vc_epd"];
+
+/// A link's ATM port: `phy`, `encap`, `buffer_cells`, `epd`, `ppd`, `clp_threshold`, and each
+/// VC's limits (`vc_buffer_cells`, `vc_epd`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortSpec {
     /// The PHY's name as printed (`OC-3c`).
@@ -83,6 +87,8 @@ pub struct PortSpec {
     pub ppd: bool,
     pub clp_threshold: Option<usize>,
     pub encap: Encapsulation,
+    /// Every VC's share of the buffer.
+    pub vc_limits: VcLimits,
 }
 
 impl PortSpec {
@@ -132,7 +138,26 @@ pub fn read_port(l: &Reader) -> Result<Option<PortSpec>, FileError> {
         ppd: l.bool("ppd")?.unwrap_or(false),
         clp_threshold: l.count("clp_threshold")?.map(|x| x as usize),
         encap,
+        vc_limits: read_vc_limits(l)?.unwrap_or_default(),
     }))
+}
+
+/// `vc_buffer_cells` (at least 1) and `vc_epd` (below `vc_buffer_cells`), if either is set.
+pub fn read_vc_limits(r: &Reader) -> Result<Option<VcLimits>, FileError> {
+    let buffer_cells = r.positive("vc_buffer_cells")?.map(|x| x as usize);
+    let epd_threshold = r.count("vc_epd")?.map(|x| x as usize);
+    if let (Some(e), Some(b), Some(item)) = (epd_threshold, buffer_cells, r.get("vc_epd")) {
+        if e >= b {
+            let msg = format!("threshold {e} must be below vc_buffer_cells {b}");
+            return Err(r.error(item, "vc_epd", msg));
+        }
+    }
+    Ok(
+        (buffer_cells.is_some() || epd_threshold.is_some()).then_some(VcLimits {
+            buffer_cells,
+            epd_threshold,
+        }),
+    )
 }
 
 /// A traffic contract: `pcr`, `cdvt`, `scr`, `mbs`.
@@ -278,6 +303,7 @@ impl AtmLink {
             .enumerate()
             .map(|(i, v)| {
                 port.set_vc(VcId(i as u32), v.service);
+                port.set_vc_limits(VcId(i as u32), spec.port.vc_limits);
                 let contract = v.contract.and_then(|c| c.contract(c.cdvt_ns));
                 Vc {
                     dscps: v.dscps.clone(),

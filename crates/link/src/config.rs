@@ -21,8 +21,11 @@ pub const KEYS: &[&str] = &[
     "epd",
     "ppd",
     "clp_threshold",
+    "vc_buffer_cells",
+    "vc_epd",
     "cell_loss",
     "cell_loss_burst",
+    "cell_gemodel",
     "vcs",
     // IP port
     "rate",
@@ -140,7 +143,11 @@ fn read_atm(e: &Reader) -> Result<Option<AtmSpec>, FileError> {
             "epd",
             "ppd",
             "clp_threshold",
+            "vc_buffer_cells",
+            "vc_epd",
             "cell_loss",
+            "cell_loss_burst",
+            "cell_gemodel",
             "vcs",
         ] {
             if let Some(item) = e.get(key) {
@@ -178,7 +185,7 @@ fn read_atm(e: &Reader) -> Result<Option<AtmSpec>, FileError> {
     if !vcs.is_empty() {
         spec.vcs = vcs;
     }
-    spec.cell_loss = read_loss(e, "cell_loss", "cell_loss_burst", None)?;
+    spec.cell_loss = read_cell_loss(e)?;
     Ok(Some(spec))
 }
 
@@ -248,6 +255,13 @@ pub fn read_impair(e: &Reader) -> Result<Option<ImpairConfig>, FileError> {
         reorder: probability(e, "reorder")?.unwrap_or(0.0),
         limit,
     }))
+}
+
+/// Cell loss on an ATM line: `cell_loss` (a probability), with `cell_loss_burst` (Gilbert's
+/// model of that mean burst in cells), or the `cell_gemodel` table (Gilbert-Elliott, as
+/// `gemodel`). Lab links and simulated ATM links read it here.
+pub fn read_cell_loss(e: &Reader) -> Result<LossModel, FileError> {
+    read_loss(e, "cell_loss", "cell_loss_burst", Some("cell_gemodel"))
 }
 
 /// `key` (a probability), `burst_key` (mean burst length: Gilbert's model with that

@@ -1,4 +1,4 @@
-//! The IP side of a link: a DSCP classifier, a token-bucket meter per class, a scheduler
+//! The IP side of a link: a DSCP classifier, a meter and marker per class (`marker`), a scheduler
 //! (FIFO, PQ, WFQ, DRR, PQ-WFQ) and a transmit ring serialising onto a line, as on a
 //! DiffServ edge router. [`DiffServPort`] is what every IP interface of the simulator runs;
 //! [`DiffServEdge`] wraps it as one stage of an emulated link. [`read_sched`] reads the
@@ -8,7 +8,6 @@ use std::collections::{HashMap, VecDeque};
 
 use flowlab_atm::{cells_per_packet, Encapsulation};
 use flowlab_qos::classify::{Classifier, Rule};
-use flowlab_qos::meter::TokenBucket;
 use flowlab_qos::sched::{
     ClassSpec as WeightedClass, Departure, Drr, Fifo, Port, PqWfq, QueueLimit, Scheduler,
     StrictPriority, Wfq,
@@ -16,9 +15,10 @@ use flowlab_qos::sched::{
 use flowlab_qos::PacketMeta;
 use flowlab_spanned::{FileError, Item, Reader, Value};
 
+use crate::marker::{read_meter, Action, Marker, MeterSpec, METER_KEYS};
 use crate::{ClassReport, Event, Frame, LinkModel, StageReport, Verdict};
 
-/// Keys of one entry of `classes`.
+/// Keys of one entry of `classes`, besides the meter's (`marker::METER_KEYS`).
 pub const CLASS_KEYS: &[&str] = &[
     "name",
     "dscp",
@@ -27,8 +27,6 @@ pub const CLASS_KEYS: &[&str] = &[
     "buffer",
     "buffer_packets",
     "default",
-    "meter_rate",
-    "meter_burst",
 ];
 const SCHEDULERS: &[(&str, SchedKind)] = &[
     ("fifo", SchedKind::Fifo),
@@ -48,13 +46,6 @@ pub enum SchedKind {
     Wfq,
     Drr,
     PqWfq,
-}
-
-/// A token-bucket meter: a class's out-of-profile frames are dropped at the edge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MeterSpec {
-    pub rate_bps: u64,
-    pub burst_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -161,7 +152,7 @@ pub fn read_sched(l: &Reader, link_limit: QueueLimit) -> Result<SchedSpec, FileE
     let mut default_class = None;
     for (i, cl) in l.tables("classes")?.iter().enumerate() {
         let cl = cl.named("");
-        cl.only(CLASS_KEYS)?;
+        cl.only(&[CLASS_KEYS, METER_KEYS].concat())?;
         let priority = cl.bool("priority")?.unwrap_or(false);
         if priority && kind == SchedKind::PqWfq && classes.iter().any(|x: &ClassSpec| !x.priority) {
             return Err(FileError::at(
@@ -202,33 +193,6 @@ pub fn read_sched(l: &Reader, link_limit: QueueLimit) -> Result<SchedSpec, FileE
     })
 }
 
-/// A class's `meter_rate` and `meter_burst` (the burst defaults to 10 ms at the rate, at
-/// least one 1500-byte packet).
-fn read_meter(cl: &Reader) -> Result<Option<MeterSpec>, FileError> {
-    let Some(rate_bps) = cl.bit_rate("meter_rate", "'max' is not a meter rate")? else {
-        if let Some(item) = cl.get("meter_burst") {
-            return Err(cl.error(item, "meter_burst", "needs meter_rate"));
-        }
-        return Ok(None);
-    };
-    if rate_bps == 0 {
-        let item = cl.required("meter_rate")?;
-        return Err(cl.error(item, "meter_rate", "must be above 0"));
-    }
-    let burst_bytes = match cl.bytes("meter_burst")? {
-        Some(0) => {
-            let item = cl.required("meter_burst")?;
-            return Err(cl.error(item, "meter_burst", "must be above 0"));
-        }
-        Some(b) => b,
-        None => (rate_bps / 800).max(1500),
-    };
-    Ok(Some(MeterSpec {
-        rate_bps,
-        burst_bytes,
-    }))
-}
-
 /// A class's `dscp`: one code point or a list, by name or number.
 fn class_dscps(cl: &Reader) -> Result<Vec<u8>, FileError> {
     let Some(d) = cl.get("dscp") else {
@@ -263,8 +227,9 @@ pub enum Refused {
 /// Meters, classifier, scheduler, transmit ring and line: one IP output interface.
 pub struct DiffServPort {
     port: Port<Box<dyn Scheduler + Send>>,
-    meters: Vec<Option<TokenBucket>>,
+    markers: Vec<Option<Marker>>,
     out_of_profile: Vec<u64>,
+    remarked: Vec<u64>,
     names: Vec<String>,
 }
 
@@ -275,30 +240,40 @@ impl DiffServPort {
         let port = Port::new(rate_bps.max(1), spec.scheduler(), spec.classifier())
             .expect("a rate of at least 1 bit/s")
             .with_tx_ring(tx_ring);
-        let meters = spec
+        let markers = spec
             .classes
             .iter()
-            .map(|c| {
-                c.meter
-                    .and_then(|m| TokenBucket::new(m.rate_bps, m.burst_bytes, 0).ok())
-            })
+            .map(|c| c.meter.as_ref().and_then(Marker::new))
             .collect();
         DiffServPort {
             port,
-            meters,
+            markers,
             out_of_profile: vec![0; spec.classes.len()],
+            remarked: vec![0; spec.classes.len()],
             names: spec.classes.iter().map(|c| c.name.clone()).collect(),
         }
     }
 
-    /// Classifies, meters and queues `packet` (its `size` is what the line and meter
-    /// charge).
+    /// Classifies, meters, marks and queues `packet` (its `size` is what the line and meter
+    /// charge). A re-marked packet is classified again by its new DSCP (and not metered
+    /// again); it leaves with that DSCP.
     pub fn enqueue(&mut self, now_ns: u64, packet: PacketMeta) -> Result<(), Refused> {
-        let class = self.port.classifier().classify(&packet);
-        if let Some(Some(meter)) = self.meters.get_mut(class) {
-            if !meter.try_consume(now_ns, packet.size) {
-                self.out_of_profile[class] += 1;
-                return Err(Refused::OutOfProfile);
+        let mut packet = packet;
+        let mut class = self.port.classifier().classify(&packet);
+        if let Some(Some(marker)) = self.markers.get_mut(class) {
+            match marker.mark(now_ns, packet.size).1 {
+                Action::Keep => {}
+                Action::Drop => {
+                    self.out_of_profile[class] += 1;
+                    return Err(Refused::OutOfProfile);
+                }
+                Action::Remark(dscp) => {
+                    if dscp != packet.dscp {
+                        self.remarked[class] += 1;
+                        packet = packet.with_dscp(dscp);
+                        class = self.port.classifier().classify(&packet);
+                    }
+                }
             }
         }
         match self.port.enqueue_class(now_ns, class, packet) {
@@ -334,6 +309,7 @@ impl DiffServPort {
                     sent_bytes: c.sent_bytes,
                     dropped: c.dropped,
                     out_of_profile: self.out_of_profile[k],
+                    remarked: self.remarked[k],
                 })
             })
             .collect()

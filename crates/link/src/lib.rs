@@ -30,6 +30,7 @@ pub mod config;
 pub mod diffserv;
 pub mod impair;
 pub mod loss;
+pub mod marker;
 mod report;
 
 pub use report::{CellReport, ClassReport, StageReport, VcReport};

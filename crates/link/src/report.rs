@@ -88,6 +88,9 @@ pub struct ClassReport {
     pub sent_bytes: u64,
     /// Tail drops at the class queue.
     pub dropped: u64,
-    /// Frames the class's meter found out of profile.
+    /// Frames the class's meter found out of profile and dropped.
     pub out_of_profile: u64,
+    /// Frames the class's marker gave another DSCP (counted in the class that metered them).
+    #[serde(default)]
+    pub remarked: u64,
 }

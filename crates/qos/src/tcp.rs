@@ -31,7 +31,8 @@
 //! sender's own clock), PAWS, Nagle (data is always available), NewReno partial-ACK handling
 //! (plain Reno exits recovery on any new ACK, so several losses per window usually end in a
 //! timeout), limited transmit, ECN, congestion window validation, receiver SWS avoidance and a
-//! slow-reading application, zero-window probing (the window never closes), header options'
+//! slow-reading application (a writing application may be paced: [`TcpSender::set_written`]),
+//! zero-window probing (the window never closes), header options'
 //! bytes (a fixed [`SenderConfig::header_bytes`] per segment).
 
 use crate::QosError;
@@ -210,6 +211,8 @@ pub struct TcpSender {
     rto_deadline: Option<u64>,
     /// (end sequence, send time) of the segment being timed.
     timed: Option<(u64, u64)>,
+    /// Bytes a paced application has written so far (`None`: all of `cfg.data` at once).
+    written: Option<u64>,
     stats: SenderStats,
 }
 
@@ -245,6 +248,7 @@ impl TcpSender {
             backoff: 0,
             rto_deadline: None,
             timed: None,
+            written: None,
             stats: SenderStats::default(),
             cfg,
         }
@@ -289,6 +293,10 @@ impl TcpSender {
             let remaining = match self.cfg.data {
                 Data::Bulk => u64::MAX,
                 Data::Bytes(n) => n.saturating_sub(self.snd_nxt),
+            };
+            let remaining = match self.written {
+                Some(w) => remaining.min(w.saturating_sub(self.snd_nxt)),
+                None => remaining,
             };
             let len = self.mss().min(wnd.saturating_sub(flight)).min(remaining);
             if len == 0 {
@@ -443,6 +451,12 @@ impl TcpSender {
     }
 
     /// Whether a fixed-size transfer is fully acknowledged (never for bulk data).
+    /// A paced application has written `bytes` in all (never less than before): only those
+    /// are sent. Poll for segments after each write.
+    pub fn set_written(&mut self, bytes: u64) {
+        self.written = Some(self.written.map_or(bytes, |w| w.max(bytes)));
+    }
+
     pub fn is_finished(&self) -> bool {
         matches!(self.cfg.data, Data::Bytes(n) if self.snd_una >= n)
     }
@@ -722,6 +736,25 @@ mod tests {
             )
             .unwrap_err(),
             QosError::ZeroMss
+        );
+    }
+
+    #[test]
+    fn a_paced_writer_sends_only_what_it_wrote() {
+        let mut s = TcpSender::new(SenderConfig::default(), 0, 1 << 20);
+        s.set_written(2 * 1460 + 100);
+        let lens: Vec<u32> = std::iter::from_fn(|| s.poll_transmit(0))
+            .map(|g| g.len)
+            .collect();
+        // The short tail ends what was written and goes at once (no Nagle).
+        assert_eq!(lens, [1460, 1460, 100]);
+        s.set_written(1460);
+        assert_eq!(s.poll_transmit(0), None, "a write never shrinks");
+        s.set_written(3 * 1460);
+        // cwnd is 3 MSS, 3020 bytes in flight: 1360 more fit.
+        assert_eq!(
+            s.poll_transmit(0).map(|g| (g.seq, g.len)),
+            Some((3020, 1360))
         );
     }
 

@@ -43,6 +43,8 @@ pub enum Mark {
     Line,
     /// Dots only (one per packet).
     Dots,
+    /// The series' markers without a line (reference points).
+    Points,
     /// Bars of this width from the axis up (a histogram; x is the bar's left edge).
     Bars(f64),
     /// A vertical stroke from the axis up at each x (lost packets).
@@ -330,6 +332,7 @@ where
                 }))
                 .map_err(pe)?;
         }
+        Mark::Points => draw_markers(chart, pts, i)?,
         Mark::Dots => {
             chart
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 2, c.filled())))
@@ -423,6 +426,7 @@ fn draw_legend<DB: DrawingBackend>(
                 draw_legend_line(area, i, y)?;
                 draw_legend_marker(area, i, (16, y))?;
             }
+            Mark::Points => draw_legend_marker(area, i, (16, y))?,
             _ => area
                 .draw(&Rectangle::new(
                     [(8, y - 4), (24, y + 4)],

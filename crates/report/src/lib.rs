@@ -5,6 +5,7 @@ pub mod axis;
 pub mod figure;
 pub mod html;
 pub mod metrics;
+pub mod overlay;
 pub mod plot;
 pub mod stats;
 

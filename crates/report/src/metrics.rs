@@ -73,10 +73,11 @@ pub struct Metric {
 }
 
 impl Metric {
-    /// The unit of the stored number: "µs" for time metrics, else the unit's name.
+    /// The unit of the stored number: "µs" or "ns" for time metrics, else the unit's name.
     pub fn stored_unit(&self) -> &'static str {
         match self.unit {
             Unit::Seconds if self.scale == 1e-6 => "µs",
+            Unit::Seconds if self.scale == 1e-9 => "ns",
             unit => unit.name(),
         }
     }
@@ -140,8 +141,14 @@ const NAMED: &[(&str, &str, Unit)] = &[
     ("response_bytes", "response bytes", Unit::Bytes),
     ("cpu_client_pct", "client CPU", Unit::Percent),
     ("cpu_agent_pct", "agent CPU", Unit::Percent),
+    ("cpu_pacing_spin_client_pct", "client pacing spin CPU", Unit::Percent),
+    ("cpu_pacing_spin_agent_pct", "agent pacing spin CPU", Unit::Percent),
+    ("cpu_ns_per_packet_client", "client CPU per packet", Unit::Seconds),
+    ("cpu_ns_per_packet_agent", "agent CPU per packet", Unit::Seconds),
     ("host_cpu_client_pct", "client host CPU", Unit::Percent),
     ("host_cpu_agent_pct", "agent host CPU", Unit::Percent),
+    ("host_cpu_softirq_client_pct", "client host softirq CPU", Unit::Percent),
+    ("host_cpu_softirq_agent_pct", "agent host softirq CPU", Unit::Percent),
     ("rate_bps", "offered load", Unit::BitsPerSec),
     ("throughput_bps", "throughput", Unit::BitsPerSec),
     ("rate", "offered rate", Unit::BitsPerSec),
@@ -173,6 +180,18 @@ const STATS: [(&str, &str, &str); 8] = [
     ("p999", "p999_ns", "99.9th percentile"),
 ];
 
+/// Stored value × this = seconds, for time metrics: their names say µs (`_us`) or ns
+/// (`_ns`, `_ns_per_...`).
+fn stored_scale(name: &str) -> f64 {
+    if name.ends_with("_us") {
+        1e-6
+    } else if name.ends_with("_ns") || name.contains("_ns_per_") {
+        1e-9
+    } else {
+        1.0
+    }
+}
+
 /// The description of a metric (or numeric parameter) by its name; an unknown name is its
 /// own label, a plain count.
 pub fn describe(name: &str) -> Metric {
@@ -183,9 +202,7 @@ pub fn describe(name: &str) -> Metric {
         scale,
     };
     if let Some((_, label, unit)) = NAMED.iter().find(|(n, _, _)| *n == name) {
-        // A name ending in _us holds microseconds.
-        let scale = if name.ends_with("_us") { 1e-6 } else { 1.0 };
-        return metric(label.to_string(), *unit, scale);
+        return metric(label.to_string(), *unit, stored_scale(name));
     }
     let time = name.strip_suffix("_us").and_then(|stem| {
         // The longest family first: "rtt_from_schedule" before "rtt".
@@ -272,19 +289,29 @@ pub fn extract(result: &Value) -> Vec<(String, f64)> {
             );
         }
     }
-    // Role CPU less the pacing busy-wait: what the packets cost each end.
-    for (name, field) in [
-        ("cpu_client_pct", "client_role_cpu"),
-        ("cpu_agent_pct", "agent_role_cpu"),
+    // A role's CPU is user + system of its threads, pacing spin included (shown apart).
+    for (end, role_cpu, cpu) in [
+        ("client", "client_role_cpu", "client_cpu"),
+        ("agent", "agent_role_cpu", "agent_cpu"),
     ] {
-        let cpu = s.get(field).filter(|c| !c.is_null()).map(|c| {
-            num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0)
-                - num(c, &["pacing_spin_pct"]).unwrap_or(0.0)
-        });
-        put(name, cpu);
+        let role = s.get(role_cpu).filter(|c| !c.is_null());
+        let total = role
+            .map(|c| num(c, &["user_pct"]).unwrap_or(0.0) + num(c, &["system_pct"]).unwrap_or(0.0));
+        put(&format!("cpu_{end}_pct"), total);
+        put(
+            &format!("cpu_pacing_spin_{end}_pct"),
+            role.and_then(|c| num(c, &["pacing_spin_pct"])),
+        );
+        put(
+            &format!("cpu_ns_per_packet_{end}"),
+            role.and_then(|c| num(c, &["ns_per_packet"])),
+        );
+        put(&format!("host_cpu_{end}_pct"), num(s, &[cpu, "host_pct"]));
+        put(
+            &format!("host_cpu_softirq_{end}_pct"),
+            num(s, &[cpu, "host_softirq_pct"]),
+        );
     }
-    put("host_cpu_client_pct", num(s, &["client_cpu", "host_pct"]));
-    put("host_cpu_agent_pct", num(s, &["agent_cpu", "host_pct"]));
     out
 }
 
@@ -370,8 +397,11 @@ mod tests {
             "round_trip_from_schedule": {"max_ns": 3000000.0},
             "echoes": {"unique": 199, "lost": 1},
             "relative_one_way_delay": null,
-            "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0},
+            "client_role_cpu": {"user_pct": 10.0, "system_pct": 5.0, "pacing_spin_pct": 4.0,
+                "cpu_ns": 150000000, "wall_ns": 1000000000, "ns_per_packet": 1500.0},
             "agent_role_cpu": null,
+            "client_cpu": {"process_user_pct": 12.0, "process_system_pct": 6.0,
+                "host_pct": 30.0, "host_softirq_pct": 2.5, "cores": 2},
             "transactions": {"transactions": 500, "transactions_per_sec": 250.0,
                 "latency": {"p50_ns": 3000.0}, "connect": null}
         }});
@@ -388,12 +418,22 @@ mod tests {
             (Some(199.0), Some(1.0))
         );
         assert_eq!(get("delay_mean_us"), None);
-        assert_eq!(get("cpu_client_pct"), Some(11.0));
+        // The role's CPU includes the pacing spin, which is shown apart, never subtracted.
+        assert_eq!(get("cpu_client_pct"), Some(15.0));
+        assert_eq!(get("cpu_pacing_spin_client_pct"), Some(4.0));
+        assert_eq!(get("cpu_ns_per_packet_client"), Some(1500.0));
+        assert_eq!(get("host_cpu_client_pct"), Some(30.0));
+        assert_eq!(get("host_cpu_softirq_client_pct"), Some(2.5));
         assert_eq!(get("cpu_agent_pct"), None);
+        assert_eq!(get("cpu_ns_per_packet_agent"), None);
         assert_eq!(get("transactions_per_sec"), Some(250.0));
         assert_eq!(get("transaction_p50_us"), Some(3.0));
         assert_eq!(get("connect_p50_us"), None);
         assert!(extract(&json!({})).is_empty());
+        // Each figure extracted is in the metric table, none labelled by its raw name.
+        for (name, _) in &m {
+            assert!(!describe(name).label.contains('_'), "{name} is not in the table");
+        }
     }
 
     #[test]
@@ -408,6 +448,9 @@ mod tests {
             "99th percentile round-trip time from the schedule"
         );
         assert_eq!(describe("jitter_us").scale, 1e-6);
+        let per_packet = describe("cpu_ns_per_packet_client");
+        assert_eq!(per_packet.heading(), "client CPU per packet (ns)");
+        assert_eq!(per_packet.scale, 1e-9);
         assert_eq!(describe("goodput_bps").heading(), "goodput (bit/s)");
         assert_eq!(rtt.heading(), "mean round-trip time (µs)");
         assert_eq!(rtt.axis_label(), "mean round-trip time");

@@ -25,8 +25,9 @@ pub enum Role {
     Responder,
 }
 
-/// Mean CPU load over the test.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// CPU load of the whole flowlab process and of its host, over the same time as the role's
+/// threads ([`RoleCpu`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuLoad {
     /// Percent of one core spent by the flowlab process in user mode.
     pub process_user_pct: f64,
@@ -34,6 +35,13 @@ pub struct CpuLoad {
     pub process_system_pct: f64,
     /// Busy share of all cores of the host, 0 to 100.
     pub host_pct: f64,
+    /// Softirq share of all cores of the host, 0 to 100: host-wide, whoever's packets it
+    /// served. Absent from documents written before it was reported: 0.
+    #[serde(default)]
+    pub host_softirq_pct: f64,
+    /// Softirq share of each CPU of the host, 0 to 100 (empty if CPUs came or went).
+    #[serde(default)]
+    pub host_softirq_per_cpu_pct: Vec<f64>,
     pub cores: u32,
     /// Largest resident memory of the flowlab process since it started, bytes (ru_maxrss).
     /// Absent from documents written before it was reported: 0.
@@ -41,15 +49,34 @@ pub struct CpuLoad {
     pub process_max_rss_bytes: u64,
 }
 
-/// CPU time of the threads that carried an end's role (sender, receiver, echoer), as a
-/// share of one core over the role's run: unlike process figures, this separates a client
-/// and an agent that share one process (`flowlab demo`).
+/// CPU time of the threads that carried an end's role (sender, receiver, echoer, and any
+/// worker threads they started), as a share of one core over the role's run: unlike process
+/// figures, this separates a client and an agent that share one process (`flowlab demo`).
+/// The role's CPU is `user_pct + system_pct` ([`RoleCpu::total_pct`]), pacing spin included.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RoleCpu {
     pub user_pct: f64,
     pub system_pct: f64,
-    /// Of `user_pct`, the busy-wait of precise pacing (see `SenderReport::pacing_spin_ns`).
+    /// Of the role's CPU, the busy-wait of precise pacing (see `SenderReport::pacing_spin_ns`);
+    /// shown apart, never subtracted.
     pub pacing_spin_pct: f64,
+    /// The role's CPU time (user + system), ns. Absent from older documents: 0.
+    #[serde(default)]
+    pub cpu_ns: u64,
+    /// The role's run, ns: the denominator of the percentages. Absent from older documents: 0.
+    #[serde(default)]
+    pub wall_ns: u64,
+    /// `cpu_ns` over the test packets the role handled (sent, else received, else echoed;
+    /// transactions or responses for request/response roles); null when it handled none.
+    #[serde(default)]
+    pub ns_per_packet: Option<f64>,
+}
+
+impl RoleCpu {
+    /// The role's CPU, percent of one core: user + system, pacing spin included.
+    pub fn total_pct(&self) -> f64 {
+        self.user_pct + self.system_pct
+    }
 }
 
 /// Packets the sender could not send on time or at all, by cause.

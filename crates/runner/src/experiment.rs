@@ -10,17 +10,20 @@
 //! flows in virtual time.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use flowlab_control::{TestResult, TestRun};
-use flowlab_experiment::{Experiment, ResolvedFlow, SearchMachine, Step};
+use flowlab_emu::EmuReport;
+use flowlab_experiment::{Experiment, ResolvedFlow, SearchMachine, Step, TrialFlow};
+use flowlab_netns::lab::LabState;
 use flowlab_results::ReceiverReport;
 use flowlab_spec::Direction;
 use flowlab_store::RunId;
 use serde_json::{json, Value};
 
+use crate::emulated::EmulatorWatch;
 use crate::observer::{Event, ExperimentStart, Observer};
 pub use crate::outcome::{ClockOffset, Clocks, FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::simulated::SimulatedNetwork;
@@ -95,6 +98,7 @@ impl StepRunner for Network {
     fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
         let start = flowlab_sys::clock::realtime_ns() + START_DELAY.as_nanos() as u64;
         let (key, clocks) = (self.key.as_deref(), &self.clocks);
+        let drain = step.drain_ns.map(Duration::from_nanos);
         let results = std::thread::scope(|scope| {
             let handles: Vec<_> = step
                 .flows
@@ -103,8 +107,9 @@ impl StepRunner for Network {
                     let offset = clocks.get(&f.client_agent).map_or(0, |c| c.at(start).0);
                     let at = (start + f.start_offset_ns).saturating_add_signed(offset);
                     let length = f.spec.duration_ns.unwrap_or(60_000_000_000);
-                    let timeout =
-                        Duration::from_nanos(length + f.start_offset_ns) + Duration::from_secs(30);
+                    let timeout = Duration::from_nanos(length + f.start_offset_ns)
+                        + drain.unwrap_or_default()
+                        + Duration::from_secs(30);
                     scope.spawn(move || {
                         flowlab_control::controller::relay(
                             &f.client_agent,
@@ -112,6 +117,7 @@ impl StepRunner for Network {
                             &f.server_agent,
                             f.spec.clone(),
                             Some(at),
+                            drain,
                             timeout,
                         )
                     })
@@ -131,13 +137,18 @@ impl StepRunner for Network {
     }
 }
 
-/// Agent addresses of a running lab (`flowlab lab up`), by host name.
-pub fn lab_agents(lab: &str) -> anyhow::Result<BTreeMap<String, String>> {
+/// The state of a running lab (`flowlab lab up`).
+fn lab_state(lab: &str) -> anyhow::Result<LabState> {
     let dir = flowlab_netns::lab::default_run_dir();
-    let state = flowlab_netns::lab::LabState::load(&dir, lab)
+    LabState::load(&dir, lab)
         .map_err(|e| anyhow::anyhow!("{e}"))?
-        .ok_or_else(|| anyhow::anyhow!("no lab named '{lab}' is up (flowlab lab status)"))?;
-    Ok(state.agents.into_iter().map(|a| (a.host, a.addr)).collect())
+        .ok_or_else(|| anyhow::anyhow!("no lab named '{lab}' is up (flowlab lab status)"))
+}
+
+/// Agent addresses of a lab, by host name.
+fn lab_agents(state: &LabState) -> BTreeMap<String, String> {
+    let agents = state.agents.iter();
+    agents.map(|a| (a.host.clone(), a.addr.clone())).collect()
 }
 
 /// Points the step's flows at `lab`'s agents where the hosts are named as in the lab.
@@ -159,6 +170,25 @@ pub fn steps(experiment: &Experiment, lab: &BTreeMap<String, String>) -> Vec<Ste
         .into_iter()
         .map(|s| relocate(s, lab))
         .collect()
+}
+
+/// Steps that name every agent the experiment uses, to check and clock them first: the plan's
+/// steps, or with a search (which replaces the plan) its first trial, since every trial runs
+/// the same flows between the same hosts.
+fn reaching_every_agent(
+    experiment: &Experiment,
+    steps: &[Step],
+    lab: &BTreeMap<String, String>,
+) -> anyhow::Result<Vec<Step>> {
+    let Some(search) = &experiment.search else {
+        return Ok(steps.to_vec());
+    };
+    let mut machine = search
+        .machine(experiment)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let trial = machine.next_trial();
+    let first = trial.and_then(|t| flowlab_experiment::trial_step(experiment, &t, 0));
+    Ok(first.map(|s| relocate(s, lab)).into_iter().collect())
 }
 
 /// Where `flowlab run` runs an experiment's flows.
@@ -190,6 +220,8 @@ pub struct Prepared {
     pub steps: Vec<Step>,
     /// A lab's agents by host name (empty off a lab).
     lab: BTreeMap<String, String>,
+    /// An emulated lab's report, whose counters are kept with the run.
+    emulator_report: Option<PathBuf>,
     runner: Box<dyn StepRunner>,
 }
 
@@ -200,32 +232,43 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
     let name = file.display();
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {name}"))?;
     let experiment = flowlab_experiment::load(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    let lab = match target {
-        Target::Lab(lab) => lab_agents(lab)?,
-        Target::Real | Target::Sim(_) => BTreeMap::new(),
+    let state = match target {
+        Target::Lab(lab) => Some(lab_state(lab)?),
+        Target::Real | Target::Sim(_) => None,
     };
+    let lab = state.as_ref().map(lab_agents).unwrap_or_default();
+    let emulator_report = state.and_then(|s| s.emulator).map(|e| e.report);
     let steps = steps(&experiment, &lab);
     let runner: Box<dyn StepRunner> = match target {
-        Target::Real => Box::new(Network::connect(&steps, key, NetworkKind::Real)?),
-        Target::Lab(name) => {
-            let kind = NetworkKind::Lab { name: name.into() };
-            Box::new(Network::connect(&steps, key, kind)?)
-        }
         Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
+        Target::Real | Target::Lab(_) => {
+            let kind = match target {
+                Target::Lab(name) => NetworkKind::Lab { name: name.into() },
+                _ => NetworkKind::Real,
+            };
+            let reached = reaching_every_agent(&experiment, &steps, &lab)?;
+            Box::new(Network::connect(&reached, key, kind)?)
+        }
     };
     Ok(Prepared {
         experiment,
         steps,
         lab,
+        emulator_report,
         runner,
     })
 }
 
 impl Prepared {
-    /// Runs the experiment and its search (see [`run_experiment`]).
+    /// Runs the experiment and its search (see [`run_experiment`]); on an emulated lab, the
+    /// emulator's counters over the run come with the outcome.
     pub fn run(&mut self, observer: &mut dyn Observer) -> anyhow::Result<ExperimentOutcome> {
+        let watch = self.emulator_report.as_deref().map(EmulatorWatch::start);
         let runner = self.runner.as_mut();
-        run_experiment(&self.experiment, &self.steps, &self.lab, runner, observer)
+        let mut outcome =
+            run_experiment(&self.experiment, &self.steps, &self.lab, runner, observer)?;
+        outcome.emulator = watch.map(|w| w.finish().map_err(|e| format!("{e:#}")));
+        Ok(outcome)
     }
 }
 
@@ -290,6 +333,9 @@ pub struct ExperimentOutcome {
     pub flows: Vec<FlowOutcome>,
     /// The search's result, if the file has a search.
     pub search: Option<Value>,
+    /// On an emulated lab: the emulator's counters over the run, or why they could not be
+    /// read.
+    pub emulator: Option<Result<EmuReport, String>>,
 }
 
 /// Runs one step through `runner` and labels its flows' outcomes.
@@ -316,8 +362,9 @@ fn run_step(step: &Step, runner: &mut dyn StepRunner) -> Vec<FlowOutcome> {
         .collect()
 }
 
-/// Runs `steps` (from [`steps`]) of `experiment`, then its search, through `runner`. Stops
-/// between steps at Ctrl-C; a failed or interrupted search is an error.
+/// Runs `steps` (from [`steps`]: none when `experiment` has a search) of `experiment`, then
+/// its search, through `runner`. Stops between steps at Ctrl-C; a failed or interrupted search
+/// is an error.
 pub fn run_experiment(
     experiment: &Experiment,
     steps: &[Step],
@@ -328,6 +375,7 @@ pub fn run_experiment(
     observer.on(Event::ExperimentStarted(ExperimentStart {
         name: &experiment.name,
         steps: steps.len(),
+        search: experiment.search.is_some(),
         network: runner.network(),
         clocks: runner.clocks(),
     }));
@@ -364,6 +412,7 @@ pub fn run_experiment(
         clocks: runner.clocks().clone(),
         flows,
         search,
+        emulator: None,
     })
 }
 
@@ -376,8 +425,8 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// Runs the file's search: each trial is a step of the search's flows; the trial's loss
-    /// is the flows' total lost over total sent, its throughput their total receiver goodput.
+    /// Runs the file's search: each trial is a step of the search's flows, fed back as the
+    /// flows' total loss ratio and output throughput ([`trial_outcome`]).
     fn run(
         self,
         machine: &mut SearchMachine,
@@ -413,42 +462,50 @@ impl Search<'_> {
     }
 }
 
-/// A trial's totals over its flows; a failed flow fails the trial. The output throughput is
-/// each flow's goodput over the trial's longest receiving span (first to last arrival): a
-/// flow that received only part of the trial (starved at a full queue) counts for what it
-/// delivered, not at the rate of its short span.
+/// What `result`'s flow offered, sent and received, as a search's trial counts it: the
+/// offered rate is the constant schedule's (rate times sockets), none for a traffic model.
+fn trial_flow(result: &TestResult) -> TrialFlow {
+    let spec = &result.spec;
+    let s = &result.summary;
+    TrialFlow {
+        offered_bps: spec
+            .rate_bps
+            .filter(|_| spec.traffic.is_none())
+            .map(|rate| rate.saturating_mul(u64::from(spec.flows))),
+        packets_sent: s.packets_sent,
+        packets_lost: s.packets_lost,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        receive_span_ns: arrivals(result).map_or(0, |rx| rx.duration_ns),
+    }
+}
+
+/// A trial's totals over its flows (see [`flowlab_experiment::trial`]); a failed flow fails
+/// the trial. `rate_bps`: the trial's rate as the search named it, shown as the offered load
+/// where a flow's own rate is unknown.
 fn trial_outcome(
     index: usize,
-    offered_bps: u64,
+    rate_bps: u64,
     flows: &[FlowOutcome],
 ) -> anyhow::Result<TrialOutcome> {
-    let (mut sent, mut lost) = (0u64, 0u64);
-    let mut delivered = Vec::new();
+    let mut counted = Vec::new();
     for r in flows {
         match &r.result {
-            Ok(t) => {
-                sent += t.summary.packets_sent;
-                lost += t.summary.packets_lost;
-                let span = arrivals(t).map(|rx| rx.duration_ns);
-                delivered.push((t.summary.receiver_goodput_bps, span));
-            }
+            Ok(t) => counted.push(trial_flow(t)),
             Err(e) => bail!("trial {index} failed: flow {}: {e}", r.flow),
         }
     }
-    let longest = delivered.iter().filter_map(|d| d.1).max().unwrap_or(0);
-    let share = |span: Option<u64>| match (span, longest) {
-        (Some(span), 1..) => span as f64 / longest as f64,
-        _ => 1.0,
-    };
+    let totals = flowlab_experiment::trial_totals(&counted);
+    let offered: Option<u64> = counted.iter().map(|f| f.offered_bps).sum();
     Ok(TrialOutcome {
         index,
-        offered_bps,
-        goodput_bps: delivered.iter().map(|&(g, span)| g * share(span)).sum(),
-        loss: if sent == 0 {
-            1.0
-        } else {
-            lost as f64 / sent as f64
-        },
+        offered_bps: offered.unwrap_or(rate_bps),
+        goodput_bps: totals.throughput_bps,
+        loss: totals.loss_ratio,
+        duration_ns: flows
+            .iter()
+            .filter_map(|r| r.result.as_ref().ok()?.spec.duration_ns)
+            .max(),
     })
 }
 
@@ -484,9 +541,12 @@ impl ExperimentOutcome {
         let points: Vec<(Value, u32, &TestRun)> =
             runs.iter().map(|(p, r, t)| (p.clone(), *r, t)).collect();
         // The search's result (lossless, peak and full-load throughput, ...) heads the report.
-        let params = json!({
+        let mut params = json!({
             "experiment": self.name, "file": file, "network": self.network, "search": self.search,
         });
+        if let Some(emulator) = self.emulator_json() {
+            params["emulator"] = emulator;
+        }
         let id = crate::record::store_test_run(db, "experiment", &params, &points)?;
         if let Some(report) = report {
             crate::record::write_report(db, id, report)?;
@@ -516,6 +576,16 @@ impl ExperimentOutcome {
             "clocks": self.clocks,
             "flows": flows,
             "search": self.search,
+            "emulator": self.emulator_json(),
+        })
+    }
+
+    /// The emulator's counters (`flowlab_emu::EmuReport`) or `{"error": why}`; none off an
+    /// emulated lab.
+    fn emulator_json(&self) -> Option<Value> {
+        Some(match self.emulator.as_ref()? {
+            Ok(report) => json!(report),
+            Err(why) => json!({ "error": why }),
         })
     }
 }

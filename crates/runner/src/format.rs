@@ -4,10 +4,12 @@
 
 use std::fmt::Write as _;
 
-use flowlab_control::{AgentConfig, AgentStats, TestOptions, TestResult, SCHEMA_VERSION};
-use flowlab_experiment::Step;
+use flowlab_control::{
+    AgentConfig, AgentStats, Summary2, TestOptions, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION,
+};
+use flowlab_experiment::{Step, ThroughputFlag, ThroughputResult};
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
-use flowlab_results::{CpuLoad, IntervalReport, SideReport, TransactionReport};
+use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
 use flowlab_store::{Run, RunInfo};
@@ -188,30 +190,60 @@ fn latency_line(label: &str, d: &LatencySummary) -> String {
     )
 }
 
-fn cpu_text(c: Option<&CpuLoad>) -> String {
-    c.map_or("unknown".into(), |c| {
+/// An end's CPU: its role's threads first (the one figure sweeps and JSON call the role's
+/// CPU), then its whole process and its host over the same time. The process's user/system
+/// split is left out: the kernel keeps it monotonic over the process's life, so over one test
+/// it can put everything in one column (docs/results-format.md, CPU).
+fn cpu_lines(label: &str, cpu: Option<&CpuLoad>, role: Option<&RoleCpu>) -> String {
+    let role_line = role.map_or("test threads unknown".into(), |c| {
+        let spin = match c.pacing_spin_pct {
+            0.0 => String::new(),
+            spin => format!(", of which pacing spin {spin:.1}%"),
+        };
+        let per_packet = c.ns_per_packet.map_or(String::new(), |ns| {
+            format!("; {} CPU per packet", format_duration_ns(ns))
+        });
         format!(
-            "process {:.1}% user + {:.1}% system of one core, peak memory {:.1} MiB, host {:.1}% of {} cores",
-            c.process_user_pct,
-            c.process_system_pct,
+            "{:.1}% of one core in its test threads ({:.1}% user + {:.1}% system){spin}{per_packet}",
+            c.total_pct(),
+            c.user_pct,
+            c.system_pct
+        )
+    });
+    let mut out = format!("  {label:<19}{role_line}\n");
+    if let Some(c) = cpu {
+        let busiest = c
+            .host_softirq_per_cpu_pct
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        let _ = writeln!(
+            out,
+            "  {:<19}process {:.1}%, peak memory {:.1} MiB; host {:.1}% busy of {} cores, softirq {:.1}%{} (host-wide)",
+            "",
+            c.process_user_pct + c.process_system_pct,
             c.process_max_rss_bytes as f64 / f64::from(1u32 << 20),
             c.host_pct,
-            c.cores
-        )
-    })
+            c.cores,
+            c.host_softirq_pct,
+            busiest.map_or(String::new(), |b| format!(", busiest CPU {b:.1}%"))
+        );
+    }
+    out
 }
 
-/// Drops at the receiving socket as the kernel counts them: buffers, which hold many
-/// datagrams each when GRO coalesces.
-fn socket_drops_text(r: &TestResult) -> String {
-    let gro = [&r.client, &r.agent]
-        .iter()
-        .filter_map(|side| side.as_ref()?.receiver.as_ref())
-        .any(|rx| rx.gro);
-    match (r.summary.lost_at_receiver_socket, gro) {
-        (None, _) => "0 (kernel reported none)".into(),
-        (Some(d), false) => d.to_string(),
-        (Some(d), true) => format!("{d} buffers (GRO on: each holds up to 64 datagrams)"),
+/// Packets dropped at the receiving socket: exact, or bounds when GRO buffers were dropped.
+fn socket_drops_text(s: &Summary2) -> String {
+    match (
+        s.lost_at_receiver_socket,
+        s.receive_buffers_dropped,
+        s.lost_at_receiver_socket_max,
+    ) {
+        (Some(n), _, _) => n.to_string(),
+        (None, Some(least), Some(most)) => format!(
+            "{least} to {most} ({least} GRO receive buffers of up to {GRO_MAX_SEGMENTS} datagrams)"
+        ),
+        _ => "unknown (the kernel does not tell)".into(),
     }
 }
 
@@ -232,15 +264,6 @@ fn loss_attribution_text(r: &TestResult) -> Option<String> {
         "{at_host} in the sending host's qdisc ({}), {beyond} beyond it",
         qdiscs.join(", ")
     ))
-}
-
-fn role_cpu_text(c: Option<&flowlab_results::RoleCpu>) -> String {
-    c.map_or(String::new(), |c| {
-        format!(
-            "; its test threads {:.1}% user + {:.1}% system",
-            c.user_pct, c.system_pct
-        )
-    })
 }
 
 fn side_name(r: Option<&SideReport>) -> String {
@@ -388,7 +411,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
         s.loss_pct,
         s.reordered,
         s.duplicates,
-        socket_drops_text(r)
+        socket_drops_text(s)
     );
     if let Some(where_lost) = loss_attribution_text(r) {
         let _ = writeln!(out, "  of which          {where_lost}");
@@ -533,17 +556,15 @@ pub fn render(r: &TestResult) -> String {
         Some(t) => render_transactions(r, t, &mut out),
         None => render_packets(r, &mut out),
     }
-    let _ = writeln!(
-        out,
-        "  {:<19}{}",
-        format!("CPU client ({})", side_name(r.client.as_ref())),
-        cpu_text(s.client_cpu.as_ref()) + &role_cpu_text(s.client_role_cpu.as_ref())
+    out += &cpu_lines(
+        &format!("CPU client ({})", side_name(r.client.as_ref())),
+        s.client_cpu.as_ref(),
+        s.client_role_cpu.as_ref(),
     );
-    let _ = writeln!(
-        out,
-        "  {:<19}{}",
-        format!("CPU agent ({})", side_name(r.agent.as_ref())),
-        cpu_text(s.agent_cpu.as_ref()) + &role_cpu_text(s.agent_role_cpu.as_ref())
+    out += &cpu_lines(
+        &format!("CPU agent ({})", side_name(r.agent.as_ref())),
+        s.agent_cpu.as_ref(),
+        s.agent_role_cpu.as_ref(),
     );
     let sending = match r.spec.direction {
         Direction::Reverse => r.agent.as_ref(),
@@ -651,7 +672,12 @@ pub fn show_run(run: &Run, metrics: &[String]) -> String {
     if let Some(network) = NetworkKind::of_params(&i.params) {
         let _ = writeln!(out, "network   {network}");
     }
-    let _ = writeln!(out, "params    {}", i.params);
+    let mut params = i.params.clone();
+    let emulator = params.as_object_mut().and_then(|p| p.remove("emulator"));
+    let _ = writeln!(out, "params    {params}");
+    if let Some(e) = emulator {
+        out.push_str(&emulator_text(&e));
+    }
     let _ = writeln!(out, "points    {}\n", run.points.len());
     if !run.points.is_empty() {
         out.push_str(&flowlab_report::text_table(run, metrics));
@@ -711,11 +737,16 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     let ExperimentStart {
         name,
         steps,
+        search,
         network,
         clocks,
     } = start;
+    let runs = match search {
+        true => "a search".to_string(),
+        false => format!("{steps} steps"),
+    };
     let mut out = format!(
-        "experiment {name} ({steps} steps, {} agents), network {network}\n",
+        "experiment {name} ({runs}, {} agents), network {network}\n",
         clocks.len()
     );
     for (agent, c) in *clocks {
@@ -809,15 +840,53 @@ pub fn step_text(step: &Step, flows: &[FlowOutcome]) -> String {
     out
 }
 
-/// A search's trial: what was offered and what came through.
+/// A search's trial: what was offered, for how long, and what came through.
 pub fn trial_line(t: &TrialOutcome) -> String {
+    let length = t
+        .duration_ns
+        .map(|ns| format!(" for {}", format_duration_ns(ns as f64)))
+        .unwrap_or_default();
     format!(
-        "trial {}: offered {} -> goodput {}, loss {:.3}%",
+        "trial {}: offered {}{length} -> goodput {}, loss {:.3}%",
         t.index,
         format_rate(t.offered_bps as f64),
         format_rate(t.goodput_bps),
         t.loss * 100.0
     )
+}
+
+/// A search's result: its document, then for an RFC 2544 throughput one line per reason to
+/// doubt it (the flags of `flowlab_experiment::ThroughputResult`).
+pub fn search_text(result: &Value) -> String {
+    let mut out = format!("search result: {result}\n");
+    let Ok(found) = serde_json::from_value::<ThroughputResult>(result.clone()) else {
+        return out;
+    };
+    let rate = found.rate_bps.map_or(0.0, |r| r as f64);
+    for &flag in &found.flags {
+        let detail = match flag {
+            ThroughputFlag::ShortTrial => format!(
+                "{}: a queue can hide a rate above capacity",
+                format_duration_ns(found.trial_s * 1e9)
+            ),
+            ThroughputFlag::AboveCapacity => format!(
+                "{} > {}",
+                format_rate(rate),
+                format_rate(found.capacity_bps.unwrap_or(0.0))
+            ),
+            ThroughputFlag::LossAtLongerTrial => {
+                found.verification.as_ref().map_or_else(String::new, |v| {
+                    format!(
+                        "{:.3}% over {}",
+                        v.loss_ratio * 100.0,
+                        format_duration_ns(v.trial_s * 1e9)
+                    )
+                })
+            }
+        };
+        let _ = writeln!(out, "warning: {} ({detail})", flag.describe());
+    }
+    out
 }
 
 /// The demo's first line: where its agent listens and what it runs.
@@ -864,8 +933,8 @@ pub fn demo_row(name: &str, runs: &[TestResult]) -> String {
         mean(&|r: &TestResult| r.summary.round_trip.as_ref().map(f))
             .map_or("-".into(), format_duration_ns)
     };
-    let cpu = |f: fn(&TestResult) -> Option<&flowlab_results::RoleCpu>| {
-        mean(&|r: &TestResult| f(r).map(|c| c.user_pct + c.system_pct - c.pacing_spin_pct))
+    let cpu = |f: fn(&TestResult) -> Option<&RoleCpu>| {
+        mean(&|r: &TestResult| f(r).map(RoleCpu::total_pct))
             .map_or("-".into(), |v| format!("{v:.1}%"))
     };
     let protocol = protocol_name(first.spec.protocol);
@@ -982,6 +1051,165 @@ pub fn agent_stopping(stats: &AgentStats) -> String {
         stats.refused.load(Relaxed),
         stats.malformed_control.load(Relaxed)
     )
+}
+
+/// An emulated lab's counters kept with a run (`flowlab_emu::EmuReport`, or why they could
+/// not be read): per link direction, the emulator's own figures and each stage's.
+fn emulator_text(stored: &Value) -> String {
+    let report = match serde_json::from_value::<flowlab_emu::EmuReport>(stored.clone()) {
+        Ok(r) => r,
+        Err(_) => {
+            let why = stored["error"].as_str().unwrap_or("an unreadable report");
+            return format!("emulator  counters not kept: {why}\n");
+        }
+    };
+    let mut out =
+        "emulator  counts over the run (largest depths and release errors since the lab came up)\n"
+            .to_string();
+    for d in report.links.iter().flat_map(|l| &l.directions) {
+        let drops = &d.emulator_drops;
+        let own = drops.store_full + drops.egress_full + drops.send_errors + drops.ingress_overflow;
+        let _ = write!(
+            out,
+            "  {} {} → {}: frames {} in, {} out, {} late, {own} dropped by the emulator",
+            d.link, d.from, d.to, d.frames_received, d.frames_sent, d.late
+        );
+        if let Some(e) = &d.release_error {
+            let _ = write!(
+                out,
+                "; release error p50 {}, p99 {}, max {}",
+                format_duration_ns(e.p50_ns),
+                format_duration_ns(e.p99_ns),
+                format_duration_ns(e.max_ns)
+            );
+        }
+        out.push('\n');
+        for s in &d.stages {
+            let _ = writeln!(out, "    {}", stage_text(s));
+        }
+        if let Some(last) = d.depth.last() {
+            let _ = writeln!(
+                out,
+                "    depth: {} samples to {:.1} s, deepest {:?}",
+                d.depth.len(),
+                last.t_ms as f64 / 1e3,
+                deepest(&d.depth)
+            );
+        }
+    }
+    out
+}
+
+/// One stage's line: frames, drops by cause, largest backlog, and for ATM its cells and VCs.
+fn stage_text(s: &flowlab_link::StageReport) -> String {
+    let dropped: Vec<String> = s.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let mut line = format!(
+        "{}: frames {} in, {} out, dropped [{}], deepest {} {}",
+        s.stage,
+        s.frames_in,
+        s.frames_out,
+        dropped.join(", "),
+        s.max_depth,
+        s.depth_unit
+    );
+    if let Some(c) = &s.cells {
+        let _ = write!(
+            line,
+            "; cells {} in, {} out, dropped: policer {}, buffer full {}, EPD {}, PPD {}, CLP {}, line {}",
+            c.cells_in, c.cells_out, c.policed_dropped, c.dropped_buffer_full, c.dropped_epd, c.dropped_ppd, c.dropped_clp, c.lost_on_line
+        );
+        for vc in &c.vcs {
+            let _ = write!(
+                line,
+                "\n      vc {} ({}): cells {} in, {} out, {} dropped; frames {} in, {} out",
+                vc.name,
+                vc.service,
+                vc.cells_in,
+                vc.cells_out,
+                vc.cells_dropped,
+                vc.frames_in,
+                vc.frames_out
+            );
+        }
+    }
+    for c in &s.classes {
+        let _ = write!(
+            line,
+            "\n      class {}: {} queued, {} sent, {} dropped, {} out of profile",
+            c.name, c.enqueued, c.sent, c.dropped, c.out_of_profile
+        );
+    }
+    line
+}
+
+/// Each stage's largest depth over the samples.
+fn deepest(samples: &[flowlab_emu::report::DepthSample]) -> Vec<u64> {
+    let stages = samples.iter().map(|s| s.depth.len()).max().unwrap_or(0);
+    (0..stages)
+        .map(|i| {
+            samples
+                .iter()
+                .filter_map(|s| s.depth.get(i))
+                .copied()
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// `flowlab compare`: the runs compared, then per flow a row per metric with each run's value
+/// and each later run's difference from the first (in points for percentages).
+pub fn comparison_table(c: &crate::compare::Comparison) -> String {
+    let mut out = String::new();
+    for r in &c.runs {
+        let network = r.network.as_deref().unwrap_or("network not recorded");
+        let _ = writeln!(out, "run {:<5} {} on {network}", r.run, r.kind);
+    }
+    let first = c.runs.first().map_or(0, |r| r.run);
+    let mut header = format!("  {:<14}", "metric");
+    for r in &c.runs {
+        let _ = write!(header, " {:>14}", format!("run {}", r.run));
+    }
+    for r in c.runs.iter().skip(1) {
+        let _ = write!(header, " {:>20}", format!("{} − {first}", r.run));
+    }
+    for f in &c.flows {
+        let _ = writeln!(out, "\n{} ({})\n{header}", f.flow, f.protocol);
+        for m in &f.metrics {
+            let _ = write!(out, "  {:<14}", m.metric);
+            for v in &m.values {
+                let cell = v.map_or("—".into(), |v| metric_value(&m.metric, v));
+                let _ = write!(out, " {cell:>14}");
+            }
+            for d in &m.differences {
+                let cell = d.map_or("—".into(), |d| metric_difference(&m.metric, d));
+                let _ = write!(out, " {cell:>20}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn metric_value(metric: &str, v: f64) -> String {
+    match metric {
+        m if m.ends_with("_bps") => format_rate(v),
+        m if m.ends_with("_us") => format_duration_ns(v * 1e3),
+        m if m.ends_with("_pct") => format!("{v:.3} %"),
+        _ => format_count(v),
+    }
+}
+
+fn metric_difference(metric: &str, d: crate::compare::Difference) -> String {
+    let sign = if d.absolute < 0.0 { "-" } else { "+" };
+    if metric.ends_with("_pct") {
+        return format!("{sign}{:.3} pt", d.absolute.abs());
+    }
+    let magnitude = metric_value(metric, d.absolute.abs());
+    match d.relative_pct {
+        Some(r) => format!("{sign}{magnitude} ({r:+.1} %)"),
+        None => format!("{sign}{magnitude}"),
+    }
 }
 
 /// A flag parser's error as one line: its first line without its own `error: ` prefix, and
@@ -1208,5 +1436,55 @@ mod tests {
             points: Vec::new(),
         };
         assert!(show_run(&run, &[]).contains("\nnetwork   lab three\n"));
+    }
+    #[test]
+    fn cpu_lines_show_the_role_total_with_the_spin_apart_and_the_process_sum() {
+        let role = RoleCpu {
+            user_pct: 67.04,
+            system_pct: 32.9,
+            pacing_spin_pct: 68.7,
+            cpu_ns: 2_998_000_000,
+            wall_ns: 3_000_000_000,
+            ns_per_packet: Some(48_000.0),
+        };
+        let cpu = CpuLoad {
+            process_user_pct: 0.0,
+            process_system_pct: 101.5,
+            host_pct: 53.3,
+            host_softirq_pct: 3.25,
+            host_softirq_per_cpu_pct: vec![6.1, 0.4],
+            cores: 2,
+            process_max_rss_bytes: 14 << 20,
+        };
+        assert_eq!(
+            cpu_lines("CPU client (vm)", Some(&cpu), Some(&role)),
+            "  CPU client (vm)    99.9% of one core in its test threads (67.0% user + 32.9% system), of which pacing spin 68.7%; 48.0 us CPU per packet\n\
+             \x20                    process 101.5%, peak memory 14.0 MiB; host 53.3% busy of 2 cores, softirq 3.2%, busiest CPU 6.1% (host-wide)\n"
+        );
+        assert_eq!(
+            cpu_lines("CPU agent (b)", None, None),
+            "  CPU agent (b)      test threads unknown\n"
+        );
+    }
+
+    #[test]
+    fn socket_drops_are_exact_or_bounded() {
+        let drops = |exact, buffers, most| {
+            socket_drops_text(&Summary2 {
+                lost_at_receiver_socket: exact,
+                receive_buffers_dropped: buffers,
+                lost_at_receiver_socket_max: most,
+                ..Summary2::default()
+            })
+        };
+        assert_eq!(drops(Some(0), Some(0), Some(0)), "0");
+        assert_eq!(
+            drops(None, Some(3), Some(100)),
+            "3 to 100 (3 GRO receive buffers of up to 64 datagrams)"
+        );
+        assert_eq!(
+            drops(None, None, None),
+            "unknown (the kernel does not tell)"
+        );
     }
 }

@@ -5,14 +5,18 @@
 //! and record runs in the results database ([`record`]). Each runner reports its progress as
 //! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
 
+pub mod compare;
 pub mod defaults;
 pub mod demo;
+pub mod emulated;
 pub mod experiment;
 pub mod format;
 pub mod host;
 pub mod observer;
 pub mod outcome;
+pub mod output;
 pub mod record;
+pub mod reproduce;
 pub mod simulated;
 pub mod sweep;
 pub mod test;

@@ -46,12 +46,13 @@ pub enum Event<'a> {
     },
 }
 
-/// An experiment about to run: its name, steps, the network its flows run on and the clocks
-/// of its hosts.
+/// An experiment about to run: its name, steps (none with a search, which replaces the
+/// plan), the network its flows run on and the clocks of its hosts.
 #[derive(Debug, Clone, Copy)]
 pub struct ExperimentStart<'a> {
     pub name: &'a str,
     pub steps: usize,
+    pub search: bool,
     pub network: &'a NetworkKind,
     pub clocks: &'a Clocks,
 }

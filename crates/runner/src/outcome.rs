@@ -87,9 +87,12 @@ pub struct FlowOutcome {
 pub struct TrialOutcome {
     pub index: usize,
     pub offered_bps: u64,
+    /// Payload bytes received over the trial's span (never above what was offered).
     pub goodput_bps: f64,
     /// Lost over sent.
     pub loss: f64,
+    /// How long the trial's flows sent (the longest), when they had a duration.
+    pub duration_ns: Option<u64>,
 }
 
 #[cfg(test)]

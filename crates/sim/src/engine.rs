@@ -19,8 +19,8 @@ use flowlab_atm::gcra::{Policer, PolicerVerdict};
 use flowlab_atm::replicate::LoopStep;
 use flowlab_atm::switch::Verdict as AtmVerdict;
 use flowlab_atm::{
-    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, OutputPort,
-    PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId,
+    cells_per_packet, CellMeta, Departure, Encapsulation, ExactNs, FrameDelimiter, LineRate,
+    OutputPort, PolicingAction, PortConfig, RecirculationLoop, Shaper, VcId, VcLimits,
 };
 use flowlab_link::diffserv::DiffServPort;
 use flowlab_link::impair::Impairments;
@@ -36,10 +36,15 @@ use flowlab_traffic::EndCondition;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use self::bg_model::ModelSource;
+use self::cell_loss::LineLoss;
+use self::fragments::{Frag, Fragmenter};
+use crate::endsys::{Held, Next, Stages};
 use crate::report::{
-    BackgroundReport, ClassReport, FlowReport, PolicerReport, PortReport, TcpReport, VcReport,
+    BackgroundReport, ClassReport, FlowReport, FragReport, PolicerReport, PortReport, TcpReport,
+    VcReport,
 };
-use crate::scenario::{Model, NodeKind, Protocol};
+use crate::scenario::{FlowSpec, Model, NodeKind, NodeSpec, Protocol};
 use crate::sender::{FlowSender, Transmit};
 
 const NEVER: u64 = u64::MAX;
@@ -60,6 +65,8 @@ enum Ev {
     Shape(u32),
     /// A background source's next cell (or a recirculating cell's return).
     Bg(u32),
+    /// An end-system stage (host CPU, router forwarding) releases a packet.
+    EndSys(u32),
 }
 
 #[derive(Clone, Copy)]
@@ -255,6 +262,8 @@ struct Iface {
     /// `flight`, and reach the far end when it releases them (in time order, which may not
     /// be the order they came in).
     impair: Option<Box<Impairments>>,
+    /// An ATM link's cell loss on the line, deciding every stream cell it carries.
+    line_loss: Option<Box<LineLoss>>,
     wake: u64,
     arrive_wake: u64,
     atm_encap: Option<Encapsulation>,
@@ -307,15 +316,21 @@ enum Fate {
     /// Dropped: refused by a queue or policer, lost by an impairment, or its frame failed
     /// reassembly.
     Dropped,
+    /// A fragmented datagram's piece, split again at a router: its parts carry it on.
+    Split,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
     size: u32,
     cells: u32,
+    /// Its DSCP: the stream's, until an edge's marker re-marks it.
+    dscp: u8,
     sent_ns: u64,
     payload: Payload,
     fate: Fate,
+    /// The piece of a fragmented datagram this record is, if it is one.
+    frag: Option<Frag>,
 }
 
 impl Pkt {
@@ -348,6 +363,10 @@ struct Stream {
     shaper: Option<Shaper>,
     shape_q: VecDeque<CellMeta>,
     shape_wake: u64,
+    frag: Fragmenter,
+    /// The extra leaves of a point-to-multipoint VC rooted here: their streams and the
+    /// switch where each gets its copies.
+    replicas: Vec<(usize, usize)>,
 }
 
 impl Stream {
@@ -376,6 +395,14 @@ impl Stream {
             if p.fate == Fate::InFlight {
                 p.fate = Fate::Dropped;
             }
+        }
+    }
+
+    /// Packet `frame` now carries `dscp`.
+    fn remark(&mut self, frame: u32, dscp: u8) {
+        let slot = frame.checked_sub(self.base);
+        if let Some(p) = slot.and_then(|d| self.inflight.get_mut(d as usize)) {
+            p.dscp = dscp;
         }
     }
 
@@ -416,9 +443,9 @@ impl Stream {
         Some(pkt)
     }
 
-    /// Per sub-flow, packets neither delivered nor dropped.
+    /// Per sub-flow, packets neither delivered nor dropped (a fragmented datagram once).
     fn in_flight(&self, per_sub: &mut [u64]) {
-        for p in self.inflight.iter().filter(|p| p.fate == Fate::InFlight) {
+        for p in self.inflight.iter().filter(|p| Stream::counts_in_flight(p)) {
             if let Some(n) = per_sub.get_mut(p.sub()) {
                 *n += 1;
             }
@@ -436,8 +463,6 @@ struct FlowRt {
     source: Source,
     /// The far end sends every datagram back (ping, loopback).
     echo: bool,
-    /// The largest datagram the path carries (bigger ones are lost at the sender).
-    path_mtu: u32,
     next_k: u64,
     fwd: usize,
     rev: usize,
@@ -465,6 +490,8 @@ struct Background {
     returns: VecDeque<(u64, CellMeta)>,
     recirc: RecirculationLoop,
     wake: u64,
+    /// A traffic model's frames, instead of cells at `rate`.
+    model: Option<Box<ModelSource>>,
 }
 
 enum VcOwner {
@@ -490,6 +517,8 @@ pub(crate) struct Sim<'m> {
     cells_sent: u64,
     /// Datagrams a flow's sender hands over at one wake-up (kept to reuse its allocation).
     due: Vec<Transmit>,
+    /// Host CPUs and router forwarding paths (`endsys`).
+    endsys: Stages,
 }
 
 /// What one run produced.
@@ -504,6 +533,19 @@ pub(crate) struct Outcome {
     pub cells: u64,
 }
 
+/// A paced TCP flow's application at `now`: the bytes it has written (one MSS every
+/// MSS × 8 / pace seconds from its start, the first at the start) and when it writes next.
+fn paced_writes(f: &FlowSpec, now: u64) -> Option<(u64, u64)> {
+    let pace = u128::from(f.tcp.pace_bps?.max(1));
+    let mss = u128::from(f.tcp.mss.max(1));
+    let elapsed = u128::from(now.saturating_sub(f.start_ns));
+    // Write k is due at start + ceil(k · mss · 8e9 / pace).
+    let done = elapsed * pace / (mss * 8_000_000_000) + 1;
+    let next = (done * mss * 8_000_000_000).div_ceil(pace);
+    let next_ns = u64::try_from(next).map_or(NEVER, |n| f.start_ns.saturating_add(n));
+    Some((u64::try_from(done * mss).unwrap_or(u64::MAX), next_ns))
+}
+
 /// Whether a flow's far end sends every datagram back (ping, loopback).
 fn echoes(p: &Protocol) -> bool {
     match p {
@@ -513,20 +555,13 @@ fn echoes(p: &Protocol) -> bool {
     }
 }
 
-/// The smallest MTU of the links along `path`.
-fn path_mtu(m: &Model, path: &[usize]) -> u32 {
-    path.windows(2)
-        .filter_map(|w| iface_of(m, w[0], w[1]))
-        .map(|i| m.links[i / 2].mtu)
-        .min()
-        .unwrap_or(u32::MAX)
-}
-
 /// A flow's run-time state: its source (the pacers of a UDP flow, a ping clock, a TCP
 /// connection) and its meters.
 fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
     let f = &m.flows[fi];
     let source = match &f.protocol {
+        // An extra leaf sends nothing itself: its root's cells are copied to it.
+        _ if f.replica_of.is_some() => Source::Ping { interval_ns: NEVER },
         Protocol::Udp(spec) => {
             let end = EndCondition {
                 until_ns: Some(f.stop_ns),
@@ -574,7 +609,6 @@ fn flow_rt(m: &Model, fi: usize, seed: u64) -> FlowRt {
     FlowRt {
         source,
         echo,
-        path_mtu: path_mtu(m, &f.path),
         next_k: 0,
         fwd: 2 * fi,
         rev: 2 * fi + 1,
@@ -601,16 +635,40 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
     })
 }
 
+/// The per-VC limits of interface `i` (direction `i % 2` of link `i / 2`) if it is an ATM
+/// switch's output port: a host adapter has its own buffer and no per-VC limits.
+fn switch_vc_limits(m: &Model, i: usize) -> Option<VcLimits> {
+    let l = &m.links[i / 2];
+    let from = if i % 2 == 0 { l.a } else { l.b };
+    let atm = l.atm.as_ref()?;
+    (m.nodes[from].kind == NodeKind::AtmSwitch).then_some(atm.port.vc_limits)
+}
+
+/// A host adapter's cell line: the physical line, or slower if its SAR segments slower.
+fn adapter_line(line: LineRate, host: &NodeSpec) -> LineRate {
+    match host.endsys.sar_rate_bps {
+        Some(sar) if (sar as f64) < line.cell_bit_rate() => {
+            LineRate::from_cell_bit_rate(sar).unwrap_or(line)
+        }
+        _ => line,
+    }
+}
+
 /// Both directions of every link, each an output port (cells or packets) with its line, its
 /// far end, and its impairment stage, seeded per direction from the run's `seed`.
 fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
     let mut ifaces = Vec::with_capacity(m.links.len() * 2);
     for l in &m.links {
         for (from, to) in [(l.a, l.b), (l.b, l.a)] {
-            let impair = l.impair.as_ref().map(|c| {
-                let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
-                Box::new(Impairments::new(c.clone(), stage_seed))
-            });
+            let stage_seed = seed ^ (ifaces.len() as u64 + 1).wrapping_mul(STAGE_SEED_MIX);
+            let impair = l
+                .impair
+                .as_ref()
+                .map(|c| Box::new(Impairments::new(c.clone(), stage_seed)));
+            let line_loss = l
+                .atm
+                .as_ref()
+                .and_then(|a| LineLoss::new(a.cell_loss, stage_seed));
             let from_kind = m.nodes[from].kind;
             let kind = match (&l.atm, from_kind) {
                 (Some(a), NodeKind::AtmSwitch | NodeKind::Host) => {
@@ -622,7 +680,7 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                     let cfg = if from_kind == NodeKind::AtmSwitch {
                         a.port.port_config(buffer)
                     } else {
-                        PortConfig::new(a.port.line, buffer)
+                        PortConfig::new(adapter_line(a.port.line, &m.nodes[from]), buffer)
                     };
                     IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
                 }
@@ -642,6 +700,7 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                 // Its releases need events of their own.
                 sink: impair.is_none(),
                 impair,
+                line_loss,
                 wake: NEVER,
                 arrive_wake: NEVER,
                 atm_encap: l.atm.as_ref().map(|a| a.port.encap),
@@ -696,11 +755,18 @@ impl<'m> Sim<'m> {
                 });
                 let sid = streams.len();
                 for &i in &hops {
+                    let switch_limits = switch_vc_limits(m, i).map(|l| f.vc_limits.unwrap_or(l));
                     if let IfaceKind::Atm(port) = &mut ifaces[i].kind {
                         port.set_vc(VcId(sid as u32), f.service);
+                        if let Some(limits) = switch_limits {
+                            port.set_vc_limits(VcId(sid as u32), limits);
+                        }
                     }
                 }
+                let mtus = hops.iter().map(|&i| m.links[i / 2].mtu).collect();
                 streams.push(Stream {
+                    frag: Fragmenter::new(mtus),
+                    replicas: Vec::new(),
                     flow: fi,
                     reverse,
                     reasm: vec![FrameDelimiter::default(); path.len()],
@@ -723,6 +789,11 @@ impl<'m> Sim<'m> {
             flows.push(flow_rt(m, fi, seed));
         }
 
+        for (fi, f) in m.flows.iter().enumerate() {
+            if let Some((root, branch)) = f.replica_of {
+                streams[2 * root].replicas.push((2 * fi, branch));
+            }
+        }
         for st in &streams {
             let delivers_only = match &m.flows[st.flow].protocol {
                 Protocol::Tcp => false,
@@ -745,6 +816,16 @@ impl<'m> Sim<'m> {
             }
         }
 
+        let node_costs: Vec<_> = m.nodes.iter().map(|n| n.endsys).collect();
+        let iface_to: Vec<usize> = ifaces.iter().map(|i| i.to).collect();
+        let endsys = Stages::new(&node_costs, &iface_to, seed);
+        for (i, iface) in ifaces.iter_mut().enumerate() {
+            // A receiving host's CPU orders deliveries in time: no shortcut past it.
+            if endsys.receive(i).is_some() {
+                iface.sink = false;
+            }
+        }
+
         let mut bgs = Vec::new();
         for (bi, b) in m.backgrounds.iter().enumerate() {
             let l = &m.links[b.link];
@@ -756,9 +837,11 @@ impl<'m> Sim<'m> {
             ifaces[port_iface].bgs.push(bi);
             let base = owners.len();
             let vcs: Vec<VcId> = (0..b.passes).map(|p| VcId((base + p) as u32)).collect();
+            let limits = switch_vc_limits(m, port_iface).unwrap_or_default();
             for &vc in &vcs {
                 if let IfaceKind::Atm(port) = &mut ifaces[port_iface].kind {
                     port.set_vc(vc, b.service);
+                    port.set_vc_limits(vc, limits);
                 }
                 owners.push(VcOwner::Background(bi));
             }
@@ -767,7 +850,13 @@ impl<'m> Sim<'m> {
                 u128::from(b.cells_per_second_num.max(1)),
             )
             .unwrap_or(ExactNs::from_ns(1));
+            let model = b.model.as_ref().zip(l.atm.as_ref()).and_then(|(spec, a)| {
+                let seed = spec.seed_for(seed, m.flows.len() + bi);
+                let rate = a.port.line.cell_bit_rate();
+                ModelSource::new(b, spec, seed, a.port.encap, rate).map(Box::new)
+            });
             bgs.push(Background {
+                model,
                 port_iface,
                 next_ns: b.start_ns,
                 k: 0,
@@ -798,6 +887,7 @@ impl<'m> Sim<'m> {
             events: 0,
             cells_sent: 0,
             due: Vec::new(),
+            endsys,
         }
     }
 
@@ -869,6 +959,7 @@ impl<'m> Sim<'m> {
                     }
                     self.background(b);
                 }
+                Ev::EndSys(k) => self.endsys_release(k as usize),
             }
         }
         for i in 0..self.ifaces.len() {
@@ -1026,8 +1117,7 @@ impl<'m> Sim<'m> {
         }
     }
 
-    /// Sends datagram `t` of flow `f`, or loses it at the sender when the path cannot carry
-    /// it (fragmentation is not modelled).
+    /// Sends datagram `t` of flow `f` (fragmented on the way if a link is too small for it).
     fn send_datagram(&mut self, f: usize, t: Transmit) {
         let m = self.m;
         let Protocol::Udp(spec) = &m.flows[f].protocol else {
@@ -1035,13 +1125,6 @@ impl<'m> Sim<'m> {
         };
         let size = t.payload.saturating_add(spec.header_bytes);
         let fl = &mut self.flows[f];
-        if size > fl.path_mtu {
-            fl.sender.on_send_error(t.sub as usize, 1);
-            if let Some(n) = fl.sent.get_mut(t.sub as usize) {
-                *n += 1;
-            }
-            return;
-        }
         let (fwd, seq) = (
             fl.fwd,
             Payload::Udp {
@@ -1071,6 +1154,10 @@ impl<'m> Sim<'m> {
             if tx.poll_timeout().is_some_and(|t| t <= now) {
                 tx.handle_timeout(now);
             }
+            let writes = paced_writes(&self.m.flows[f], now);
+            if let Some((written, _)) = writes {
+                tx.set_written(written);
+            }
             while let Some(s) = tx.poll_transmit(now) {
                 segs.push(s);
             }
@@ -1078,10 +1165,10 @@ impl<'m> Sim<'m> {
                 acks.push(a);
             }
             finished = tx.is_finished();
-            next = match (tx.poll_timeout(), rx.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            next = [tx.poll_timeout(), rx.poll_timeout(), writes.map(|w| w.1)]
+                .into_iter()
+                .flatten()
+                .min();
         }
         if finished {
             self.flows[f].finished_ns = Some(now);
@@ -1101,31 +1188,61 @@ impl<'m> Sim<'m> {
 
     /// A host sends a packet on `stream` (its first hop).
     fn emit(&mut self, s: usize, payload: Payload, size: u32, deadline: Option<u64>) {
-        let now = self.now;
         let st = &mut self.streams[s];
-        let frame = st.next_frame;
-        st.next_frame = st.next_frame.wrapping_add(1);
-        st.inflight.push_back(Pkt {
-            size,
-            cells: 0,
-            sent_ns: now,
-            payload,
-            fate: Fate::InFlight,
-        });
-        if !st.reverse {
-            let fl = &mut self.flows[st.flow];
-            let (sub, seq) = match payload {
-                Payload::Udp { sub, seq } => (sub as usize, seq),
-                Payload::Seg { txn, .. } => (0, txn),
-                _ => (0, 0),
-            };
-            let metered = size.saturating_sub(self.m.flows[st.flow].metered_headers);
-            fl.sender.on_sent(sub, seq, metered, now, deadline, now);
-            if let Some(n) = fl.sent.get_mut(sub) {
-                *n += 1;
+        let frame = st.push_datagram(size, self.now, payload);
+        let (flow, reverse) = (st.flow, st.reverse);
+        if !reverse {
+            self.count_sent(flow, payload, size, deadline);
+        }
+        let node = self.streams[s].path[0];
+        match self.endsys.send(node) {
+            Some(k) => self.hold(k, s, frame, Next::Forward { hop: 0 }),
+            None => self.forward(s, 0, frame),
+        }
+        if !self.streams[s].replicas.is_empty() {
+            self.copy_to_replicas(s, frame, payload, size, deadline);
+        }
+    }
+
+    /// Flow `f`'s sender sent `payload` of `size` bytes now.
+    fn count_sent(&mut self, f: usize, payload: Payload, size: u32, deadline: Option<u64>) {
+        let now = self.now;
+        let (sub, seq) = match payload {
+            Payload::Udp { sub, seq } => (sub as usize, seq),
+            Payload::Seg { txn, .. } => (0, txn),
+            _ => (0, 0),
+        };
+        let metered = size.saturating_sub(self.m.flows[f].metered_headers);
+        let fl = &mut self.flows[f];
+        fl.sender.on_sent(sub, seq, metered, now, deadline, now);
+        if let Some(n) = fl.sent.get_mut(sub) {
+            *n += 1;
+        }
+    }
+
+    /// Holds packet `frame` of stream `s` in end-system stage `k` until it is released.
+    fn hold(&mut self, k: usize, s: usize, frame: u32, next: Next) {
+        let stream = s as u32;
+        let t = self.endsys.stages[k].hold(
+            self.now,
+            Held {
+                stream,
+                frame,
+                next,
+            },
+        );
+        self.push(t, Ev::EndSys(k as u32));
+    }
+
+    /// What end-system stage `k` releases by now goes on its way.
+    fn endsys_release(&mut self, k: usize) {
+        while let Some(h) = self.endsys.stages[k].release(self.now) {
+            let s = h.stream as usize;
+            match h.next {
+                Next::Forward { hop } => self.forward(s, hop as usize, h.frame),
+                Next::Deliver => self.deliver(s, h.frame, self.now),
             }
         }
-        self.forward(s, 0, frame);
     }
 
     /// Hands packet `frame` of stream `s` to the interface of hop `hop`.
@@ -1136,10 +1253,17 @@ impl<'m> Sim<'m> {
         };
         // First: a replayed delivery may retire earlier packets and move the slots.
         self.settle(i);
+        let parts = self.streams[s].split_at(frame, hop);
+        if !parts.is_empty() {
+            for part in parts {
+                self.forward(s, hop, part);
+            }
+            return;
+        }
         let Some(idx) = frame.checked_sub(self.streams[s].base).map(|d| d as usize) else {
             return;
         };
-        let Some(size) = self.streams[s].inflight.get(idx).map(|p| p.size) else {
+        let Some((size, dscp)) = self.streams[s].inflight.get(idx).map(|p| (p.size, p.dscp)) else {
             return;
         };
         let encap = self.ifaces[i].atm_encap;
@@ -1184,8 +1308,7 @@ impl<'m> Sim<'m> {
                     }
                     None => size,
                 };
-                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now)
-                    .with_dscp(self.streams[s].dscp);
+                let pkt = PacketMeta::new(u64::from(frame), s as u32, charged, now).with_dscp(dscp);
                 if ip.port.enqueue(now, pkt).is_err() {
                     ip.packets_dropped += 1;
                     self.streams[s].dropped(frame);
@@ -1247,6 +1370,9 @@ impl<'m> Sim<'m> {
                     self.cells_sent += 1;
                     let vc = d.cell.vc.0 as usize;
                     // Stream VCs come first (dense indices), background passes after them.
+                    if vc < n_streams && iface.line_loss.as_mut().is_some_and(|l| l.lose()) {
+                        continue;
+                    }
                     if vc < n_streams {
                         let t = d.tx_end_ns.saturating_add(delay);
                         if !iface.sink {
@@ -1281,6 +1407,8 @@ impl<'m> Sim<'m> {
                     let (start, end, pkt) = (d.start_ns, d.end_ns, d.packet);
                     let stream = pkt.flow;
                     let frame = pkt.id as u32;
+                    // A marker may have re-marked it: the next hops classify the new DSCP.
+                    self.streams[stream as usize].remark(frame, pkt.dscp);
                     match (ip.over_atm, iface.impair.as_mut()) {
                         (None, None) => iface
                             .flight
@@ -1299,12 +1427,15 @@ impl<'m> Sim<'m> {
                             let n = u64::from(pkt.size / 53).max(1);
                             let span = end - start;
                             for j in 0..n {
+                                self.cells_sent += 1;
+                                if iface.line_loss.as_mut().is_some_and(|l| l.lose()) {
+                                    continue;
+                                }
                                 let t = start + (span * (j + 1)).div_ceil(n);
                                 let cell = CellMeta::user_data(VcId(stream), frame, j + 1 == n);
                                 iface
                                     .flight
                                     .push_back((t.saturating_add(delay), Unit::Cell(cell)));
-                                self.cells_sent += 1;
                             }
                         }
                     }
@@ -1394,6 +1525,9 @@ impl<'m> Sim<'m> {
             let Some(&i) = st.ifaces.get(hop) else {
                 return;
             };
+            if !st.replicas.is_empty() {
+                self.replicate_cell(s, node, cell, now);
+            }
             self.settle(i);
             if let IfaceKind::Atm(port) = &mut self.ifaces[i].kind {
                 if port.enqueue(now, cell) != AtmVerdict::Queued {
@@ -1411,13 +1545,30 @@ impl<'m> Sim<'m> {
     /// Packet `frame` of stream `s` reaches hop `hop` at `now` (the clock, except on a sink
     /// link, where only deliveries happen).
     fn packet_at(&mut self, s: usize, hop: usize, frame: u32, now: u64) {
-        if hop + 1 < self.streams[s].path.len() {
-            self.forward(s, hop, frame);
+        let st = &self.streams[s];
+        if hop + 1 < st.path.len() {
+            match self.endsys.forward(st.path[hop]) {
+                Some(k) => self.hold(k, s, frame, Next::Forward { hop: hop as u32 }),
+                None => self.forward(s, hop, frame),
+            }
             return;
         }
+        // Only non-sink links reach a receive stage, so `now` is the clock here.
+        let into = hop.checked_sub(1).and_then(|h| st.ifaces.get(h).copied());
+        match into.and_then(|i| self.endsys.receive(i)) {
+            Some(k) => self.hold(k, s, frame, Next::Deliver),
+            None => self.deliver(s, frame, now),
+        }
+    }
+
+    /// Packet `frame` of stream `s` reaches its receiving application at `now`.
+    fn deliver(&mut self, s: usize, frame: u32, now: u64) {
         let st = &mut self.streams[s];
         // A copy's second arrival is delivered again, as a real receiver sees it.
         let Some(pkt) = st.delivered(frame).or_else(|| st.copies.remove(&frame)) else {
+            return;
+        };
+        let Some(pkt) = st.reassemble_ip(pkt, now) else {
             return;
         };
         let f = st.flow;
@@ -1495,7 +1646,10 @@ impl<'m> Sim<'m> {
     fn ensure_bg(&mut self, b: usize) {
         let stop = self.m.backgrounds[b].stop_ns;
         let bg = &self.bgs[b];
-        let emit = (bg.next_ns < stop).then_some(bg.next_ns);
+        let emit = match &bg.model {
+            Some(src) => src.next_ns(),
+            None => (bg.next_ns < stop).then_some(bg.next_ns),
+        };
         let ret = bg.returns.front().map(|r| r.0);
         let t = match (emit, ret) {
             (Some(a), Some(r)) => Some(a.min(r)),
@@ -1525,7 +1679,18 @@ impl<'m> Sim<'m> {
             bg.returns.pop_front();
             port.enqueue(now, cell);
         }
-        while bg.next_ns <= now && bg.next_ns < spec.stop_ns {
+        let vc = bg.recirc.first_vc();
+        if let (Some(src), Some(vc)) = (bg.model.as_mut(), vc) {
+            let mut cells = Vec::new();
+            src.cells_due(now, &mut cells);
+            for (frame, end) in cells {
+                let mut cell = CellMeta::user_data(vc, frame, end);
+                cell.clp = spec.clp;
+                port.enqueue(now, cell);
+                bg.injected += 1;
+            }
+        }
+        while bg.model.is_none() && bg.next_ns <= now && bg.next_ns < spec.stop_ns {
             let Some(vc) = bg.recirc.first_vc() else {
                 break;
             };
@@ -1646,13 +1811,17 @@ impl<'m> Sim<'m> {
             }),
             tcp,
             in_flight_at_end: in_flight.iter().sum(),
+            fragmentation: FragReport::both(st.frag_report(), self.streams[rt.rev].frag_report()),
             sender,
             receiver,
         }
     }
 
-    fn reports(self) -> Outcome {
+    fn reports(mut self) -> Outcome {
         let m = self.m;
+        for st in &mut self.streams {
+            st.frag.expire(self.end_ns);
+        }
         let flows = (0..m.flows.len()).map(|fi| self.flow_report(fi)).collect();
         let vc_name = |vc: u32| -> String {
             match self.owners.get(vc as usize) {
@@ -1712,6 +1881,7 @@ impl<'m> Sim<'m> {
                         frames_epd: c.frames_epd,
                         frames_ppd: c.frames_ppd,
                         max_occupancy_cells: c.max_occupancy,
+                        cells_lost_on_line: iface.line_loss.as_ref().map_or(0, |l| l.lost),
                         vcs,
                         classes: Vec::new(),
                         impair: None,
@@ -1728,9 +1898,12 @@ impl<'m> Sim<'m> {
                             sent: c.sent,
                             dropped: c.dropped,
                             sent_bytes: c.sent_bytes,
+                            out_of_profile: c.out_of_profile,
+                            remarked: c.remarked,
                         })
                         .collect();
-                    if classes.iter().all(|c| c.enqueued == 0 && c.dropped == 0) {
+                    let idle = |c: &ClassReport| c.enqueued == 0 && c.dropped == 0;
+                    if classes.iter().all(|c| idle(c) && c.out_of_profile == 0) {
                         continue;
                     }
                     ports.push(PortReport {
@@ -1752,6 +1925,7 @@ impl<'m> Sim<'m> {
                         frames_epd: 0,
                         frames_ppd: 0,
                         max_occupancy_cells: 0,
+                        cells_lost_on_line: iface.line_loss.as_ref().map_or(0, |l| l.lost),
                         vcs: Vec::new(),
                         classes,
                         impair: iface.impair.as_ref().and_then(|stage| {
@@ -1789,6 +1963,11 @@ fn recirculate(bg: &mut Background, d: &Departure) {
         bg.returns.push_back((arrival_ns, cell));
     }
 }
+
+mod bg_model;
+mod cell_loss;
+mod fragments;
+mod p2mp;
 
 #[cfg(test)]
 mod tests {

@@ -16,14 +16,16 @@
 
 #[cfg(test)]
 mod accounting_tests;
+mod endsys;
 mod engine;
+mod frag;
 pub mod limits;
 mod network;
 pub mod report;
 mod scenario;
 mod sender;
 
-pub use network::{run_step, SimError, SimFlow, SimFlowResult, SimNetwork};
+pub use network::{run_step, NetworkLink, SimError, SimFlow, SimFlowResult, SimNetwork};
 pub use report::{render_human, RunReport, SimReport, SweepPoint, SCHEMA_VERSION};
 pub use scenario::{load, Scenario, ScenarioError};
 

@@ -76,6 +76,10 @@ pub(crate) fn check_overload(m: &Model) -> Result<(), ScenarioError> {
         let (Some(rate), Some(l)) = (offered[i], first_link(&m.links, f)) else {
             continue;
         };
+        // A point-to-multipoint leaf's packets are its root's.
+        if f.replica_of.is_some() {
+            continue;
+        }
         let link = &m.links[l];
         let cap = link.rate_bps.saturating_mul(MAX_OVERLOAD);
         if rate > cap {
@@ -89,6 +93,7 @@ pub(crate) fn check_overload(m: &Model) -> Result<(), ScenarioError> {
         let shared: Vec<(usize, &FlowSpec)> = m.flows[..=i]
             .iter()
             .enumerate()
+            .filter(|(_, g)| g.replica_of.is_none())
             .filter(|(_, g)| g.path.first() == f.path.first() && first_link(&m.links, g) == Some(l))
             .collect();
         let sum = shared

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use flowlab_atm::ServiceCategory;
+use flowlab_link::atm::PortSpec;
+use flowlab_link::diffserv::SchedSpec;
+use flowlab_link::impair::ImpairConfig;
 use flowlab_results::{EchoReport, Role, SideReport};
 use flowlab_spanned::{FileError, Reader};
 use flowlab_spec::{Direction, Protocol as TestProtocol, TestSpec};
@@ -94,6 +97,25 @@ impl SimFlowResult {
     }
 }
 
+/// One link of a network file, as a lab's twin is checked (`SimNetwork::links`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkLink<'n> {
+    /// The nodes it joins, as the file names them.
+    pub a: &'n str,
+    pub b: &'n str,
+    /// IP links: the line rate; ATM links: a router's sending rate in cell bits (the
+    /// line's cell rate unless `rate` shapes it lower).
+    pub rate_bps: u64,
+    /// The least one-way delay (propagation, or the impairment stage's delay).
+    pub delay_ns: u64,
+    /// The impairment stage, when it does more than delay.
+    pub impair: Option<&'n ImpairConfig>,
+    /// The ATM port (PHY, encapsulation, buffer) of an ATM link.
+    pub atm: Option<&'n PortSpec>,
+    /// A router's packet scheduler on the link.
+    pub sched: &'n SchedSpec,
+}
+
 /// A network file's sections, and the scenario sections it refuses.
 const SECTIONS: &[&str] = &["network", "hosts", "node", "link"];
 const TRAFFIC_SECTIONS: &[&str] = &["sim", "flow", "background", "sweep"];
@@ -161,6 +183,24 @@ impl SimNetwork {
 
     pub fn description(&self) -> &str {
         &self.model.description
+    }
+
+    /// The links, to check the network against the lab it stands for.
+    pub fn links(&self) -> Vec<NetworkLink<'_>> {
+        let nodes = &self.model.nodes;
+        self.model
+            .links
+            .iter()
+            .map(|l| NetworkLink {
+                a: &nodes[l.a].name,
+                b: &nodes[l.b].name,
+                rate_bps: l.rate_bps,
+                delay_ns: l.impair.as_ref().map_or(l.delay_ns, |i| i.delay_ns),
+                impair: l.impair.as_ref(),
+                atm: l.atm.as_ref().map(|a| &a.port),
+                sched: &l.sched,
+            })
+            .collect()
     }
 
     /// Whether experiment host `host` can run flows here (a host node, by `[hosts]` or by
@@ -283,9 +323,11 @@ impl SimNetwork {
             contract: None,
             police: None,
             shape: false,
+            vc_limits: None,
             dscp: spec.socket.dscp.unwrap_or(0),
             tcp: tcp_spec(spec, size.saturating_sub(TCP_HEADERS)),
             metered_headers,
+            replica_of: None,
             line: 0,
             rate_line: 0,
         })
@@ -426,6 +468,7 @@ fn tcp_spec(spec: &TestSpec, mss: u32) -> TcpSpec {
         bytes: spec.count.map(|c| c.saturating_mul(u64::from(spec.size))),
         delayed_ack_ns: None,
         min_rto_ns: TCP_MIN_RTO_NS,
+        pace_bps: None,
     }
 }
 

@@ -69,8 +69,52 @@ pub struct FlowReport {
     /// Packets neither delivered nor dropped when the run ended: in a shaper's queue, a
     /// port's buffer or on a link (ping: requests and echoes). Not counted as lost.
     pub in_flight_at_end: u64,
+    /// IP fragmentation, when a datagram was larger than a link of the path (both ways for
+    /// ping): absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<FragReport>,
     pub sender: SenderReport,
     pub receiver: ReceiverReport,
+}
+
+/// What fragmentation and reassembly did to a flow's datagrams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct FragReport {
+    /// Datagrams sent as fragments (by the host or a router).
+    pub datagrams_fragmented: u64,
+    /// Fragments made (a fragment split again by a router counts its parts too).
+    pub fragments: u64,
+    /// Datagrams put together at the receiver.
+    pub reassembled: u64,
+    /// Incomplete datagrams given up 30 s (Linux's `ipfrag_time`) after their first fragment.
+    pub reassembly_timeouts: u64,
+    /// Fragments dropped because the receiver held 4 MiB (`ipfrag_high_thresh`) already.
+    pub fragments_refused: u64,
+    /// Datagrams still incomplete when the run ended, less than 30 s after their first
+    /// fragment (lost already if one of their fragments was dropped).
+    pub awaiting_reassembly_at_end: u64,
+}
+
+impl FragReport {
+    fn add(self, o: FragReport) -> FragReport {
+        FragReport {
+            datagrams_fragmented: self.datagrams_fragmented + o.datagrams_fragmented,
+            fragments: self.fragments + o.fragments,
+            reassembled: self.reassembled + o.reassembled,
+            reassembly_timeouts: self.reassembly_timeouts + o.reassembly_timeouts,
+            fragments_refused: self.fragments_refused + o.fragments_refused,
+            awaiting_reassembly_at_end: self.awaiting_reassembly_at_end
+                + o.awaiting_reassembly_at_end,
+        }
+    }
+
+    /// Both directions' figures together (a ping's requests and echoes).
+    pub(crate) fn both(a: Option<FragReport>, b: Option<FragReport>) -> Option<FragReport> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.add(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -110,6 +154,10 @@ pub struct ClassReport {
     pub sent: u64,
     pub dropped: u64,
     pub sent_bytes: u64,
+    /// Packets the class's meter dropped (out of profile).
+    pub out_of_profile: u64,
+    /// Packets the class's marker gave another DSCP.
+    pub remarked: u64,
 }
 
 /// One output port (one direction of a link).
@@ -130,6 +178,9 @@ pub struct PortReport {
     pub frames_epd: u64,
     pub frames_ppd: u64,
     pub max_occupancy_cells: u64,
+    /// Cells the line lost after the port (`cell_loss`): absent when it loses none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cells_lost_on_line: u64,
     pub vcs: Vec<VcReport>,
     pub classes: Vec<ClassReport>,
     /// The link's impairment stage after this port, when it has one: frames lost by cause,
@@ -142,6 +193,10 @@ pub struct BackgroundReport {
     pub name: String,
     pub cells_injected: u64,
     pub passes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn ms(ns: f64) -> String {
@@ -203,6 +258,13 @@ pub fn render_human(r: &SimReport) -> String {
             }
             if let Some(rtt) = &f.receiver.round_trip {
                 let _ = write!(out, "  rtt mean {}", ms(rtt.mean_ns));
+            }
+            if let Some(g) = &f.fragmentation {
+                let _ = write!(
+                    out,
+                    "  fragmented {} into {} reassembled {} timed out {}",
+                    g.datagrams_fragmented, g.fragments, g.reassembled, g.reassembly_timeouts
+                );
             }
             if let Some(p) = &f.policer {
                 let _ = write!(

@@ -5,13 +5,18 @@
 //! unknown node, SCR above PCR, no path) can still point at the line that caused it. The whole
 //! file, every sweep point included, is checked before anything runs.
 
+use flowlab_atm::VcLimits;
 use flowlab_atm::{PolicingAction, ServiceCategory};
-use flowlab_link::atm::{read_contract, read_port, read_service, ContractSpec, PortSpec, POLICING};
-use flowlab_link::config::{read_impair, IMPAIR_KEYS};
+use flowlab_link::atm::{
+    read_contract, read_port, read_service, read_vc_limits, ContractSpec, PortSpec, POLICING,
+};
+use flowlab_link::config::{read_cell_loss, read_impair, IMPAIR_KEYS};
 use flowlab_link::diffserv::{dscp_of, queue_limit, read_sched, SchedSpec, DEFAULT_LIMIT};
 use flowlab_link::impair::ImpairConfig;
+use flowlab_link::loss::LossModel;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
+use crate::endsys::{read_endsys, EndSystem, ENDSYS_KEYS};
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
 use crate::sender::{parse_traffic, SendSpec};
 
@@ -31,9 +36,14 @@ const LINK_KEYS: &[&str] = &[
     "rate",
     "buffer_cells",
     "host_buffer_cells",
+    "cell_loss",
+    "cell_loss_burst",
+    "cell_gemodel",
     "epd",
     "ppd",
     "clp_threshold",
+    "vc_buffer_cells",
+    "vc_epd",
     "encap",
     "mtu",
     "buffer",
@@ -69,7 +79,11 @@ const FLOW_KEYS: &[&str] = &[
     "bytes",
     "delayed_ack",
     "min_rto",
+    "pace",
+    "vc_buffer_cells",
+    "vc_epd",
     "traffic",
+    "leaves",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -84,6 +98,7 @@ const BACKGROUND_KEYS: &[&str] = &[
     "clp",
     "start",
     "duration",
+    "traffic",
 ];
 const NOT_MAX: &str = "'max' is not a rate here";
 const NODE_KINDS: &[(&str, NodeKind)] = &[
@@ -92,7 +107,8 @@ const NODE_KINDS: &[(&str, NodeKind)] = &[
     ("ip-router", NodeKind::IpRouter),
     ("router", NodeKind::IpRouter),
 ];
-const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true)];
+// `ttcp` is read apart (a bulk TCP transfer between hosts), named here for the error text.
+const PATTERNS: &[(&str, bool)] = &[("cbr", false), ("poisson", true), ("ttcp", false)];
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +122,7 @@ pub(crate) enum NodeKind {
 pub(crate) struct NodeSpec {
     pub name: String,
     pub kind: NodeKind,
+    pub endsys: EndSystem,
 }
 
 /// The ATM side of a link: the port every link shares with emulated ones, and the buffer of
@@ -114,6 +131,8 @@ pub(crate) struct NodeSpec {
 pub(crate) struct AtmSpec {
     pub port: PortSpec,
     pub host_buffer_cells: usize,
+    /// Cells lost on the line, each direction on its own (`cell_loss` ...).
+    pub cell_loss: LossModel,
 }
 
 /// One link; it carries traffic both ways, each way with its own output port.
@@ -152,6 +171,8 @@ pub(crate) struct TcpSpec {
     pub bytes: Option<u64>,
     pub delayed_ack_ns: Option<u64>,
     pub min_rto_ns: u64,
+    /// The application writes one MSS at a time at this rate (host pacing); `None`: bulk.
+    pub pace_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -167,6 +188,8 @@ pub(crate) struct FlowSpec {
     pub contract: Option<ContractSpec>,
     pub police: Option<PolicingAction>,
     pub shape: bool,
+    /// The flow's VCs' share of each switch port's buffer, instead of the link's.
+    pub vc_limits: Option<VcLimits>,
     pub dscp: u8,
     pub tcp: TcpSpec,
     /// Header bytes the meters leave out of each packet: none in scenarios (they count IP
@@ -175,6 +198,9 @@ pub(crate) struct FlowSpec {
     /// Lines of the `[[flow]]` table and of its rate (the table's when it has none).
     pub line: usize,
     pub rate_line: usize,
+    /// An extra leaf of a point-to-multipoint VC: the root flow's index and the switch
+    /// where the copies for this leaf are made.
+    pub replica_of: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -183,7 +209,10 @@ pub(crate) struct BackgroundSpec {
     /// The switch and the link (index into `links`) whose output port it loads.
     pub node: usize,
     pub link: usize,
+    /// Cell bits per second: the `rate`, or what the `traffic` model offers (estimated).
     pub cells_per_second_num: u64,
+    /// A traffic model sending AAL5 frames instead of single cells at `rate`.
+    pub model: Option<SendSpec>,
     pub poisson: bool,
     pub passes: usize,
     pub loop_delay_ns: u64,
@@ -321,9 +350,8 @@ fn unit_of(key: &str) -> Option<Unit> {
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
         | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
-        | "buffer_packets" | "tx_ring" | "mbs" | "mss" | "passes" | "cells_per_frame" | "limit" => {
-            Unit::Count
-        }
+        | "vc_buffer_cells" | "vc_epd" | "buffer_packets" | "tx_ring" | "mbs" | "mss"
+        | "passes" | "cells_per_frame" | "limit" => Unit::Count,
         _ => return None,
     })
 }
@@ -397,18 +425,39 @@ fn build(doc: &Reader) -> Result<Model, ScenarioError> {
         nodes,
     };
     let mut flows: Vec<FlowSpec> = Vec::new();
-    for f in &flow_t {
+    let mut backgrounds = Vec::new();
+    let ttcp = bg_t.iter().filter_map(|b| match background::is_ttcp(b) {
+        Ok(true) => Some(background::ttcp_flow(b, &net, sim.duration_ns).map(|f| (b, f))),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    });
+    let read = flow_t.iter().map(|f| {
         let flow = read_flow(f, &net, sim.duration_ns)?;
-        if flows.iter().any(|x| x.name == flow.name) {
-            let item = f.required("name")?;
-            return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+        // The extra leaves of a point-to-multipoint VC follow their root.
+        let mut leaves = p2mp::leaves(f, &flow, 0, &net)?;
+        leaves.insert(0, flow);
+        Ok((f, leaves))
+    });
+    let ttcp = ttcp.map(|r| r.map(|(b, f)| (b, vec![f])));
+    for r in read.chain(ttcp) {
+        let (table, group) = r?;
+        let root = flows.len();
+        for mut flow in group {
+            if flows.iter().any(|x| x.name == flow.name) {
+                let item = table.required("name")?;
+                return Err(item.error(format!("flow {:?} is defined twice", flow.name)));
+            }
+            if let Some((_, branch)) = flow.replica_of {
+                flow.replica_of = Some((root, branch));
+            }
+            flows.push(flow);
         }
-        flows.push(flow);
     }
-    let backgrounds = bg_t
-        .iter()
-        .map(|b| read_background(b, &net, sim.duration_ns))
-        .collect::<Result<Vec<_>, _>>()?;
+    for b in &bg_t {
+        if !background::is_ttcp(b)? {
+            backgrounds.push(read_background(b, &net, sim.duration_ns)?);
+        }
+    }
     let model = Model {
         description: sim.description,
         duration_ns: sim.duration_ns,
@@ -470,7 +519,7 @@ pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioErr
     let mut nodes: Vec<NodeSpec> = Vec::new();
     for n in tables {
         let n = n.named("node");
-        n.only(NODE_KEYS)?;
+        n.only(&[NODE_KEYS, ENDSYS_KEYS].concat())?;
         let name = n.required_string("name")?.to_string();
         n.required("kind")?;
         let kind = n.choice("kind", NODE_KINDS)?.unwrap_or(NodeKind::Host);
@@ -478,7 +527,8 @@ pub(crate) fn read_nodes(tables: &[Reader]) -> Result<Vec<NodeSpec>, ScenarioErr
             let item = n.required("name")?;
             return Err(item.error(format!("node {name:?} is defined twice")));
         }
-        nodes.push(NodeSpec { name, kind });
+        let endsys = read_endsys(&n, kind)?;
+        nodes.push(NodeSpec { name, kind, endsys });
     }
     Ok(nodes)
 }
@@ -631,11 +681,18 @@ fn read_link_impair(l: &Reader, atm: bool) -> Result<(u64, Option<ImpairConfig>)
 /// The ATM side of a link with a `phy`.
 fn read_atm(l: &Reader) -> Result<Option<AtmSpec>, ScenarioError> {
     let Some(port) = read_port(l)? else {
+        for key in ["cell_loss", "cell_loss_burst", "cell_gemodel"] {
+            if let Some(item) = l.get(key) {
+                let msg = "needs phy (an ATM link); an IP link takes loss";
+                return Err(l.error(item, key, msg));
+            }
+        }
         return Ok(None);
     };
     Ok(Some(AtmSpec {
         port,
         host_buffer_cells: l.positive("host_buffer_cells")?.unwrap_or(1 << 16) as usize,
+        cell_loss: read_cell_loss(l)?,
     }))
 }
 
@@ -672,6 +729,9 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
             format!("flow {name}: police and shape need a contract (pcr)"),
         ));
     }
+    if let (Some(item), false) = (f.get("pace"), matches!(protocol, Protocol::Tcp)) {
+        return Err(f.error(item, "pace", "paces tcp flows (udp sets rate)"));
+    }
     let dscp = match f.get("dscp") {
         None => 0,
         Some(item) => dscp_of(item).map_err(|m| f.error(item, "dscp", m))?,
@@ -687,9 +747,11 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         contract,
         police,
         shape,
+        vc_limits: read_vc_limits(&f)?,
         dscp,
         tcp: flow_tcp(&f, size)?,
         metered_headers: 0,
+        replica_of: None,
         line: f.line(),
         rate_line: f
             .get("rate")
@@ -849,10 +911,9 @@ fn flow_size(
                 let m = format!("{s} bytes is below the 28 bytes of IP and UDP headers");
                 return Err(key_error("size", m));
             }
-            if s > u64::from(path_mtu) {
-                let m = format!(
-                    "{s} bytes is above the path MTU {path_mtu} (fragmentation is not modelled)"
-                );
+            // Larger datagrams are fragmented on the way, up to IPv4's largest.
+            if s > 65_535 {
+                let m = format!("{s} bytes is above the IPv4 maximum of 65535");
                 return Err(key_error("size", m));
             }
             Ok(s as u32)
@@ -875,6 +936,7 @@ fn flow_tcp(f: &Reader, size: u32) -> Result<TcpSpec, ScenarioError> {
         bytes: f.bytes("bytes")?,
         delayed_ack_ns: f.duration_ns("delayed_ack")?,
         min_rto_ns: f.duration_ns("min_rto")?.unwrap_or(1_000_000_000),
+        pace_bps: f.bit_rate("pace", "'max' is a bulk sender: leave pace out")?,
     })
 }
 
@@ -900,14 +962,22 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         );
         return Err(b.required("to")?.error(msg));
     };
-    let rate = b
-        .bit_rate("rate", NOT_MAX)?
-        .ok_or_else(|| FileError::at(b.line(), "background: needs rate"))?;
     let start_ns = b.duration_ns("start")?.unwrap_or(0);
+    let stop_ns = stop_ns(&b, start_ns, run_ns)?;
+    let model = background::read_model(&b, stop_ns.saturating_sub(start_ns))?;
+    let rate = match (&model, b.bit_rate("rate", NOT_MAX)?) {
+        (Some((_, offered)), None) => *offered,
+        (None, Some(r)) => r,
+        (Some(_), Some(_)) => {
+            return Err(b.error(b.required("rate")?, "rate", "a traffic model sets its own"))
+        }
+        (None, None) => return Err(FileError::at(b.line(), "background: needs rate")),
+    };
     Ok(BackgroundSpec {
         node,
         link,
         cells_per_second_num: rate,
+        model: model.map(|m| m.0),
         poisson: b.choice("pattern", PATTERNS)?.unwrap_or(false),
         passes: b.positive("passes")?.unwrap_or(1).min(1024) as usize,
         loop_delay_ns: b.duration_ns("loop_delay")?.unwrap_or(10_000),
@@ -915,7 +985,7 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         service: read_service(&b)?.unwrap_or(ServiceCategory::Ubr),
         clp: b.bool("clp")?.unwrap_or(false),
         start_ns,
-        stop_ns: stop_ns(&b, start_ns, run_ns)?,
+        stop_ns,
         line: b.line(),
         name,
     })
@@ -969,5 +1039,7 @@ pub(crate) fn shortest_path(
     Some(path)
 }
 
+mod background;
+mod p2mp;
 #[cfg(test)]
 mod tests;

@@ -312,11 +312,17 @@ fn a_preset_runs_each_part_as_a_sub_flow() {
 }
 
 #[test]
-fn a_model_above_the_path_mtu_loses_its_big_packets_at_the_sender() {
-    // Video frames cut at 9000 bytes do not fit a 1500-byte MTU.
+fn a_model_above_the_path_mtu_is_fragmented_on_the_way() {
+    // Video frames cut at 9000 bytes do not fit a 1500-byte MTU: 5028 IP bytes are sent as
+    // four fragments (1480 × 3 + 568 data bytes) and put together at the receiver.
     let text = ip_pair("2s", &model_flow("video:fps=25,size=5000,mtu=9000"));
     let f = &run(&load(&text).unwrap(), None).runs[0].flows[0];
-    assert_eq!(f.sender.packets_sent, 0);
-    assert_eq!(f.sender.lost_by_sender.send_errors, 50);
-    assert_eq!(f.loss_ratio, 1.0);
+    assert_eq!(f.sender.packets_sent, 50);
+    assert_eq!(f.sender.lost_by_sender.send_errors, 0);
+    let frag = f.fragmentation.expect("fragmentation is reported");
+    assert_eq!((frag.datagrams_fragmented, frag.fragments), (50, 200));
+    assert_eq!(frag.reassembled, f.receiver.packets.received);
+    assert_eq!(frag.reassembly_timeouts, 0);
+    assert_eq!(f.receiver.packets.received + f.in_flight_at_end, 50);
+    assert_eq!(f.loss_ratio, 0.0);
 }

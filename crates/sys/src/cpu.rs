@@ -7,58 +7,89 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::monotonic_ns;
 
-/// Host-wide CPU time counters from the aggregate `cpu` line of /proc/stat.
+/// Jiffies of one `cpu` line of /proc/stat (the aggregate or one `cpuN`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HostCpuTimes {
-    /// Busy jiffies: user + nice + system + irq + softirq + steal.
+pub struct CpuJiffies {
+    /// user + nice + system + irq + softirq + steal.
     pub busy: u64,
-    /// Busy plus idle + iowait jiffies.
+    /// Serving softirqs (network receive and transmit processing among them).
+    pub softirq: u64,
+    /// Busy plus idle + iowait.
     pub total: u64,
-    /// Number of per-CPU `cpuN` lines (online CPUs).
+}
+
+impl CpuJiffies {
+    /// Parses the numbers after a `cpu` label; `None` with fewer than four.
+    ///
+    /// guest/guest_nice are ignored because the kernel already counts them in
+    /// user/nice. Junk numbers count 0 rather than failing.
+    fn parse<'a>(fields: impl Iterator<Item = &'a str>) -> Option<CpuJiffies> {
+        let vals: Vec<u64> = fields.map(|f| f.parse::<u64>().unwrap_or(0)).collect();
+        if vals.len() < 4 {
+            return None;
+        }
+        let get = |i: usize| vals.get(i).copied().unwrap_or(0);
+        let (user, nice, system, idle) = (get(0), get(1), get(2), get(3));
+        let (iowait, irq, softirq, steal) = (get(4), get(5), get(6), get(7));
+        let busy = [user, nice, system, irq, softirq, steal]
+            .into_iter()
+            .fold(0u64, u64::saturating_add);
+        Some(CpuJiffies {
+            busy,
+            softirq,
+            total: busy.saturating_add(idle).saturating_add(iowait),
+        })
+    }
+
+    fn since(&self, start: &CpuJiffies) -> CpuJiffies {
+        CpuJiffies {
+            busy: self.busy.saturating_sub(start.busy),
+            softirq: self.softirq.saturating_sub(start.softirq),
+            total: self.total.saturating_sub(start.total),
+        }
+    }
+}
+
+/// Host-wide CPU time counters from /proc/stat.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostCpuTimes {
+    /// The aggregate `cpu` line: all cores together.
+    pub all: CpuJiffies,
+    /// Each `cpuN` line (online CPUs), in the file's order.
+    pub per_cpu: Vec<CpuJiffies>,
+    /// Number of per-CPU `cpuN` lines.
     pub cores: u32,
 }
 
 /// Parses /proc/stat text. Pure so it can be tested on sample text.
 ///
-/// guest/guest_nice are ignored because the kernel already counts them in
-/// user/nice. Returns `None` if there is no usable aggregate `cpu` line.
+/// Returns `None` if there is no usable aggregate `cpu` line.
 pub fn parse_proc_stat(text: &str) -> Option<HostCpuTimes> {
-    let mut agg: Option<(u64, u64)> = None;
-    let mut cores = 0u32;
+    let mut all: Option<CpuJiffies> = None;
+    let mut per_cpu = Vec::new();
     for line in text.lines() {
         let mut fields = line.split_ascii_whitespace();
         let Some(label) = fields.next() else {
             continue;
         };
         if label == "cpu" {
-            let vals: Vec<u64> = fields.map(|f| f.parse::<u64>().unwrap_or(0)).collect();
-            if vals.len() < 4 {
-                return None;
-            }
-            let get = |i: usize| vals.get(i).copied().unwrap_or(0);
-            let (user, nice, system, idle) = (get(0), get(1), get(2), get(3));
-            let (iowait, irq, softirq, steal) = (get(4), get(5), get(6), get(7));
-            let busy = user
-                .saturating_add(nice)
-                .saturating_add(system)
-                .saturating_add(irq)
-                .saturating_add(softirq)
-                .saturating_add(steal);
-            let total = busy.saturating_add(idle).saturating_add(iowait);
-            agg = Some((busy, total));
+            all = Some(CpuJiffies::parse(fields)?);
         } else if label
             .strip_prefix("cpu")
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         {
-            cores = cores.saturating_add(1);
+            per_cpu.push(CpuJiffies::parse(fields).unwrap_or_default());
         }
     }
-    let (busy, total) = agg?;
-    Some(HostCpuTimes { busy, total, cores })
+    Some(HostCpuTimes {
+        all: all?,
+        cores: u32::try_from(per_cpu.len()).unwrap_or(u32::MAX),
+        per_cpu,
+    })
 }
 
 /// A point-in-time CPU reading; two of them give a [`CpuUsage`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CpuSnapshot {
     /// Process user time (getrusage RUSAGE_SELF), ns.
     pub process_user_ns: u64,
@@ -96,6 +127,7 @@ impl CpuSnapshot {
             io::Error::new(io::ErrorKind::InvalidData, "no 'cpu' line in /proc/stat")
         })?;
         if host.cores == 0 {
+            host.per_cpu.clear();
             host.cores = std::thread::available_parallelism()
                 .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
                 .unwrap_or(1);
@@ -160,7 +192,7 @@ pub fn pin_to(cpus: &[usize]) -> io::Result<()> {
 }
 
 /// CPU usage over an interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuUsage {
     /// Process user time, percent of one core (may exceed 100 with threads).
     pub process_user_pct: f64,
@@ -168,6 +200,10 @@ pub struct CpuUsage {
     pub process_system_pct: f64,
     /// Host busy time across all cores, 0..=100.
     pub host_pct: f64,
+    /// Host softirq time across all cores, 0..=100 (whoever's packets it served).
+    pub host_softirq_pct: f64,
+    /// Softirq share of each CPU, 0..=100, in /proc/stat's order; empty if CPUs came or went.
+    pub host_softirq_per_cpu_pct: Vec<f64>,
     /// Number of host cores.
     pub cores: u32,
     /// Largest resident set of the process since it started, bytes.
@@ -178,7 +214,7 @@ fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         return 0.0;
     }
-    let v = part as f64 / whole as f64 * 100.0;
+    let v = part as f64 * 100.0 / whole as f64;
     if v.is_finite() {
         v
     } else {
@@ -193,12 +229,23 @@ pub fn usage_between(start: &CpuSnapshot, end: &CpuSnapshot) -> CpuUsage {
     let system = end
         .process_system_ns
         .saturating_sub(start.process_system_ns);
-    let busy = end.host.busy.saturating_sub(start.host.busy);
-    let total = end.host.total.saturating_sub(start.host.total);
+    let host = end.host.all.since(&start.host.all);
+    let share = |d: CpuJiffies, part: u64| pct(part, d.total).clamp(0.0, 100.0);
+    let per_cpu = if start.host.per_cpu.len() == end.host.per_cpu.len() {
+        let deltas = end.host.per_cpu.iter().zip(&start.host.per_cpu);
+        deltas
+            .map(|(e, s)| e.since(s))
+            .map(|d| share(d, d.softirq))
+            .collect()
+    } else {
+        Vec::new()
+    };
     CpuUsage {
         process_user_pct: pct(user, wall),
         process_system_pct: pct(system, wall),
-        host_pct: pct(busy, total).clamp(0.0, 100.0),
+        host_pct: share(host, host.busy),
+        host_softirq_pct: share(host, host.softirq),
+        host_softirq_per_cpu_pct: per_cpu,
         cores: end.host.cores,
         process_max_rss_bytes: end.process_max_rss_bytes,
     }
@@ -241,15 +288,23 @@ procs_running 2\n";
     fn parses_sample() {
         let h = parse_proc_stat(SAMPLE).unwrap();
         let busy = 963 + 10 + 1427 + 15 + 20; // irq column is 0
-        assert_eq!(h.busy, busy);
-        assert_eq!(h.total, busy + 47983 + 163);
+        assert_eq!(h.all.busy, busy);
+        assert_eq!(h.all.softirq, 15);
+        assert_eq!(h.all.total, busy + 47983 + 163);
         assert_eq!(h.cores, 2);
+        let cpu1 = CpuJiffies {
+            busy: 638 + 5 + 847 + 11 + 12,
+            softirq: 11,
+            total: 638 + 5 + 847 + 11 + 12 + 23636 + 142,
+        };
+        assert_eq!(h.per_cpu[1], cpu1);
     }
 
     #[test]
     fn parses_old_kernel_four_fields() {
         let h = parse_proc_stat("cpu 1 2 3 4\ncpu0 1 2 3 4\n").unwrap();
-        assert_eq!((h.busy, h.total, h.cores), (6, 10, 1));
+        assert_eq!((h.all.busy, h.all.softirq, h.all.total), (6, 0, 10));
+        assert_eq!(h.cores, 1);
     }
 
     #[test]
@@ -259,7 +314,7 @@ procs_running 2\n";
         assert_eq!(parse_proc_stat("intr 1 2 3 4 5\ncpux 1 2 3 4"), None);
         // Junk numbers become 0 rather than failing.
         let h = parse_proc_stat("cpu x 2 3 4 99999999999999999999999\n").unwrap();
-        assert_eq!((h.busy, h.total), (5, 9));
+        assert_eq!((h.all.busy, h.all.total), (5, 9));
     }
 
     #[test]
@@ -295,12 +350,46 @@ procs_running 2\n";
         assert!(u.cores >= 1);
     }
 
+    /// A snapshot of fixed /proc/stat text at `wall_ns`, the process having used `cpu_ns`.
+    fn snapshot(stat: &str, wall_ns: u64, (user, system): (u64, u64)) -> CpuSnapshot {
+        CpuSnapshot {
+            process_user_ns: user,
+            process_system_ns: system,
+            process_max_rss_bytes: 1 << 20,
+            host: parse_proc_stat(stat).unwrap(),
+            wall_ns,
+        }
+    }
+
+    #[test]
+    fn softirq_shares_host_wide_and_per_cpu() {
+        let start = snapshot(SAMPLE, 0, (0, 0));
+        // One second later (100 jiffies per CPU): cpu0 spent 30 in softirq, cpu1 none.
+        let later = "cpu  1003 10 1467 48073 163 0 45 20 5 0\n\
+cpu0 334 5 589 24397 20 0 33 7 0 0\n\
+cpu1 668 5 877 23676 142 0 11 12 0 0\n";
+        let end = snapshot(later, 1_000_000_000, (250_000_000, 500_000_000));
+        let u = usage_between(&start, &end);
+        assert_eq!(u.host_softirq_pct, 15.0, "30 of 200 jiffies");
+        assert_eq!(u.host_softirq_per_cpu_pct, vec![30.0, 0.0]);
+        assert_eq!(u.host_pct, 55.0, "110 of 200 jiffies busy");
+        assert_eq!((u.process_user_pct, u.process_system_pct), (25.0, 50.0));
+        // A CPU gone offline between the readings: no per-CPU figures rather than wrong ones.
+        let one_cpu = "cpu  1003 10 1467 48073 163 0 45 20 5 0\n\
+cpu0 334 5 589 24397 20 0 33 7 0 0\n";
+        let u = usage_between(&start, &snapshot(one_cpu, 1_000_000_000, (0, 0)));
+        assert!(u.host_softirq_per_cpu_pct.is_empty());
+        assert_eq!(u.host_softirq_pct, 15.0);
+    }
+
     #[test]
     fn usage_serde_roundtrip() {
         let u = CpuUsage {
             process_user_pct: 12.5,
             process_system_pct: 3.25,
             host_pct: 50.0,
+            host_softirq_pct: 1.5,
+            host_softirq_per_cpu_pct: vec![3.0, 0.0],
             cores: 8,
             process_max_rss_bytes: 14 << 20,
         };

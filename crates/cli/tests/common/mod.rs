@@ -3,6 +3,7 @@
 
 pub mod attacker;
 pub mod capture;
+pub mod lab;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};

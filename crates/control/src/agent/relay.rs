@@ -34,14 +34,34 @@ pub(super) fn answer_time_probes(conn: &mut Conn, first_t1: u64) -> Result<(), S
     }
 }
 
-/// Runs a controller's test as a client towards another agent and returns its result. The
-/// traffic goes between the two agents only: each sends to the end that connected to it.
+/// A relayed test waits this long for packets in flight unless the controller says.
+const RELAY_DRAIN: Duration = Duration::from_millis(500);
+/// The longest wait for packets in flight a controller may ask of a relayed test.
+const MAX_RELAY_DRAIN: Duration = Duration::from_secs(10);
+
+/// The wait for packets in flight a controller asked for (`None`: the default), refused
+/// above [`MAX_RELAY_DRAIN`].
+pub(super) fn relay_drain(drain_ns: Option<u64>) -> Result<Duration, String> {
+    let drain = drain_ns.map_or(RELAY_DRAIN, Duration::from_nanos);
+    if drain > MAX_RELAY_DRAIN {
+        return Err(format!(
+            "a wait of {:.1} s for packets in flight is above the limit of {} s",
+            drain.as_secs_f64(),
+            MAX_RELAY_DRAIN.as_secs()
+        ));
+    }
+    Ok(drain)
+}
+
+/// Runs a controller's test as a client towards another agent from `start_at_ns`, waiting
+/// `drain` after the last packet, and returns its result. The traffic goes between the two
+/// agents only: each sends to the end that connected to it.
 pub(super) fn relay_test(
     conn: &mut Conn,
     config: &AgentConfig,
     target: &str,
     spec: TestSpec,
-    start_at_ns: Option<u64>,
+    (start_at_ns, drain): (Option<u64>, Duration),
     log: &dyn Fn(String),
 ) -> Result<(), String> {
     if let Some(at) = start_at_ns {
@@ -53,7 +73,7 @@ pub(super) fn relay_test(
         target: target.to_string(),
         spec,
         key: config.key.clone(),
-        drain: Duration::from_millis(500),
+        drain,
         interface: None,
         agent_interface: None,
     };
@@ -79,5 +99,20 @@ fn relay_error(e: &ClientError) -> String {
             "the target did not answer as a flowlab agent".into()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_controller_may_ask_a_longer_wait_within_the_limit() {
+        assert_eq!(relay_drain(None), Ok(RELAY_DRAIN));
+        assert_eq!(relay_drain(Some(2_000_000_000)), Ok(Duration::from_secs(2)));
+        assert_eq!(
+            relay_drain(Some(3_600_000_000_000)).unwrap_err(),
+            "a wait of 3600.0 s for packets in flight is above the limit of 10 s"
+        );
     }
 }

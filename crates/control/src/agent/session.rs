@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use flowlab_engine::{QdiscWatch, RunContext};
 use flowlab_results::{IntervalReport, PacketRecord, Role, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
-use flowlab_sys::cpu::CpuSnapshot;
 use flowlab_units::format_rate;
 use flowlab_wire::control::{
     HELLO_FLAG_AUTH_REQUIRED, MAX_FRAME_LEN, MAX_OPEN_REQUEST_LEN, MAX_SMALL_FRAME_LEN,
@@ -23,12 +22,12 @@ use super::config::{
     START_TIMEOUT,
 };
 use super::data::DataSockets;
-use super::relay::{answer_time_probes, relay_test};
+use super::relay::{answer_time_probes, relay_drain, relay_test};
 use super::roles::{run_role, Event};
 use crate::admission::Ticket;
 use crate::auth;
 use crate::conn::{Conn, ConnError, Deadline, PACKET_LOG_CHUNK};
-use crate::outcome::{cpu_load, RoleOutcome, ThreadTime};
+use crate::outcome::{RoleOutcome, ThreadTime};
 use crate::protocol::Message;
 use crate::result::roles;
 
@@ -180,7 +179,8 @@ impl Session<'_> {
                 target,
                 spec,
                 start_at_ns,
-            } => self.relayed_test(&mut conn, &target, spec, start_at_ns, ticket),
+                drain_ns,
+            } => self.relayed_test(&mut conn, &target, spec, (start_at_ns, drain_ns), ticket),
             other => {
                 stats.malformed_control.fetch_add(1, Ordering::Relaxed);
                 refuse(
@@ -198,7 +198,7 @@ impl Session<'_> {
         conn: &mut Conn,
         target: &str,
         spec: TestSpec,
-        start_at_ns: Option<u64>,
+        (start_at_ns, drain_ns): (Option<u64>, Option<u64>),
         ticket: Ticket,
     ) -> Result<(), String> {
         let (config, stats) = (self.config, self.stats);
@@ -214,10 +214,14 @@ impl Session<'_> {
         if let Err(reason) = check_limits(&spec, &config.limits) {
             return refuse(conn, stats, reason);
         }
+        let drain = match relay_drain(drain_ns) {
+            Ok(drain) => drain,
+            Err(reason) => return refuse(conn, stats, reason),
+        };
         let Some(_slot) = take_slot(stats, &config.limits) else {
             return refuse(conn, stats, busy(&config.limits));
         };
-        relay_test(conn, config, target, spec, start_at_ns, self.log)
+        relay_test(conn, config, target, spec, (start_at_ns, drain), self.log)
     }
 
     /// The client's own test: checked, accepted with data sockets towards the client only,
@@ -308,7 +312,6 @@ fn run_test(
     let (_, role) = roles(spec);
     let stop = AtomicBool::new(false);
     let (events, inbox) = mpsc::channel::<Event>();
-    let cpu_start = CpuSnapshot::take().ok();
     // The agent sends in reverse tests and echoes in loopback ones: its own qdisc's drops.
     let peer = conn.stream().peer_addr().map(|a| a.ip()).ok();
     let qdisc_watch = peer
@@ -351,8 +354,8 @@ fn run_test(
         let outcome = worker
             .join()
             .unwrap_or_else(|_| RoleOutcome::failed("the test thread failed"));
-        let spin = outcome.sender.as_ref().map_or(0, |s| s.pacing_spin_ns);
-        report.role_cpu = outcome.time.role_cpu(spin);
+        report.role_cpu = outcome.role_cpu();
+        report.cpu = outcome.time.cpu_load();
         report.sender = outcome.sender;
         report.receiver = outcome.receiver;
         report.echo = outcome.echo;
@@ -364,7 +367,6 @@ fn run_test(
             report.error = outcome.error;
         }
     });
-    report.cpu = cpu_start.and_then(|start| cpu_load(&start));
     report.host_qdisc_drops = qdisc_watch.zip(peer).and_then(|(w, peer)| w.finish(peer));
     // A client that stopped reading stalls the first send; the rest would stall again.
     let logged = log.chunks(PACKET_LOG_CHUNK).try_for_each(|chunk| {

@@ -169,6 +169,7 @@ pub fn udp_ping<S: DatagramSocket>(
         let sent = sent_meter.packets_per_flow();
         sent.iter().map(|&p| p.div_ceil(u64::from(n))).collect()
     });
+    count_socket_drops(socks, &mut meter);
     let received = ReceiverOutcome {
         report: meter.report(echoes_due.as_deref()),
         log: meter.take_log(),
@@ -197,8 +198,8 @@ struct Prepared {
     kernel_stamps: bool,
 }
 
-/// Prepares receiving sockets: kernel timestamps, drop counters, GRO when asked, busy polling
-/// when asked. Failures are not fatal: the report then says user-space time or unknown drops.
+/// Prepares receiving sockets: kernel timestamps, GRO when asked, busy polling when asked.
+/// Failures are not fatal: the report then says user-space time.
 fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool) -> Prepared {
     let mut gro_on = gro;
     let mut kernel_stamps = true;
@@ -212,7 +213,6 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool)
     }
     for sock in socks {
         kernel_stamps &= udp::enable_rx_timestamps(sock).is_ok();
-        let _ = udp::enable_rxq_ovfl(sock);
         if gro {
             gro_on &= udp::enable_gro(sock).is_ok();
         }
@@ -334,6 +334,7 @@ pub fn udp_receive<S: DatagramSocket>(
     if let Some((index, start, end)) = intervals.last(clock::monotonic_ns()) {
         on_interval(meter.take_interval(index, start, end));
     }
+    count_socket_drops(socks, &mut meter);
     let mut report = meter.report(None);
     report.gro = prepared.gro;
     ReceiverOutcome {
@@ -341,6 +342,16 @@ pub fn udp_receive<S: DatagramSocket>(
         log: meter.take_log(),
         error,
         echo: echoer.map(|e| e.report),
+    }
+}
+
+/// Each socket's receive-buffer drops over the test, read at its end (0 when none; unknown
+/// where the kernel does not tell).
+fn count_socket_drops<S: DatagramSocket>(socks: &[S], meter: &mut ReceiverMeter) {
+    for (i, sock) in socks.iter().enumerate() {
+        if let Ok(drops) = udp::socket_drops(sock) {
+            meter.set_socket_drops(i, drops);
+        }
     }
 }
 
@@ -394,9 +405,6 @@ fn record_datagram(
     // Echoes come back to a loopback client; anything else goes one way. On a shared medium
     // (native frames on `lo`) an end also sees the other direction's frames: not ours.
     let expect_echo = meter.expects_echoes();
-    if let Some(drops) = meta.rxq_drops {
-        meter.set_socket_drops(flow_index, u64::from(drops));
-    }
     if meta.truncated {
         return meter.on_malformed();
     }
@@ -474,7 +482,6 @@ pub fn udp_echo<S: DatagramSocket>(
     prepare_receivers(socks, spec, false);
     let mut echoer = Echoer::new(ctx, 1);
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
-    let mut drops = vec![0u64; socks.len()];
     let mut error = None;
     match Readiness::new(socks, spec.busy_poll) {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
@@ -484,9 +491,6 @@ pub fn udp_echo<S: DatagramSocket>(
                     let n = udp::recv_batch(&socks[i], &mut batch)?;
                     for k in 0..n {
                         let meta = batch.meta(k);
-                        if let Some(d) = meta.rxq_drops {
-                            drops[i] = u64::from(d);
-                        }
                         echoer.take(batch.payload(k), &meta);
                     }
                     echoer.send(&socks[i]);
@@ -500,8 +504,8 @@ pub fn udp_echo<S: DatagramSocket>(
         }
     }
     let mut report = echoer.report;
-    let total_drops: u64 = drops.iter().sum();
-    report.socket_buffer_drops = (total_drops > 0).then_some(total_drops);
+    let drops: io::Result<Vec<u64>> = socks.iter().map(udp::socket_drops).collect();
+    report.socket_buffer_drops = drops.ok().map(|d| d.iter().sum());
     (report, error)
 }
 

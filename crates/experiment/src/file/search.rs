@@ -8,6 +8,7 @@ use flowlab_spec::Protocol;
 
 use super::{capped, substitute, substitute_table, Flow, SearchKind, SearchSpec, SweepPoint, Vars};
 use crate::limits::{hours, MAX_PLANNED_NS, MAX_POINTS, MAX_REPEAT, MAX_TRIALS};
+use crate::search::RFC2544_TRIAL_NS;
 
 const SEARCH_KEYS: &[&str] = &[
     "kind",
@@ -66,10 +67,17 @@ pub(super) fn read_search(
             ))
         }
     };
+    // RFC 2544 §24: trials of at least 60 s, unless the file says otherwise.
+    let rfc2544_trial = match kind {
+        SearchKind::Rfc2544Throughput { .. } | SearchKind::LossVsLoad { .. } => {
+            Some(RFC2544_TRIAL_NS)
+        }
+        _ => None,
+    };
     let spec = SearchSpec {
         kind,
         flows: s.flows,
-        trial_ns: s.r.duration_ns("trial")?,
+        trial_ns: s.r.duration_ns("trial")?.or(rfc2544_trial),
         line: v.line(),
     };
     check_search_size(&spec, base)?;

@@ -62,6 +62,19 @@ fn loss_forms() {
         .atm
         .unwrap();
     assert_eq!(cells.cell_loss, LossModel::Random { p: 1e-4 });
+    let ge = r#"phy = "OC-3c", cell_gemodel = { p = 0.01, r = 0.25, loss_bad = 0.5 }"#;
+    assert_eq!(
+        load(ge).unwrap().atm.unwrap().cell_loss,
+        LossModel::GilbertElliott {
+            p: 0.01,
+            r: 0.25,
+            loss_bad: 0.5,
+            loss_good: 0.0
+        }
+    );
+    let both = r#"phy = "OC-3c", cell_loss = 0.1, cell_gemodel = { p = 0.1, r = 0.5 }"#;
+    assert!(err(both).contains("give cell_loss or cell_gemodel, not both"));
+    assert!(err("cell_loss_burst = 3.0, delay = \"1ms\"").contains("needs phy"));
 }
 
 #[test]
@@ -190,4 +203,16 @@ fn the_documented_examples_load() {
 #[test]
 fn impairment_keys_are_emulate_keys() {
     assert!(IMPAIR_KEYS.iter().all(|k| KEYS.contains(k)));
+}
+
+#[test]
+fn vc_limits_are_atm_port_keys() {
+    let s = load(r#"phy = "E1", buffer_cells = 200, vc_buffer_cells = 100, vc_epd = 50"#).unwrap();
+    let limits = s.atm.unwrap().port.vc_limits;
+    assert_eq!(
+        (limits.buffer_cells, limits.epd_threshold),
+        (Some(100), Some(50))
+    );
+    assert!(err("vc_epd = 5").contains("needs phy"));
+    assert!(err(r#"phy = "E1", vc_buffer_cells = 10, vc_epd = 10"#).contains("must be below"));
 }

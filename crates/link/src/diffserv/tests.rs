@@ -58,10 +58,7 @@ fn ef_waits_at_most_one_packet_and_wfq_shares_the_rest() {
 #[test]
 fn a_meter_drops_out_of_profile_frames() {
     let mut spec = SchedSpec::fifo(QueueLimit::Unlimited);
-    spec.classes[0].meter = Some(MeterSpec {
-        rate_bps: 1_000_000,
-        burst_bytes: 1500,
-    });
+    spec.classes[0].meter = Some(MeterSpec::policer(1_000_000, 1500));
     let mut m = DiffServEdge::new(&spec, 100_000_000, 1, None);
     // 1000 B every 4 ms is 2 Mbit/s, twice the meter's rate: about half pass.
     let (events, verdicts) = run_virtual(

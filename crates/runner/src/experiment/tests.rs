@@ -6,7 +6,8 @@ use flowlab_control::Summary2;
 struct Bottleneck {
     capacity: f64,
     clocks: Clocks,
-    steps: Vec<usize>,
+    /// Each step run: its index and its wait for packets in flight.
+    steps: Vec<(usize, Option<u64>)>,
     kind: NetworkKind,
 }
 
@@ -30,6 +31,7 @@ impl Bottleneck {
 fn result(spec: &flowlab_spec::TestSpec, goodput: f64, loss: f64) -> TestResult {
     let sent = 1000;
     let lost = (loss * sent as f64).round() as u64;
+    let size = u64::from(spec.size);
     TestResult {
         schema_version: flowlab_control::SCHEMA_VERSION,
         flowlab_version: "test".into(),
@@ -39,7 +41,9 @@ fn result(spec: &flowlab_spec::TestSpec, goodput: f64, loss: f64) -> TestResult 
         spec: spec.clone(),
         summary: Summary2 {
             packets_sent: sent,
+            bytes_sent: sent * size,
             packets_lost: lost,
+            bytes_received: (sent - lost) * size,
             loss_pct: loss * 100.0,
             receiver_goodput_bps: goodput,
             ..Summary2::default()
@@ -62,7 +66,7 @@ impl StepRunner for Bottleneck {
     }
 
     fn run_step(&mut self, step: &Step) -> Vec<Result<TestResult, String>> {
-        self.steps.push(step.index);
+        self.steps.push((step.index, step.drain_ns));
         let offered: f64 = step
             .flows
             .iter()
@@ -141,7 +145,7 @@ values = ["3M", "9M"]
         _ => {}
     };
     let out = run_experiment(&e, &steps, &BTreeMap::new(), &mut net, &mut observer).unwrap();
-    assert_eq!(net.steps, [0, 1, 2, 3]);
+    assert_eq!(net.steps, [(0, None), (1, None), (2, None), (3, None)]);
     assert_eq!(
         seen,
         [
@@ -216,10 +220,41 @@ trial = "1s"
         .map(|t| t.offered_bps);
     let best = lossless.max().unwrap();
     assert!((7_750_000..=8_000_000).contains(&best), "{best}");
+    assert!(
+        trials.iter().all(|t| t.goodput_bps <= t.offered_bps as f64),
+        "{trials:?}"
+    );
     assert_eq!(found, out.search);
-    assert_eq!(out.flows.len(), 1 + trials.len());
-    let text = found.unwrap().to_string();
-    assert!(text.contains(&best.to_string()), "{text}");
+    // Issue 12: the plan's step ran first and was stored beside trial 0.
+    assert_eq!(
+        out.flows.len(),
+        trials.len(),
+        "only the search's trials run"
+    );
+    let trial_steps: Vec<_> = (0..trials.len())
+        .map(|i| (i, Some(flowlab_experiment::TRIAL_DRAIN_NS)))
+        .collect();
+    assert_eq!(net.steps, trial_steps);
+    let (last, bisection) = trials.split_last().unwrap();
+    assert!(bisection
+        .iter()
+        .all(|t| t.duration_ns == Some(1_000_000_000)));
+    assert_eq!(
+        last.duration_ns,
+        Some(2_000_000_000),
+        "the re-run of the result"
+    );
+    let found = found.unwrap();
+    assert!(found.to_string().contains(&best.to_string()), "{found}");
+    // 1 s trials: the result says it is shorter than RFC 2544 asks, in the text too.
+    assert_eq!(found["flags"], json!(["short_trial"]));
+    let capacity = found["capacity_bps"].as_f64().unwrap();
+    assert!((capacity / 8e6 - 1.0).abs() < 1e-3, "{capacity}");
+    let text = crate::format::search_text(&found);
+    assert!(
+        text.ends_with("\nwarning: trials shorter than RFC 2544's 60 s (1.00 s: a queue can hide a rate above capacity)\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -266,8 +301,10 @@ fn a_starved_flow_counts_for_what_it_delivered() {
         "/../../examples/experiments/lab-three-offered-load.toml"
     ))
     .unwrap();
-    let text = text.replace("full_rate = \"6M\"", "full_rate = \"5400k\"");
-    let e = flowlab_experiment::load(&text).unwrap();
+    // The file's plan (its three flows together), without the search that replaces it.
+    let plan = &text[..text.find("[search]").unwrap()];
+    let plan = plan.replace("full_rate = \"6M\"", "full_rate = \"5400k\"");
+    let e = flowlab_experiment::load(&plan).unwrap();
     let network = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/sim/lab-three.toml"

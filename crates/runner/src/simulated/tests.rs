@@ -207,14 +207,38 @@ parallel = [\"ok\", \"paced-tcp\"]
     );
 }
 
+/// Issue 12: 1.5 s trials let the 32 KiB queue absorb a rate above the link's.
 #[test]
-fn the_rfc2544_example_finds_a_throughput_just_under_the_link() {
-    let e = experiment(&example("examples/experiments/lab-bottleneck-rfc2544.toml"));
-    let out = run_on(&e, "examples/sim/bottleneck.toml");
+fn the_rfc2544_example_is_flagged_above_the_link_and_rfc2544_trials_are_not() {
+    let text = example("examples/experiments/lab-bottleneck-rfc2544.toml");
+    let out = run_on(&experiment(&text), "examples/sim/bottleneck.toml");
     assert_eq!(out.failed(), 0);
-    let found = out.search.as_ref().unwrap()["rate_bps"].as_u64().unwrap();
-    // 9.73 Mbit/s of payload fills 10 Mb/s; a 1.5 s trial a little above it fits the queue.
-    assert!((9_500_000..10_000_000).contains(&found), "{found}");
+    let search = out.search.as_ref().unwrap();
+    let found = search["rate_bps"].as_f64().unwrap();
+    let capacity = search["capacity_bps"].as_f64().unwrap();
+    // 9.73 Mbit/s of payload fills 10 Mb/s of IP packets; a 1.5 s trial a little above
+    // fits the queue, and says so.
+    let payload_ceiling = 10e6 * 1000.0 / 1028.0;
+    assert!(
+        (capacity / payload_ceiling - 1.0).abs() < 1e-3,
+        "{capacity}"
+    );
+    assert!((9.5e6..10e6).contains(&found), "{found}");
+    assert!(found > capacity, "{search:#}");
+    assert_eq!(search["flags"], json!(["short_trial", "above_capacity"]));
+
+    let rfc = text.replace("trial = \"1500ms\"", "");
+    let out = run_on(&experiment(&rfc), "examples/sim/bottleneck.toml");
+    let search = out.search.as_ref().unwrap();
+    assert_eq!(search["trial_s"], 60.0, "RFC 2544's default");
+    let found = search["rate_bps"].as_f64().unwrap();
+    assert!(
+        found <= search["capacity_bps"].as_f64().unwrap(),
+        "{search:#}"
+    );
+    assert!(found <= payload_ceiling);
+    assert_eq!(search["flags"], json!([]));
+    assert_eq!(search["verification"]["trial_s"], 120.0);
 }
 
 #[test]
@@ -225,6 +249,15 @@ fn the_offered_load_example_saturates_the_bottleneck() {
     let search = out.search.as_ref().unwrap();
     // 50 % of 3 × 6 Mbit/s fits 10 Mb/s, 60 % overflows the 64 KiB queue within 1.5 s.
     assert_eq!(search["lossless_offered_bps"], 9_000_000);
+    for point in search["points"].as_array().unwrap() {
+        let (offered, output) = (point["rate_bps"].as_f64(), point["throughput_bps"].as_f64());
+        assert!(output.unwrap() <= offered.unwrap(), "{point}");
+    }
+    assert_eq!(
+        out.flows.len(),
+        30,
+        "ten loads of three flows, and no plan step"
+    );
     for key in ["peak_bps", "full_load_bps"] {
         let bps = search[key].as_f64().unwrap();
         assert!((9.5e6..10e6).contains(&bps), "{key} {bps}");

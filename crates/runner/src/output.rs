@@ -1,0 +1,42 @@
+//! Printing a finished result: its JSON written where asked and shown as JSON or text, and the
+//! exit code of a run that ended early.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+/// Writes a result's JSON to `output`, if given, then prints it: as JSON, or as `human` text.
+pub fn print_result(
+    json: &str,
+    output: Option<&Path>,
+    as_json: bool,
+    human: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if let Some(path) = output {
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    match as_json {
+        true => writeln!(stdout, "{json}")?,
+        false => write!(stdout, "{}", human())?,
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+/// The exit code of a `what` whose results were printed: an error (1) or an interruption
+/// (130) said in one line on stderr; `None` when it ran to its end.
+pub fn conclude(error: Option<&str>, interrupted: bool, what: &str) -> Option<ExitCode> {
+    if let Some(e) = error {
+        eprintln!("flowlab: error: {e} (results above cover the {what} up to then)");
+        return Some(ExitCode::from(1));
+    }
+    if interrupted {
+        eprintln!("flowlab: interrupted: results above cover the {what} up to then");
+        return Some(ExitCode::from(130));
+    }
+    None
+}

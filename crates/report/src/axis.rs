@@ -109,11 +109,24 @@ pub fn si(v: f64, symbol: &str) -> String {
 
 /// A tick's label for a value already in `unit` (seconds, bit/s, ...).
 pub fn tick(v: f64, unit: Unit) -> String {
-    // Counts take no sub-unit prefix: a count of 0.8, not "800 m".
+    with_symbol(v, unit, unit.tick_symbol())
+}
+
+/// A value in `unit` as a table cell reads it, the whole unit after the number: "9.5 Mbit/s",
+/// "350 µs", "0.5 %", "1.5 k".
+pub fn value(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Percent if v.is_finite() && v != 0.0 => format!("{} %", short(v)),
+        _ => with_symbol(v, unit, unit.symbol()),
+    }
+}
+
+fn with_symbol(v: f64, unit: Unit, symbol: &str) -> String {
+    // Counts take no sub-unit prefix: a count of 0.8, not "800 m"; zero is "0" in any unit.
     let plain = !unit.si() || (unit == Unit::Count && v.abs() < 1.0);
     match plain {
-        false => si(v, unit.tick_symbol()),
-        true if v == 0.0 => "0".into(),
+        _ if v == 0.0 => "0".into(),
+        false => si(v, symbol),
         true => short(v),
     }
 }
@@ -137,9 +150,22 @@ mod tests {
         assert_eq!(tick(5e-5, Unit::Seconds), "50 µs");
         assert_eq!(tick(1.25, Unit::Percent), "1.25");
         assert_eq!(tick(0.0, Unit::Percent), "0");
+        assert_eq!(tick(0.0, Unit::Seconds), "0", "zero needs no unit");
         assert_eq!(tick(0.8, Unit::Count), "0.8");
         assert_eq!(tick(2500.0, Unit::Count), "2.5 k");
         assert_eq!(tick(0.001234, Unit::Percent), "0.00123");
+    }
+
+    #[test]
+    fn values_carry_their_whole_unit() {
+        assert_eq!(value(9.5e6, Unit::BitsPerSec), "9.5 Mbit/s");
+        assert_eq!(value(5.35e-5, Unit::Seconds), "53.5 µs");
+        assert_eq!(value(0.2, Unit::Percent), "0.2 %");
+        assert_eq!(value(2500.0, Unit::PerSec), "2.5 k/s");
+        assert_eq!(value(1500.0, Unit::Bytes), "1.5 kB");
+        assert_eq!(value(3.0, Unit::Count), "3");
+        assert_eq!(value(0.0, Unit::BitsPerSec), "0");
+        assert_eq!(value(f64::NAN, Unit::Percent), "NaN");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use serde_json::Value;
 use flowlab_store::{plain, Run, Store};
 
 use crate::{
-    aggregate, metrics, plot, swept_params, Figure, PlotKind, PlotRequest, ReportError, Scales,
+    aggregate, metrics, plot, swept_params, Figure, Metric, PlotKind, PlotRequest, ReportError,
+    Scales,
 };
 
 /// Metrics shown first in reports when present.
@@ -105,21 +106,23 @@ fn parameters(params: &Value) -> Markup {
 }
 
 /// A table of one row per point: the swept parameters, then each metric (headed by its label
-/// and unit from the metric table) with its interval, and a line naming each interval.
+/// from the metric table, its raw name on hover) with its interval in its unit, SI-prefixed,
+/// and a line naming each interval.
 fn table(run: &Run, swept: &[String], names: &[String]) -> Markup {
     let rows = aggregate(run, names);
+    let params: Vec<Metric> = swept.iter().map(|c| metrics::describe(c)).collect();
+    let columns: Vec<Metric> = names.iter().map(|c| metrics::describe(c)).collect();
     html! {
         table {
             tr {
-                @for c in swept { th { (metrics::describe(c).heading()) } }
-                @for c in names { th title=(c) { (metrics::describe(c).heading()) } }
+                @for c in params.iter().chain(&columns) { th title=(c.name) { (c.label) } }
                 th { "n" }
             }
             @for row in &rows {
                 tr {
-                    @for k in swept { td { (row.params.get(k).map(plain).unwrap_or_default()) } }
-                    @for name in names {
-                        td { (row.estimates.iter().find(|(k, _)| k == name).map_or("-".into(), |(_, e)| crate::fmt_estimate(e))) }
+                    @for p in &params { td { (param_cell(row.params.get(&p.name), p)) } }
+                    @for m in &columns {
+                        td { (row.estimates.iter().find(|(k, _)| *k == m.name).map_or("-".into(), |(_, e)| m.format_estimate(e))) }
                     }
                     td { (row.estimates.iter().map(|(_, e)| e.n).max().unwrap_or(0)) }
                 }
@@ -128,6 +131,15 @@ fn table(run: &Run, swept: &[String], names: &[String]) -> Markup {
         @if let Some(note) = crate::interval_note(&rows) {
             p.note { (note) }
         }
+    }
+}
+
+/// A parameter's value: a number in its unit ("1 kB"), anything else as it was given.
+fn param_cell(value: Option<&Value>, param: &Metric) -> String {
+    match value.map(|v| (v, plot::as_number(v))) {
+        Some((Value::Number(_), Some(n))) => param.format(n),
+        Some((v, _)) => plain(v),
+        None => String::new(),
     }
 }
 

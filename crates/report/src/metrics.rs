@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::stats::{Estimate, Method};
 use crate::ReportError;
 
 /// Short names users type for the most common metrics.
@@ -43,6 +44,14 @@ impl Unit {
         }
     }
 
+    /// The symbol after a value's SI prefix in a table cell: "9.5 Mbit/s", "250 /s".
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::PerSec => "/s",
+            unit => unit.name(),
+        }
+    }
+
     /// The unit as a column header or axis label names it, "" when the label says it all.
     pub fn name(self) -> &'static str {
         match self {
@@ -79,6 +88,26 @@ impl Metric {
             Unit::Seconds if self.scale == 1e-6 => "µs",
             Unit::Seconds if self.scale == 1e-9 => "ns",
             unit => unit.name(),
+        }
+    }
+
+    /// A stored number in the metric's unit, SI-prefixed: "53.5 µs", "9.5 Mbit/s", "0.5 %".
+    pub fn format(&self, stored: f64) -> String {
+        crate::axis::value(stored * self.scale, self.unit)
+    }
+
+    /// A mean over repetitions with its interval, like `fmt_estimate` but in the metric's
+    /// unit: "53.5 µs ± 3.63 µs", "0.2 % (0.0458 %–0.981 %)" where the interval is lopsided.
+    pub fn format_estimate(&self, e: &Estimate) -> String {
+        let mean = self.format(e.mean);
+        match e.method {
+            Method::None => mean,
+            m if m.symmetric() => format!("{mean} ± {}", self.format(e.half_width())),
+            _ => format!(
+                "{mean} ({}–{})",
+                self.format(e.ci_low),
+                self.format(e.ci_high)
+            ),
         }
     }
 
@@ -141,14 +170,38 @@ const NAMED: &[(&str, &str, Unit)] = &[
     ("response_bytes", "response bytes", Unit::Bytes),
     ("cpu_client_pct", "client CPU", Unit::Percent),
     ("cpu_agent_pct", "agent CPU", Unit::Percent),
-    ("cpu_pacing_spin_client_pct", "client pacing spin CPU", Unit::Percent),
-    ("cpu_pacing_spin_agent_pct", "agent pacing spin CPU", Unit::Percent),
-    ("cpu_ns_per_packet_client", "client CPU per packet", Unit::Seconds),
-    ("cpu_ns_per_packet_agent", "agent CPU per packet", Unit::Seconds),
+    (
+        "cpu_pacing_spin_client_pct",
+        "client pacing spin CPU",
+        Unit::Percent,
+    ),
+    (
+        "cpu_pacing_spin_agent_pct",
+        "agent pacing spin CPU",
+        Unit::Percent,
+    ),
+    (
+        "cpu_ns_per_packet_client",
+        "client CPU per packet",
+        Unit::Seconds,
+    ),
+    (
+        "cpu_ns_per_packet_agent",
+        "agent CPU per packet",
+        Unit::Seconds,
+    ),
     ("host_cpu_client_pct", "client host CPU", Unit::Percent),
     ("host_cpu_agent_pct", "agent host CPU", Unit::Percent),
-    ("host_cpu_softirq_client_pct", "client host softirq CPU", Unit::Percent),
-    ("host_cpu_softirq_agent_pct", "agent host softirq CPU", Unit::Percent),
+    (
+        "host_cpu_softirq_client_pct",
+        "client host softirq CPU",
+        Unit::Percent,
+    ),
+    (
+        "host_cpu_softirq_agent_pct",
+        "agent host softirq CPU",
+        Unit::Percent,
+    ),
     ("rate_bps", "offered load", Unit::BitsPerSec),
     ("throughput_bps", "throughput", Unit::BitsPerSec),
     ("rate", "offered rate", Unit::BitsPerSec),
@@ -432,7 +485,10 @@ mod tests {
         assert!(extract(&json!({})).is_empty());
         // Each figure extracted is in the metric table, none labelled by its raw name.
         for (name, _) in &m {
-            assert!(!describe(name).label.contains('_'), "{name} is not in the table");
+            assert!(
+                !describe(name).label.contains('_'),
+                "{name} is not in the table"
+            );
         }
     }
 
@@ -459,6 +515,9 @@ mod tests {
         assert_eq!(describe("loss_pct").heading(), "packet loss (%)");
         assert_eq!(describe("packets_lost").heading(), "packets lost");
         assert_eq!(describe("size").unit, Unit::Bytes);
+        assert_eq!(rtt.format(53.5), "53.5 µs");
+        assert_eq!(describe("goodput_bps").format(9.5e6), "9.5 Mbit/s");
+        assert_eq!(per_packet.format(1500.0), "1.5 µs");
         assert_eq!(describe("rtt_bogus_us").label, "rtt bogus us");
         // Every metric a result yields is in the table, none falls back to its raw name.
         for name in [
@@ -475,6 +534,31 @@ mod tests {
             let m = describe(&name);
             assert!(!m.label.contains('_') && !m.label.contains(" us"), "{name}");
         }
+    }
+
+    #[test]
+    fn estimates_read_in_the_metric_unit() {
+        let e = |mean, ci_low, ci_high, method| Estimate {
+            n: 3,
+            mean,
+            stddev: 1.0,
+            ci_low,
+            ci_high,
+            method,
+        };
+        let rtt = describe("rtt_mean_us");
+        assert_eq!(
+            rtt.format_estimate(&e(53.5, 50.0, 57.0, Method::StudentT)),
+            "53.5 µs ± 3.5 µs"
+        );
+        assert_eq!(
+            describe("loss_pct").format_estimate(&e(0.2, 0.0458, 0.981, Method::Wilson)),
+            "0.2 % (0.0458 %–0.981 %)"
+        );
+        assert_eq!(
+            rtt.format_estimate(&e(900.0, 900.0, 900.0, Method::None)),
+            "900 µs"
+        );
     }
 
     #[test]

@@ -171,6 +171,10 @@ pub fn timeseries(run: &Run, ys: &[String], scales: Scales) -> Result<Figure, Re
         ));
     }
     let ys = metrics::resolve(ys, &available)?;
+    let shown = match run.points.len() {
+        n if n > MAX_SERIES => format!(" (the first {MAX_SERIES} of {n} points)"),
+        _ => String::new(),
+    };
     let panels = ys
         .iter()
         .map(|y| {
@@ -187,7 +191,7 @@ pub fn timeseries(run: &Run, ys: &[String], scales: Scales) -> Result<Figure, Re
                 })
                 .collect();
             Panel {
-                title: format!("{} per interval", m.label),
+                title: format!("{} per interval{shown}", m.label),
                 y: metric_axis(&m, scales.y),
                 series,
                 guides: Vec::new(),

@@ -328,7 +328,7 @@ fn reports_render_in_a_headless_browser() {
         let plots = page.matches("<figure>").count();
         let file = dir.join(format!("{name}.html"));
         std::fs::write(&file, &page).unwrap();
-        let shot = dir.join(format!("{name}.png"));
+        let shot = dir.join(format!("{name}-report.png"));
         let run = |extra: &[&str]| {
             std::process::Command::new(&browser)
                 .args([

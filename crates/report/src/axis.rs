@@ -93,18 +93,58 @@ pub fn si(v: f64, symbol: &str) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v} {symbol}").trim_end().to_string();
     }
+    let power = prefix_power(v);
+    let mantissa = short(v / 1e3f64.powi(power));
+    format!("{mantissa} {}{symbol}", prefix(power))
+        .trim_end()
+        .to_string()
+}
+
+/// The power of 1000 whose prefix suits `v` (nonzero, finite).
+fn prefix_power(v: f64) -> i32 {
     let mut power = (v.abs().log10() / 3.0).floor() as i32;
     // 999.95 k rounds to "1000 k": say 1 M.
     let rounded = short(v / 1e3f64.powi(power)).parse::<f64>();
     if rounded.is_ok_and(|m| m.abs() >= 1e3) {
         power += 1;
     }
-    let power = power.clamp(-UNPREFIXED, PREFIXES.len() as i32 - 1 - UNPREFIXED);
-    let prefix = PREFIXES[(power + UNPREFIXED) as usize];
-    let mantissa = short(v / 1e3f64.powi(power));
-    format!("{mantissa} {prefix}{symbol}")
-        .trim_end()
-        .to_string()
+    power.clamp(-UNPREFIXED, PREFIXES.len() as i32 - 1 - UNPREFIXED)
+}
+
+fn prefix(power: i32) -> &'static str {
+    PREFIXES[(power + UNPREFIXED) as usize]
+}
+
+/// An interval's numbers (mean first, then its bounds) under one prefix, with three
+/// significant digits of the mean or as many decimals as `resolution` (a half-width) needs
+/// to show: "2.0000", "1.9998", "2.0008" and "Mbit/s". Zeros read "0".
+pub fn shared(values: &[f64], resolution: f64, unit: Unit) -> (Vec<String>, String) {
+    let finite = || {
+        values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite() && *v != 0.0)
+    };
+    let anchor = finite().next().unwrap_or(0.0);
+    let largest = finite().fold(0.0f64, |m, v| m.max(v.abs()));
+    let prefixed = unit.si() && anchor != 0.0 && !(unit == Unit::Count && largest < 1.0);
+    let power = if prefixed { prefix_power(anchor) } else { 0 };
+    let scale = 1e3f64.powi(power);
+    let digits = |v: f64| match v.is_finite() && v > 0.0 {
+        true => -((v / scale).log10().floor() as i32),
+        false => 0,
+    };
+    let decimals = (digits(anchor.abs()) + 2)
+        .max(digits(resolution))
+        .clamp(0, 9) as usize;
+    let numbers = values
+        .iter()
+        .map(|v| match *v == 0.0 {
+            true => "0".to_string(),
+            false => format!("{:.decimals$}", v / scale),
+        })
+        .collect();
+    (numbers, format!("{}{}", prefix(power), unit.symbol()))
 }
 
 /// A tick's label for a value already in `unit` (seconds, bit/s, ...).
@@ -154,6 +194,32 @@ mod tests {
         assert_eq!(tick(0.8, Unit::Count), "0.8");
         assert_eq!(tick(2500.0, Unit::Count), "2.5 k");
         assert_eq!(tick(0.001234, Unit::Percent), "0.00123");
+    }
+
+    #[test]
+    fn intervals_share_a_prefix_and_show_their_width() {
+        let (n, unit) = shared(&[2.0e6, 1.9998e6, 2.0008e6], 200.0, Unit::BitsPerSec);
+        assert_eq!(
+            (n.join(" "), unit.as_str()),
+            ("2.0000 1.9998 2.0008".into(), "Mbit/s")
+        );
+        let (n, unit) = shared(&[96.4e-6, 26.3e-6, 387e-6], 70e-6, Unit::Seconds);
+        assert_eq!(
+            (n.join(" "), unit.as_str()),
+            ("96.4 26.3 387.0".into(), "µs")
+        );
+        let (n, unit) = shared(&[0.0, 0.0, 0.102], 0.102, Unit::Percent);
+        assert_eq!((n.join(" "), unit.as_str()), ("0 0 0.102".into(), "%"));
+        let (n, unit) = shared(&[-5.89e-6, -17.2e-6, 5.4e-6], 11.3e-6, Unit::Seconds);
+        assert_eq!(
+            (n.join(" "), unit.as_str()),
+            ("-5.89 -17.20 5.40".into(), "µs")
+        );
+        let (n, unit) = shared(&[0.5, 0.2, 0.8], 0.3, Unit::Count);
+        assert_eq!(
+            (n.join(" "), unit.as_str()),
+            ("0.500 0.200 0.800".into(), "")
+        );
     }
 
     #[test]

@@ -18,7 +18,8 @@ const KEY_METRICS: [&str; 6] = ["rtt", "delay", "loss", "cpu", "throughput", "ji
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#111}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:right}\
-th{background:#eee}table.params td,table.params th{text-align:left}\
+th{background:#eee}td{white-space:nowrap}table.params td,table.params th{text-align:left;white-space:normal}\
+div.wide{overflow-x:auto}\
 pre{background:#f6f6f6;padding:.5em;overflow:auto}figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
 details.empty{color:#555;margin:.5em 0}";
 
@@ -113,7 +114,8 @@ fn table(run: &Run, swept: &[String], names: &[String]) -> Markup {
     let params: Vec<Metric> = swept.iter().map(|c| metrics::describe(c)).collect();
     let columns: Vec<Metric> = names.iter().map(|c| metrics::describe(c)).collect();
     html! {
-        table {
+        // Cells keep their number and unit on one line; a wide table scrolls.
+        div.wide { table {
             tr {
                 @for c in params.iter().chain(&columns) { th title=(c.name) { (c.label) } }
                 th { "n" }
@@ -127,7 +129,7 @@ fn table(run: &Run, swept: &[String], names: &[String]) -> Markup {
                     td { (row.estimates.iter().map(|(_, e)| e.n).max().unwrap_or(0)) }
                 }
             }
-        }
+        } }
         @if let Some(note) = crate::interval_note(&rows) {
             p.note { (note) }
         }

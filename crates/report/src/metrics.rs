@@ -97,17 +97,23 @@ impl Metric {
     }
 
     /// A mean over repetitions with its interval, like `fmt_estimate` but in the metric's
-    /// unit: "53.5 µs ± 3.63 µs", "0.2 % (0.0458 %–0.981 %)" where the interval is lopsided.
+    /// unit under one prefix, with the digits the interval's width shows: "53.5 ± 3.5 µs",
+    /// "0.200 (0.046–0.981) %" where the interval is lopsided.
     pub fn format_estimate(&self, e: &Estimate) -> String {
-        let mean = self.format(e.mean);
+        let [mean, low, high] = [e.mean, e.ci_low, e.ci_high].map(|v| v * self.scale);
+        let closer = (mean - low).min(high - mean);
+        let resolution = if closer > 0.0 { closer } else { high - low };
+        let values = [mean, low, high, e.half_width() * self.scale];
+        let (n, unit) = crate::axis::shared(&values, resolution, self.unit);
+        let unit = if unit.is_empty() {
+            unit
+        } else {
+            format!(" {unit}")
+        };
         match e.method {
-            Method::None => mean,
-            m if m.symmetric() => format!("{mean} ± {}", self.format(e.half_width())),
-            _ => format!(
-                "{mean} ({}–{})",
-                self.format(e.ci_low),
-                self.format(e.ci_high)
-            ),
+            Method::None => format!("{}{unit}", n[0]),
+            m if m.symmetric() => format!("{} ± {}{unit}", n[0], n[3]),
+            _ => format!("{} ({}–{}){unit}", n[0], n[1], n[2]),
         }
     }
 
@@ -549,15 +555,25 @@ mod tests {
         let rtt = describe("rtt_mean_us");
         assert_eq!(
             rtt.format_estimate(&e(53.5, 50.0, 57.0, Method::StudentT)),
-            "53.5 µs ± 3.5 µs"
+            "53.5 ± 3.5 µs"
         );
         assert_eq!(
             describe("loss_pct").format_estimate(&e(0.2, 0.0458, 0.981, Method::Wilson)),
-            "0.2 % (0.0458 %–0.981 %)"
+            "0.200 (0.046–0.981) %"
         );
         assert_eq!(
             rtt.format_estimate(&e(900.0, 900.0, 900.0, Method::None)),
             "900 µs"
+        );
+        let goodput = describe("goodput_bps");
+        assert_eq!(
+            goodput.format_estimate(&e(2.0e6, 1.9998e6, 2.0008e6, Method::Bootstrap)),
+            "2.0000 (1.9998–2.0008) Mbit/s"
+        );
+        let lost = describe("packets_lost");
+        assert_eq!(
+            lost.format_estimate(&e(0.0, 0.0, 0.0, Method::StudentT)),
+            "0 ± 0"
         );
     }
 

@@ -20,6 +20,11 @@ const WIDTH: u32 = 860;
 const PANEL_HEIGHT: u32 = 340;
 /// Room right of the data for the legend.
 const LEGEND_WIDTH: u32 = 190;
+/// Characters of a legend label that fit beside its sample line.
+const LEGEND_CHARS: usize = 24;
+/// The legend's first row and the height of each, in pixels.
+const LEGEND_TOP: i32 = 46;
+const LEGEND_ROW: i32 = 20;
 /// At most this many markers along one line, so long series stay lines.
 const MARKERS_PER_LINE: usize = 16;
 const FONT: &str = "sans-serif";
@@ -410,16 +415,29 @@ where
 }
 
 /// The legend, beside the data: each series' line, marker and label, then the guides with
-/// their values.
+/// their values. Labels too long for its width are shortened with "…", and series beyond the
+/// panel's height are counted on one last row.
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
 ) -> Result<(), ReportError> {
     let text = (FONT, 12).into_font().color(&BLACK);
-    let row = |n: usize| 46 + 20 * n as i32;
-    let legend_series = panel.series.iter().filter(|s| !s.label.is_empty());
+    let row = |n: usize| LEGEND_TOP + LEGEND_ROW * n as i32;
+    // Styles follow the series' positions, labelled or not, as in the plot.
+    let labelled: Vec<(usize, &Series)> = panel
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.label.is_empty())
+        .collect();
+    let room = ((PANEL_HEIGHT as i32 - LEGEND_TOP) / LEGEND_ROW) as usize;
+    let overflow = labelled.len() + panel.guides.len() > room;
+    let shown = match overflow {
+        true => room.saturating_sub(panel.guides.len() + 1),
+        false => labelled.len(),
+    };
     let mut n = 0;
-    for (i, series) in legend_series.enumerate() {
+    for &(i, series) in &labelled[..shown] {
         let y = row(n);
         match series.mark {
             Mark::Line => {
@@ -434,8 +452,13 @@ fn draw_legend<DB: DrawingBackend>(
                 ))
                 .map_err(pe)?,
         }
-        area.draw_text(&series.label, &text, (34, y - 7))
+        area.draw_text(&fit(&series.label), &text, (34, y - 7))
             .map_err(pe)?;
+        n += 1;
+    }
+    if overflow {
+        let more = format!("… and {} more", labelled.len() - shown);
+        area.draw_text(&more, &text, (34, row(n) - 7)).map_err(pe)?;
         n += 1;
     }
     for (i, (label, value)) in panel.guides.iter().enumerate() {
@@ -444,10 +467,19 @@ fn draw_legend<DB: DrawingBackend>(
         area.draw(&sample).map_err(pe)?;
         let value = crate::axis::si(*value, "");
         let line = format!("{label} {value}{}", panel.y.unit.name());
-        area.draw_text(&line, &text, (34, y - 7)).map_err(pe)?;
+        area.draw_text(&fit(&line), &text, (34, y - 7))
+            .map_err(pe)?;
         n += 1;
     }
     Ok(())
+}
+
+/// `label` shortened to what the legend's width holds.
+fn fit(label: &str) -> String {
+    match label.chars().count() > LEGEND_CHARS {
+        true => label.chars().take(LEGEND_CHARS - 1).chain(['…']).collect(),
+        false => label.to_string(),
+    }
 }
 
 /// A legend's sample of series `i`'s line, with its dashes.
@@ -481,4 +513,67 @@ fn draw_legend_marker<DB: DrawingBackend>(
         _ => area.draw(&Cross::new(at, 4, c.stroke_width(2))),
     }
     .map_err(pe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(label: String) -> Series {
+        Series {
+            label,
+            points: vec![(1.0, 1.0), (2.0, 2.0)],
+            errors: Vec::new(),
+            mark: Mark::Line,
+        }
+    }
+
+    fn figure(series: Vec<Series>) -> Figure {
+        let axis = |label: &str| Axis {
+            label: label.into(),
+            unit: Unit::Count,
+            scale: Scale::Linear,
+            from_zero: true,
+        };
+        Figure {
+            x: axis("x"),
+            x_span: None,
+            panels: vec![Panel {
+                title: "t".into(),
+                y: axis("y"),
+                series,
+                guides: Vec::new(),
+            }],
+        }
+    }
+
+    /// The texts of an SVG, which plotters writes each on a line of its own.
+    fn texts(svg: &str) -> Vec<&str> {
+        svg.lines().map(str::trim).collect()
+    }
+
+    #[test]
+    fn long_legends_are_shortened_and_counted() {
+        assert_eq!(fit("proto=udp size=1000 #2"), "proto=udp size=1000 #2");
+        let long = "proto=udp size=1000 rate=2M flows=4";
+        assert_eq!(fit(long), "proto=udp size=1000 rat…");
+        let svg = figure((0..30).map(|i| line(format!("series {i}"))).collect())
+            .svg()
+            .unwrap();
+        let room = ((PANEL_HEIGHT as i32 - LEGEND_TOP) / LEGEND_ROW) as usize;
+        let shown = room - 1;
+        assert!(texts(&svg).contains(&format!("series {}", shown - 1).as_str()));
+        assert!(!texts(&svg).contains(&format!("series {shown}").as_str()));
+        let more = format!("… and {} more", 30 - shown);
+        assert!(texts(&svg).contains(&more.as_str()), "{more}");
+    }
+
+    #[test]
+    fn empty_figures_are_known_as_empty() {
+        assert!(figure(Vec::new()).is_empty());
+        let mut no_points = line("a".into());
+        no_points.points.clear();
+        assert!(figure(vec![no_points]).is_empty());
+        assert!(!figure(vec![line("a".into())]).is_empty());
+    }
 }

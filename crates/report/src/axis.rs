@@ -194,6 +194,7 @@ mod tests {
         assert_eq!(tick(0.8, Unit::Count), "0.8");
         assert_eq!(tick(2500.0, Unit::Count), "2.5 k");
         assert_eq!(tick(0.001234, Unit::Percent), "0.00123");
+        assert_eq!(tick(1000.0, Unit::Plain), "1000");
     }
 
     #[test]

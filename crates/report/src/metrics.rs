@@ -32,6 +32,8 @@ pub enum Unit {
     Bytes,
     /// A plain count.
     Count,
+    /// A number in whatever unit its label names ("window (kB)"), never prefixed.
+    Plain,
 }
 
 impl Unit {
@@ -60,13 +62,13 @@ impl Unit {
             Unit::Percent => "%",
             Unit::PerSec => "1/s",
             Unit::Bytes => "B",
-            Unit::Count => "",
+            Unit::Count | Unit::Plain => "",
         }
     }
 
-    /// Whether ticks take SI prefixes (percentages do not).
+    /// Whether ticks take SI prefixes (percentages and plain numbers do not).
     pub fn si(self) -> bool {
-        self != Unit::Percent
+        !matches!(self, Unit::Percent | Unit::Plain)
     }
 }
 

@@ -14,11 +14,11 @@ pub struct Series<'a> {
 }
 
 /// Every series on one panel, linear axes from zero as the seeds' figures draw them. The
-/// labels carry their units ("window (kB)"), so ticks are plain numbers.
+/// labels carry their units ("window (kB)"), so ticks are plain numbers: 1000, not "1 k".
 pub fn figure(title: &str, x_label: &str, y_label: &str, series: &[Series<'_>]) -> Figure {
     let axis = |label: &str| Axis {
         label: label.to_string(),
-        unit: Unit::Count,
+        unit: Unit::Plain,
         scale: Scale::Linear,
         from_zero: true,
     };
@@ -80,7 +80,7 @@ mod tests {
         assert!(text("published") && text("flowlab"));
         assert!(svg.contains("<circle"), "published points are markers");
         assert!(svg.contains("<polyline"), "the simulated curve is a line");
-        // Ticks from the shared theme: 4096 bytes reads "4 k", not "4000.0".
-        assert!(text("4 k") && !svg.contains("4000.0"));
+        // Plain ticks, the unit in the label: 4096 bytes reads "4000", not "4000.0" or "4 k".
+        assert!(text("4000") && !text("4 k") && !svg.contains("4000.0"));
     }
 }

@@ -212,6 +212,7 @@ impl Figure {
     {
         let (x_lo, x_hi) = (x.range().start, x.range().end);
         let y_floor = y.range().start;
+        let y_labels = y_label_count(panel, y.range().end - y_floor);
         let mut chart = ChartBuilder::on(area)
             .caption(&panel.title, (FONT, 16))
             .margin(10)
@@ -229,7 +230,7 @@ impl Figure {
             .x_label_formatter(&|v| tick(*v, x_unit))
             .y_label_formatter(&|v| tick(*v, y_unit))
             .x_labels(8)
-            .y_labels(7)
+            .y_labels(y_labels)
             .light_line_style(TRANSPARENT)
             .bold_line_style(RGBColor(225, 225, 225))
             .draw()
@@ -252,6 +253,21 @@ impl Figure {
                 .map_err(pe)?;
         }
         Ok(())
+    }
+}
+
+/// How many y ticks to ask for: whole counts over a short span get one per unit, so a
+/// 0-or-1 axis is not ticked at 0.2, 0.4, ...
+fn y_label_count(panel: &Panel, span: f64) -> usize {
+    let whole = panel.y.unit == Unit::Count
+        && panel
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .all(|p| p.1.fract() == 0.0);
+    match whole && span < 7.0 {
+        true => span.floor() as usize + 1,
+        false => 7,
     }
 }
 
@@ -566,6 +582,20 @@ mod tests {
         assert!(!texts(&svg).contains(&format!("series {shown}").as_str()));
         let more = format!("… and {} more", 30 - shown);
         assert!(texts(&svg).contains(&more.as_str()), "{more}");
+    }
+
+    #[test]
+    fn whole_counts_over_a_short_span_are_ticked_per_unit() {
+        let panel = || figure(vec![line("a".into())]).panels[0].clone();
+        let mut lost = panel();
+        lost.series[0].points = vec![(1.0, 1.0), (5.0, 1.0)];
+        assert_eq!(y_label_count(&lost, 1.05), 2, "0 and 1");
+        assert_eq!(y_label_count(&lost, 40.0), 7, "a long span");
+        lost.series[0].points[0].1 = 0.5;
+        assert_eq!(y_label_count(&lost, 1.05), 7, "a fractional count");
+        let mut seconds = panel();
+        seconds.y.unit = Unit::Seconds;
+        assert_eq!(y_label_count(&seconds, 2.1), 7, "not a count");
     }
 
     #[test]

@@ -286,6 +286,38 @@ fn search_run(store: &mut Store) -> RunId {
     run
 }
 
+/// One test (kind `test`, nothing swept) with intervals and a packet log that lost nothing:
+/// its loss-index plot has nothing to draw, so the report collapses it.
+fn single_test_run(store: &mut Store) -> RunId {
+    let params =
+        json!({"command": "flowlab test 10.0.0.2 --rate 2M --duration 1s --interval 250ms"});
+    let run = store
+        .begin_run("test", &params, &Environment::default())
+        .unwrap();
+    let intervals: Vec<_> = (0..4u64)
+        .map(|i| {
+            json!({"index": i, "start_ns": i * 250_000_000, "end_ns": (i + 1) * 250_000_000,
+            "throughput_bps": 2.0e6, "packets_per_sec": 250.0, "lost": 0, "reordered": 0})
+        })
+        .collect();
+    let packets: Vec<PacketRecord> = (0..50u64)
+        .map(|seq| PacketRecord {
+            flow: 0,
+            seq,
+            size: 1000,
+            sent_ns: Some(seq * 4_000_000),
+            received_ns: Some(seq * 4_000_000 + 60_000 + seq * 100),
+            echoed_ns: None,
+        })
+        .collect();
+    let metrics = [("goodput_bps".to_string(), 2.0e6), ("loss_pct".into(), 0.0)];
+    let result = json!({"intervals": intervals});
+    store
+        .add_point(run, &json!({}), 0, &result, &metrics, Some(&packets))
+        .unwrap();
+    run
+}
+
 /// The headless Chromium on PATH, if one is installed (Debian's `chromium`).
 fn chromium() -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -307,6 +339,30 @@ document.body.setAttribute("data-plot-sizes", sizes.join(" "));
 document.body.setAttribute("data-errors", errors.join("|"));
 </script>"#;
 
+/// Runs headless Chromium with console logging on stderr; returns its stdout and the console
+/// lines it logged (messages and uncaught errors).
+fn chromium_run(browser: &std::path::Path, args: &[&str]) -> (String, Vec<String>) {
+    let out = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu"])
+        .args([
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1200,4000",
+        ])
+        .args(args)
+        .output()
+        .expect("chromium runs");
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        console.collect(),
+    )
+}
+
 /// Every kind of report in a real headless browser: a screenshot is taken, the console has no
 /// error, and every plot has a nonzero size. Skipped (and says so) without Chromium.
 /// `FLOWLAB_PLOT_DIR=DIR` keeps the pages and screenshots there.
@@ -321,54 +377,70 @@ fn reports_render_in_a_headless_browser() {
         std::env::temp_dir().join(format!("flowlab-browser-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).unwrap();
+    // The check itself: a page with a script error is caught.
+    let broken = dir.join("broken.html");
+    std::fs::write(&broken, "<body><script>noSuchFunction();</script></body>").unwrap();
+    let (_, console) = chromium_run(&browser, &["--dump-dom", &url(&broken)]);
+    assert_eq!(
+        console.len(),
+        1,
+        "the console check sees errors: {console:?}"
+    );
     let mut s = Store::open_in_memory().unwrap();
-    let runs = [("sweep", fixture(&mut s)), ("search", search_run(&mut s))];
+    let runs = [
+        ("sweep", fixture(&mut s)),
+        ("search", search_run(&mut s)),
+        ("test", single_test_run(&mut s)),
+    ];
     for (name, id) in runs {
         let page = html::report(&s, &s.load_run(id).unwrap()).unwrap();
-        let plots = page.matches("<figure>").count();
         let file = dir.join(format!("{name}.html"));
         std::fs::write(&file, &page).unwrap();
         let shot = dir.join(format!("{name}-report.png"));
-        let run = |extra: &[&str]| {
-            std::process::Command::new(&browser)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--enable-logging=stderr",
-                ])
-                .args(["--v=0", "--window-size=1200,4000"])
-                .args(extra)
-                .output()
-                .expect("chromium runs")
-        };
-        let url = format!("file://{}", file.display());
-        let out = run(&[&format!("--screenshot={}", shot.display()), &url]);
-        let log = String::from_utf8_lossy(&out.stderr);
-        let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+        let (_, console) = chromium_run(
+            &browser,
+            &[&format!("--screenshot={}", shot.display()), &url(&file)],
+        );
         assert!(console.is_empty(), "{name}: console says {console:?}");
         assert!(
             std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000),
             "{name}: no screenshot"
         );
-        let probed = dir.join(format!("{name}-probe.html"));
-        std::fs::write(&probed, page.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
-        let out = run(&["--dump-dom", &format!("file://{}", probed.display())]);
-        let dom = String::from_utf8_lossy(&out.stdout);
-        let attr = |key: &str| {
-            let start = dom.find(&format!("{key}=\"")).map(|i| i + key.len() + 2)?;
-            Some(dom[start..].split('"').next()?.to_string())
-        };
-        assert_eq!(attr("data-errors").as_deref(), Some(""), "{name}");
-        let sizes = attr("data-plot-sizes").unwrap_or_default();
-        let sizes: Vec<&str> = sizes.split_whitespace().collect();
-        assert_eq!(sizes.len(), plots, "{name}: {sizes:?}");
-        for size in sizes {
-            let (w, h) = size.split_once('x').unwrap();
-            assert!(w != "0" && h != "0", "{name}: a plot of size {size}");
+        check_plot_sizes(&browser, &dir, name, &page);
+        if name == "test" {
+            assert!(page.contains("Lost packets against packet index: no plot"));
         }
     }
     if kept.is_none() {
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+fn url(file: &std::path::Path) -> String {
+    format!("file://{}", file.display())
+}
+
+/// Every `<figure>` of the page has a plot of nonzero rendered size, and no script of the
+/// probe failed.
+fn check_plot_sizes(browser: &std::path::Path, dir: &std::path::Path, name: &str, page: &str) {
+    let probed = dir.join(format!("{name}-probe.html"));
+    std::fs::write(&probed, page.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let (dom, _) = chromium_run(browser, &["--dump-dom", &url(&probed)]);
+    let attr = |key: &str| {
+        let start = dom.find(&format!("{key}=\"")).map(|i| i + key.len() + 2)?;
+        Some(dom[start..].split('"').next()?.to_string())
+    };
+    assert_eq!(attr("data-errors").as_deref(), Some(""), "{name}");
+    let sizes = attr("data-plot-sizes").unwrap_or_default();
+    let sizes: Vec<&str> = sizes.split_whitespace().collect();
+    assert_eq!(
+        sizes.len(),
+        page.matches("<figure>").count(),
+        "{name}: {sizes:?}"
+    );
+    assert!(!sizes.is_empty(), "{name}: a report without plots");
+    for size in sizes {
+        let (w, h) = size.split_once('x').unwrap();
+        assert!(w != "0" && h != "0", "{name}: a plot of size {size}");
     }
 }

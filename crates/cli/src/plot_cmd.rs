@@ -57,10 +57,7 @@ pub fn run_plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
         ys: args.y,
         by: args.by,
         point: args.point,
-        scales: Scales {
-            x: if args.log_x { Scale::Log } else { args.scale },
-            y: if args.log_y { Scale::Log } else { args.scale },
-        },
+        scales: Scales::from_flags(args.scale, args.log_x, args.log_y),
     };
     flowlab_runner::record::write_plot(args.db.as_deref(), args.run, &req, &args.output)?;
     println!("{}", args.output.display());

@@ -248,6 +248,8 @@ mod tests {
         assert!(!Scale::Linear.is_log([1.0, 1e6].into_iter()));
         assert!(Scale::Log.is_log([1.0, 2.0].into_iter()));
         assert_eq!("log".parse::<Scale>(), Ok(Scale::Log));
+        let flags = crate::Scales::from_flags(Scale::Linear, false, true);
+        assert_eq!((flags.x, flags.y), (Scale::Linear, Scale::Log));
         assert_eq!(
             log_ticks(80.0, 2500.0, 8),
             [100.0, 200.0, 500.0, 1000.0, 2000.0]

@@ -187,11 +187,12 @@ impl Figure {
             let guides = panel.guides.iter().map(|g| g.1);
             let y_range = span(ys().chain(guides), y_log, panel.y.from_zero);
             let xr = x_range.clone();
+            let shown = &on_axes(panel, x_log, y_log);
             match (x_log, y_log) {
-                (false, false) => self.panel(&data, panel, lin(xr), lin(y_range)),
-                (false, true) => self.panel(&data, panel, lin(xr), log(y_range)),
-                (true, false) => self.panel(&data, panel, log(xr), lin(y_range)),
-                (true, true) => self.panel(&data, panel, log(xr), log(y_range)),
+                (false, false) => self.panel(&data, shown, lin(xr), lin(y_range)),
+                (false, true) => self.panel(&data, shown, lin(xr), log(y_range)),
+                (true, false) => self.panel(&data, shown, log(xr), lin(y_range)),
+                (true, true) => self.panel(&data, shown, log(xr), log(y_range)),
             }?;
             draw_legend(&legend, panel)?;
         }
@@ -254,6 +255,22 @@ impl Figure {
         }
         Ok(())
     }
+}
+
+/// The panel without the points a log axis cannot show (zero or below), with their error
+/// bars: they would otherwise sit on the frame as if measured there.
+fn on_axes(panel: &Panel, x_log: bool, y_log: bool) -> Panel {
+    let shown = |&(x, y): &(f64, f64)| (!x_log || x > 0.0) && (!y_log || y > 0.0);
+    let mut panel = panel.clone();
+    for s in &mut panel.series {
+        if s.errors.len() == s.points.len() {
+            let pairs = s.points.iter().copied().zip(s.errors.iter().copied());
+            (s.points, s.errors) = pairs.filter(|(p, _)| shown(p)).unzip();
+        } else {
+            s.points.retain(shown);
+        }
+    }
+    panel
 }
 
 /// How many y ticks to ask for: whole counts over a short span get one per unit, so a
@@ -596,6 +613,20 @@ mod tests {
         let mut seconds = panel();
         seconds.y.unit = Unit::Seconds;
         assert_eq!(y_label_count(&seconds, 2.1), 7, "not a count");
+    }
+
+    #[test]
+    fn log_axes_leave_out_what_they_cannot_show() {
+        let mut s = line("a".into());
+        s.points = vec![(1.0, 0.0), (2.0, 5.0), (0.0, 3.0)];
+        s.errors = vec![(0.0, 1.0), (4.0, 6.0), (2.0, 4.0)];
+        let panel = figure(vec![s]).panels[0].clone();
+        let log_y = on_axes(&panel, false, true);
+        assert_eq!(log_y.series[0].points, [(2.0, 5.0), (0.0, 3.0)]);
+        assert_eq!(log_y.series[0].errors, [(4.0, 6.0), (2.0, 4.0)]);
+        let both = on_axes(&panel, true, true);
+        assert_eq!(both.series[0].points, [(2.0, 5.0)]);
+        assert_eq!(on_axes(&panel, false, false).series[0].points.len(), 3);
     }
 
     #[test]

@@ -25,6 +25,17 @@ pub struct Scales {
     pub y: Scale,
 }
 
+impl Scales {
+    /// `--scale` for both axes, unless `--log-x` or `--log-y` asks for a log axis.
+    pub fn from_flags(both: Scale, log_x: bool, log_y: bool) -> Scales {
+        let pick = |log| if log { Scale::Log } else { both };
+        Scales {
+            x: pick(log_x),
+            y: pick(log_y),
+        }
+    }
+}
+
 /// An axis for a metric or parameter of the table.
 fn metric_axis(m: &Metric, scale: Scale) -> Axis {
     Axis {

@@ -36,6 +36,15 @@ impl Scales {
     }
 }
 
+/// Time runs on a linear axis unless a log one is asked for: the first second of a minute-long
+/// test spans more than a decade, but is no reason to stretch it.
+fn linear_unless_asked(scale: Scale) -> Scale {
+    match scale {
+        Scale::Auto => Scale::Linear,
+        asked => asked,
+    }
+}
+
 /// An axis for a metric or parameter of the table.
 fn metric_axis(m: &Metric, scale: Scale) -> Axis {
     Axis {
@@ -210,7 +219,7 @@ pub fn timeseries(run: &Run, ys: &[String], scales: Scales) -> Result<Figure, Re
         })
         .collect();
     Ok(Figure {
-        x: axis("time", Unit::Seconds, scales.x),
+        x: axis("time", Unit::Seconds, linear_unless_asked(scales.x)),
         x_span: None,
         panels,
     })
@@ -428,7 +437,7 @@ pub fn delay_time(
         .collect();
     Ok(single(
         format!("{title}: delay against time"),
-        axis("send time", Unit::Seconds, Scale::Linear),
+        axis("send time", Unit::Seconds, linear_unless_asked(scales.x)),
         axis(label, Unit::Seconds, scales.y),
         points,
         Mark::Dots,

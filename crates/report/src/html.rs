@@ -130,7 +130,7 @@ fn table(run: &Run, swept: &[String], names: &[String]) -> Markup {
                 }
             }
         } }
-        @if let Some(note) = crate::interval_note(&rows) {
+        @if let Some(note) = crate::interval_note_naming(&rows, &|n| metrics::describe(n).label) {
             p.note { (note) }
         }
     }

@@ -357,6 +357,11 @@ pub fn fmt_estimate(e: &Estimate) -> String {
 /// Which interval each metric of `rows` used, e.g. "95 % intervals: Wilson on pooled counts
 /// (loss_pct); Cox log-normal (rtt_mean_us)"; `None` when no row has an interval.
 pub fn interval_note(rows: &[PointStats]) -> Option<String> {
+    interval_note_naming(rows, &|name| name.to_string())
+}
+
+/// `interval_note` with each metric called what `call` says (its label, in reports).
+pub fn interval_note_naming(rows: &[PointStats], call: &dyn Fn(&str) -> String) -> Option<String> {
     let mut by_method: Vec<(stats::Method, Vec<&str>)> = Vec::new();
     for (name, e) in rows.iter().flat_map(|r| &r.estimates) {
         if e.method == stats::Method::None {
@@ -373,7 +378,10 @@ pub fn interval_note(rows: &[PointStats]) -> Option<String> {
     }
     let parts: Vec<String> = by_method
         .iter()
-        .map(|(m, names)| format!("{} ({})", m.name(), names.join(", ")))
+        .map(|(m, names)| {
+            let called: Vec<String> = names.iter().map(|n| call(n)).collect();
+            format!("{} ({})", m.name(), called.join(", "))
+        })
         .collect();
     Some(format!("95 % intervals: {}", parts.join("; ")))
 }

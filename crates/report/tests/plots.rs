@@ -184,6 +184,10 @@ fn report_is_self_contained() {
     );
     assert!(page.contains("Test CPU"));
     assert!(page.contains("±"));
+    // Labels and units from the metric table, in tables and in the intervals' note.
+    assert!(page.contains("<th title=\"size\">packet size</th>"));
+    assert!(page.contains("<td>2 kB</td>"));
+    assert!(page.contains("95 % intervals: Cox log-normal (mean round-trip time, packet loss)"));
     for external in [
         "<script", "<link", "src=", "url(", "@import", "http://", "https://",
     ] {

@@ -4,7 +4,8 @@
 //! arrived in TCP segments of varying sizes) and, with its lowest bit, whether frames are
 //! capped at the agent's small-frame limit; the remaining bytes are the stream. Each frame is
 //! decoded as a plain frame and as a tagged one (content before a 32-byte tag); every decoded
-//! plain message must encode and decode back to itself through a fresh decoder.
+//! plain message must encode and decode back to itself through a fresh decoder, and an agent's
+//! host facts go through the client's check.
 #![no_main]
 
 use flowlab_control::protocol::{Message, ReadMessage};
@@ -48,6 +49,9 @@ fn check(frame: &[u8]) {
         let _ = Message::decode(content);
     }
     if let Ok(message) = Message::decode(frame) {
+        if let Message::HostFacts { facts } = &message {
+            let _ = facts.check();
+        }
         let encoded = message.encode();
         let mut fresh = FrameDecoder::new();
         fresh.push(&encoded);

@@ -78,6 +78,9 @@ pub enum Command {
         after_help = "Examples:\n  flowlab lab up examples/lab/three-hosts.toml\n  flowlab lab exec h1 -- ip route\n  flowlab lab status\n  flowlab lab down three"
     )]
     Lab(crate::lab_cmd::LabArgs),
+    /// Check the path to an agent against seed 003's tuning check list, with what to change.
+    #[command(after_help = "Examples:\n  flowlab doctor 10.0.0.2\n  flowlab doctor host --json")]
+    Doctor(DoctorArgs),
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
@@ -131,6 +134,10 @@ pub struct ServeArgs {
     /// mode with --key-file.
     #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "862")]
     pub stamp: Option<String>,
+    /// Serve Prometheus metrics (tests served and refused, active tests, bytes, the last 32
+    /// tests' summaries) at http://ADDR:PORT/metrics; without it nothing listens for them.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Run the STAMP reflector alone, without the agent.
     #[arg(long, requires = "stamp")]
     pub stamp_only: bool,
@@ -311,6 +318,10 @@ pub struct TestArgs {
     /// Print live figures every interval (1s, 500ms).
     #[arg(long, short, value_parser = parse_duration)]
     pub interval: Option<Duration>,
+    /// A live view in the terminal: throughput, loss and delay percentiles every --interval
+    /// (1s unless given), with small plots; plain lines where stdout is not a terminal.
+    #[arg(long, conflicts_with_all = ["json", "json_stream"])]
+    pub live: bool,
     /// Print the result as one JSON document.
     #[arg(long, conflicts_with = "json_stream")]
     pub json: bool,
@@ -348,7 +359,7 @@ pub struct TestArgs {
 }
 
 /// Flags of a flowlab test that a STAMP session has no use for.
-const STAMP_CONFLICTS: [&str; 30] = [
+const STAMP_CONFLICTS: [&str; 31] = [
     "udp",
     "tcp",
     "proto",
@@ -376,6 +387,7 @@ const STAMP_CONFLICTS: [&str; 30] = [
     "read_rate",
     "congestion",
     "interval",
+    "live",
     "json_stream",
     "packet_log",
     "db",
@@ -383,6 +395,18 @@ const STAMP_CONFLICTS: [&str; 30] = [
 
 fn parse_dscp(s: &str) -> Result<u8, String> {
     flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// The agent: HOST, HOST:PORT, [IPV6]:PORT.
+    pub target: String,
+    /// Print what was measured and the findings as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Pre-shared key, when the agent requires one.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

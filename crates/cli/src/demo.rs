@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use flowlab_runner::{demo, format};
 
 use crate::args::DemoArgs;
-use crate::terminal::{Output, Terminal};
+use flowlab_runner::terminal::{Output, Terminal};
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     flowlab_sys::signal::interrupt_flag();

@@ -11,7 +11,6 @@ mod serve;
 mod sim_cmd;
 mod stamp_cmd;
 mod sweep_cmd;
-mod terminal;
 mod test_cmd;
 
 use std::process::ExitCode;
@@ -35,6 +34,9 @@ fn main() -> ExitCode {
         args::Command::Serve(a) => serve::run(a),
         args::Command::Test(a) => test_cmd::run(*a),
         args::Command::Demo(a) => demo::run(a),
+        args::Command::Doctor(a) => {
+            flowlab_runner::doctor::run(&a.target, a.key_file.as_deref(), a.json)
+        }
         args::Command::Sim(a) => sim_cmd::run(a),
         args::Command::Reproduce(a) => reproduce_cmd::run(a),
         args::Command::Lab(a) => lab_cmd::run(a),

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use flowlab_runner::experiment::{self, Target};
 
-use crate::terminal::{Output, Terminal};
+use flowlab_runner::terminal::{Output, Terminal};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {

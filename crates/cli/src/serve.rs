@@ -38,10 +38,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let listener = host::bind(args.bind, args.port)?;
+    let metrics = args.metrics.map(host::bind_metrics).transpose()?;
     flowlab_sys::signal::interrupt_flag();
     eprint!("{}", format::agent_banner(listener.local_addr()?, &config));
+    if let Some(metrics) = &metrics {
+        eprintln!("metrics: http://{}/metrics", metrics.local_addr()?);
+    }
     let quiet = args.quiet;
-    let stats = host::serve_agent(listener, config, move |line| {
+    let stats = host::serve_agent(listener, config, metrics, move |line| {
         if !quiet {
             eprintln!("{line}");
         }

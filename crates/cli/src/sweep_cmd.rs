@@ -9,7 +9,7 @@ use flowlab_runner::format;
 use flowlab_runner::sweep::{self, NetworkPoints, SweepJob};
 
 use crate::args::{SweepArgs, TestArgs};
-use crate::terminal::{Output, Terminal};
+use flowlab_runner::terminal::{Output, Terminal};
 
 /// The flags of `flowlab test` common to every point, as typed, without those the sweep varies.
 fn base_flags(args: &SweepArgs, varied: &[&str]) -> Vec<String> {

@@ -11,8 +11,11 @@ use flowlab_traffic::TrafficSpec;
 use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
-use crate::terminal::{Output, Terminal};
 use flowlab_runner::output::{conclude, print_result};
+use flowlab_runner::terminal::Output;
+
+/// How often `--live` redraws unless `--interval` says.
+const LIVE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Turns flags into a validated test spec.
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
@@ -67,7 +70,10 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
     };
     let base = TestSpec {
         count: args.count,
-        interval_ns: args.interval.map(nanos),
+        interval_ns: args
+            .interval
+            .or(args.live.then_some(LIVE_INTERVAL))
+            .map(nanos),
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
         socket: SocketOptions {
@@ -136,7 +142,9 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Output::JsonStream,
         _ => Output::Human,
     };
-    let run = flowlab_runner::test::run_test(&options, &mut Terminal::new(output, false))?;
+    let mut observer = flowlab_runner::live::test_observer(output, args.live);
+    let run = flowlab_runner::test::run_test(&options, &mut *observer)?;
+    drop(observer); // the live view leaves the cursor under it for the result
     flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
     let stored = store(&args, &options, &run);

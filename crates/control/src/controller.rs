@@ -8,6 +8,7 @@ use flowlab_spec::TestSpec;
 
 use crate::client::{connect_agent, resolve, ClientError};
 use crate::conn::Conn;
+use crate::host_facts::HostFacts;
 use crate::result::TestResult;
 
 /// One NTP-style exchange: controller send (t1), agent receive (t2) and reply (t3),
@@ -64,6 +65,24 @@ impl ClockProbe {
             }
         }
         Ok(exchanges)
+    }
+}
+
+/// Asks the agent at `target` for its tuning facts on the path to this host, checked.
+pub fn host_facts(target: &str, key: Option<&[u8]>) -> Result<HostFacts, ClientError> {
+    let mut conn = connect_agent(resolve(target)?, key)?;
+    let setup = |e: crate::conn::ConnError| ClientError::Setup(e.to_string());
+    conn.send(&Message::HostQuery).map_err(setup)?;
+    match conn.recv(PROBE_TIMEOUT).map_err(setup)? {
+        Message::HostFacts { facts } => match facts.check() {
+            Ok(()) => Ok(*facts),
+            Err(e) => Err(ClientError::Setup(format!("the agent's host facts: {e}"))),
+        },
+        Message::Refused { reason } => Err(ClientError::Refused(reason)),
+        other => Err(ClientError::Setup(format!(
+            "unexpected '{}' to a host query",
+            other.kind()
+        ))),
     }
 }
 

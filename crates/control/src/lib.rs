@@ -10,6 +10,8 @@ pub mod auth;
 pub mod client;
 mod conn;
 pub mod controller;
+pub mod host_facts;
+pub mod metrics;
 mod native;
 mod outcome;
 pub mod protocol;

@@ -89,6 +89,12 @@ pub enum Message {
         t2_ns: u64,
         t3_ns: u64,
     },
+    /// Client to agent (`flowlab doctor`): send your tuning facts on the path to me.
+    HostQuery,
+    /// Agent to client: its facts, checked field by field on receipt.
+    HostFacts {
+        facts: Box<crate::host_facts::HostFacts>,
+    },
     /// A fatal error; the sender closes the connection after it.
     Error {
         message: String,
@@ -136,6 +142,8 @@ impl Message {
             Message::TestDone { .. } => "test_done",
             Message::TimeProbe { .. } => "time_probe",
             Message::TimeReply { .. } => "time_reply",
+            Message::HostQuery => "host_query",
+            Message::HostFacts { .. } => "host_facts",
             Message::Error { .. } => "error",
         }
     }
@@ -167,6 +175,11 @@ mod tests {
     fn frame_vector() {
         let bytes = Message::Start.encode();
         assert_eq!(bytes, b"\x00\x00\x00\x11\x01{\"type\":\"start\"}".to_vec());
+        let query = Message::HostQuery.encode();
+        assert_eq!(
+            query,
+            b"\x00\x00\x00\x16\x01{\"type\":\"host_query\"}".to_vec()
+        );
         let refused = Message::Refused {
             reason: "rate".into(),
         };

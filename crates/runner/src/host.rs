@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
+use flowlab_control::metrics::MetricsServer;
 use flowlab_control::{AgentConfig, AgentStats};
 use flowlab_netns::lab::{self, LabSpec, LabState, UpOptions};
 
@@ -28,14 +29,23 @@ pub fn bind(ip: IpAddr, port: u16) -> anyhow::Result<TcpListener> {
     }
 }
 
+/// Binds the listener of `--metrics`, said in one line, the flag's own, if it cannot.
+pub fn bind_metrics(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).with_context(|| format!("cannot listen for --metrics on {addr}"))
+}
+
 /// Runs the agent on `listener` until the process is interrupted, each line of its log to
-/// `log`; returns what it did.
+/// `log`, its Prometheus metrics on `metrics` if given; returns what it did.
 pub fn serve_agent(
     listener: TcpListener,
     config: AgentConfig,
+    metrics: Option<TcpListener>,
     log: impl Fn(String) + Send + Sync + 'static,
 ) -> anyhow::Result<Arc<AgentStats>> {
     let stats = Arc::new(AgentStats::default());
+    let _metrics = metrics
+        .map(|l| MetricsServer::start(l, stats.clone()))
+        .transpose()?;
     let never = AtomicBool::new(false);
     flowlab_control::serve(listener, config, stats.clone(), &never, Arc::new(log))?;
     Ok(stats)

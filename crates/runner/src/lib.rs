@@ -8,10 +8,12 @@
 pub mod compare;
 pub mod defaults;
 pub mod demo;
+pub mod doctor;
 pub mod emulated;
 pub mod experiment;
 pub mod format;
 pub mod host;
+pub mod live;
 pub mod observer;
 pub mod outcome;
 pub mod output;
@@ -19,6 +21,7 @@ pub mod record;
 pub mod reproduce;
 pub mod simulated;
 pub mod sweep;
+pub mod terminal;
 pub mod test;
 
 pub use experiment::{Network, StepRunner};

@@ -19,6 +19,7 @@ pub mod socket;
 mod sockopt;
 pub mod tcp;
 pub mod timestamping;
+pub mod tuning;
 pub mod udp;
 
 /// Serialises CPU-spinning tests so their timing checks do not disturb each other.

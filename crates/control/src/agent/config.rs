@@ -52,6 +52,22 @@ pub struct AgentStats {
     pub active_tests: AtomicUsize,
     /// Connections closed at once: over the caps on connections in setup.
     pub turned_away: AtomicU64,
+    /// Test payload bytes the agent's roles sent and received, over finished tests.
+    pub bytes_sent: AtomicU64,
+    pub bytes_received: AtomicU64,
+    /// Summaries of the last tests, for the metrics (bounded).
+    pub recent: crate::metrics::RecentTests,
+}
+
+impl AgentStats {
+    /// Counts a finished test's bytes and keeps its summary.
+    pub fn record(&self, summary: crate::metrics::TestSummary) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.bytes_sent.fetch_add(summary.bytes_sent, Relaxed);
+        self.bytes_received
+            .fetch_add(summary.bytes_received, Relaxed);
+        self.recent.push(summary);
+    }
 }
 
 /// The default `--max-rate`: a fast host's link, not a data centre's aggregate.

@@ -1,5 +1,5 @@
-//! What an agent does for a controller (`flowlab run`): answers clock probes, and with
-//! `--allow-relay` runs a test as a client towards another agent.
+//! What an agent does for a controller (`flowlab run`, `flowlab doctor`): answers clock probes
+//! and host queries, and with `--allow-relay` runs a test as a client towards another agent.
 
 use std::time::Duration;
 
@@ -9,6 +9,14 @@ use super::config::{AgentConfig, SETUP_TIMEOUT};
 use crate::client::{ClientError, TestOptions};
 use crate::conn::{Conn, ConnError};
 use crate::protocol::Message;
+
+/// Sends this host's tuning facts on the path towards `peer` (the control connection's
+/// other end: a query names no address).
+pub(super) fn answer_host_query(conn: &mut Conn, peer: std::net::IpAddr) -> Result<(), String> {
+    let facts = Box::new(crate::host_facts::HostFacts::gather(peer));
+    conn.send(&Message::HostFacts { facts })
+        .map_err(|e| e.to_string())
+}
 
 /// Answers clock probes until the controller hangs up: each reply carries the receive and
 /// send times of this host's CLOCK_REALTIME. An experiment's controller holds this connection

@@ -22,7 +22,7 @@ use super::config::{
     START_TIMEOUT,
 };
 use super::data::DataSockets;
-use super::relay::{answer_time_probes, relay_drain, relay_test};
+use super::relay::{answer_host_query, answer_time_probes, relay_drain, relay_test};
 use super::roles::{run_role, Event};
 use crate::admission::Ticket;
 use crate::auth;
@@ -175,6 +175,7 @@ impl Session<'_> {
         match request {
             Message::Request { spec } => self.own_test(&mut conn, local_ip, &spec, ticket),
             Message::TimeProbe { t1_ns } => answer_time_probes(&mut conn, t1_ns),
+            Message::HostQuery => answer_host_query(&mut conn, self.peer.ip()),
             Message::RunTest {
                 target,
                 spec,
@@ -290,6 +291,7 @@ impl Session<'_> {
             packet_key: packet_key.filter(|_| spec.authenticated_packets),
         };
         let report = run_test(conn, data, spec, &ctx, &config.limits);
+        stats.record(crate::metrics::TestSummary::of(session, spec, &report));
         (self.log)(format!(
             "{peer}: session {session} done{}",
             report

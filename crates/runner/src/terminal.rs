@@ -3,8 +3,8 @@
 
 use std::io::{IsTerminal as _, Write as _};
 
-use flowlab_runner::format;
-use flowlab_runner::{Event, Observer};
+use crate::format;
+use crate::{Event, Observer};
 
 /// How a command prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -59,9 +59,9 @@ pub enum Command {
     /// Compare stored runs flow by flow: throughput, loss and delay, with the differences.
     #[command(after_help = "Examples:\n  flowlab compare 12 13\n  flowlab compare 12 13 --json")]
     Compare(crate::history_cmd::CompareArgs),
-    /// Plot a stored run as SVG.
+    /// Plot a stored run as SVG or PNG.
     #[command(
-        after_help = "Examples:\n  flowlab plot 12 --x size --y rtt,loss,cpu --by proto -o rtt.svg\n  flowlab plot 12 --kind timeseries --y throughput -o ts.svg\n  flowlab plot 12 --kind loss-index -o loss.svg"
+        after_help = "Examples:\n  flowlab plot 12 --x size --y rtt,loss,cpu --by proto -o rtt.svg\n  flowlab plot 12 --kind timeseries --y throughput -o ts.svg\n  flowlab plot 12 --kind loss-index -o loss.png\n  flowlab plot 12 --kind cdf --log-x -o cdf.svg"
     )]
     Plot(crate::plot_cmd::PlotArgs),
     /// Write one self-contained HTML report of a stored run.

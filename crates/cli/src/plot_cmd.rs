@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use flowlab_report::{PlotKind, PlotRequest};
+use flowlab_report::{PlotKind, PlotRequest, Scale, Scales};
 use flowlab_store::RunId;
 
 /// `--kind`'s values, each with what it shows (in `--help`).
@@ -32,9 +32,18 @@ pub struct PlotArgs {
     /// Point whose packet log to plot (index in `flowlab show`); default: the first with one.
     #[arg(long)]
     pub point: Option<usize>,
-    /// SVG file to write.
+    /// File to write: PNG when it ends in .png, else SVG.
     #[arg(long, short, default_value = "plot.svg")]
     pub output: PathBuf,
+    /// Axis scales: auto (log when values span more than a decade), linear or log.
+    #[arg(long, default_value = "auto")]
+    pub scale: Scale,
+    /// Logarithmic x axis (overrides --scale for x).
+    #[arg(long)]
+    pub log_x: bool,
+    /// Logarithmic y axes (overrides --scale for y).
+    #[arg(long)]
+    pub log_y: bool,
     /// Results database.
     #[arg(long)]
     pub db: Option<PathBuf>,
@@ -48,6 +57,7 @@ pub fn run_plot(args: PlotArgs) -> anyhow::Result<ExitCode> {
         ys: args.y,
         by: args.by,
         point: args.point,
+        scales: Scales::from_flags(args.scale, args.log_x, args.log_y),
     };
     flowlab_runner::record::write_plot(args.db.as_deref(), args.run, &req, &args.output)?;
     println!("{}", args.output.display());

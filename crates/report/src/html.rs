@@ -1,200 +1,194 @@
-//! One self-contained HTML file per run: parameters, environment, summary table and every plot
-//! that the run's data allows, inline SVG, no scripts, fonts or links to fetch.
+//! One self-contained HTML file per run, built with maud (escaped by construction):
+//! parameters with the command that reproduces the run, environment, summary tables and every
+//! plot the run's data allows, inline SVG, no scripts, fonts or links to fetch. A plot without
+//! data is collapsed to one line saying why.
 
-use std::fmt::Write as _;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use serde_json::Value;
 
 use flowlab_store::{plain, Run, Store};
 
-use crate::{aggregate, metrics, plot, swept_params, PlotKind, PlotRequest, ReportError};
+use crate::{
+    aggregate, metrics, plot, swept_params, Figure, Metric, PlotKind, PlotRequest, ReportError,
+    Scales,
+};
 
 /// Metrics shown first in reports when present.
 const KEY_METRICS: [&str; 6] = ["rtt", "delay", "loss", "cpu", "throughput", "jitter"];
 
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#111}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .5em;text-align:right}\
+th{background:#eee}td{white-space:nowrap}table.params td,table.params th{text-align:left;white-space:normal}\
+div.wide{overflow-x:auto}\
+pre{background:#f6f6f6;padding:.5em;overflow:auto}figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}\
+details.empty{color:#555;margin:.5em 0}";
 
 /// The SVG element of a plotters document (without any XML prologue), to inline in HTML.
 fn inline_svg(svg: &str) -> &str {
     svg.find("<svg").map_or(svg, |i| &svg[i..])
 }
 
-/// A table of one row per point: the swept parameters, then each metric with its interval, and
-/// a line naming the interval each metric uses.
-fn table(h: &mut String, run: &Run, swept: &[String], names: &[String]) {
-    let rows = aggregate(run, names);
-    h.push_str("<table>\n<tr>");
-    for c in swept.iter().chain(names.iter()) {
-        let _ = write!(h, "<th>{}</th>", escape(c));
-    }
-    h.push_str("<th>n</th></tr>\n");
-    for row in &rows {
-        h.push_str("<tr>");
-        for k in swept {
-            let _ = write!(
-                h,
-                "<td>{}</td>",
-                escape(&row.params.get(k).map(plain).unwrap_or_default())
-            );
-        }
-        let mut n = 0;
-        for name in names {
-            match row.estimates.iter().find(|(k, _)| k == name) {
-                Some((_, e)) => {
-                    n = n.max(e.n);
-                    let _ = write!(h, "<td>{}</td>", escape(&crate::fmt_estimate(e)));
-                }
-                None => h.push_str("<td>-</td>"),
-            }
-        }
-        let _ = writeln!(h, "<td>{n}</td></tr>");
-    }
-    h.push_str("</table>\n");
-    if let Some(note) = crate::interval_note(&rows) {
-        let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(&note));
-    }
-}
-
 /// The report of `run`: deterministic for a given stored run.
-/// An offered-load search (seed 003, Figure 1): total throughput against total offered load,
-/// with the lossless, peak and full-load throughput marked. Plain SVG, deterministic.
-fn search_figure(params: &serde_json::Value) -> Option<String> {
-    let search = params.get("search")?;
-    let points: Vec<(f64, f64)> = search
-        .get("points")?
-        .as_array()?
-        .iter()
-        .filter_map(|p| {
-            Some((
-                p.get("rate_bps")?.as_f64()?,
-                p.get("throughput_bps")?.as_f64()?,
-            ))
-        })
-        .collect();
-    let marks: Vec<(&str, f64)> = [
-        ("lossless", "lossless_bps"),
-        ("peak", "peak_bps"),
-        ("full load", "full_load_bps"),
-    ]
-    .iter()
-    .filter_map(|(label, key)| Some((*label, search.get(*key)?.as_f64()?)))
-    .collect();
-    if points.len() < 2 || marks.len() < 3 {
-        return None;
-    }
-    let max_x = points.iter().map(|p| p.0).fold(1.0, f64::max);
-    let max_y = points
-        .iter()
-        .map(|p| p.1)
-        .chain(marks.iter().map(|m| m.1))
-        .fold(1.0, f64::max)
-        * 1.1;
-    let (w, hgt, left, bottom) = (640.0, 360.0, 70.0, 40.0);
-    let sx = |x: f64| left + x / max_x * (w - left - 20.0);
-    let sy = |y: f64| hgt - bottom - y / max_y * (hgt - bottom - 20.0);
-    let mut svg = format!("<figure><svg width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" font-size=\"12\">\n");
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
-        sy(0.0),
-        w - 20.0,
-        sy(0.0)
-    );
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{left}\" y1=\"{}\" x2=\"{left}\" y2=\"20\" stroke=\"black\"/>",
-        sy(0.0)
-    );
-    // Labels sit at different places along their lines: the values are often close.
-    for (n, (label, y)) in marks.iter().enumerate() {
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{left}\" y1=\"{y0:.1}\" x2=\"{x1}\" y2=\"{y0:.1}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/><text x=\"{tx:.1}\" y=\"{ty:.1}\">{label} {v:.2} Mbit/s</text>",
-            y0 = sy(*y),
-            x1 = w - 20.0,
-            tx = left + 8.0 + n as f64 * 170.0,
-            ty = sy(*y) + if n == 0 { 14.0 } else { -4.0 },
-            v = y / 1e6
-        );
-    }
-    let line: Vec<String> = points
-        .iter()
-        .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-        .collect();
-    let _ = writeln!(
-        svg,
-        "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>",
-        line.join(" ")
-    );
-    for (x, y) in &points {
-        let _ = writeln!(
-            svg,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"/>",
-            sx(*x),
-            sy(*y)
-        );
-    }
-    let _ = writeln!(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">offered load (Mbit/s, all sources); 0 to {:.1}</text>", (left + w) / 2.0, hgt - 8.0, max_x / 1e6);
-    let _ = writeln!(svg, "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">throughput (Mbit/s), 0 to {:.1}</text>", hgt / 2.0, hgt / 2.0, max_y / 1e6);
-    svg.push_str("</svg><figcaption>Total throughput against offered load, lossless, peak and full-load throughput marked (ATM Forum frame-level metrics)</figcaption></figure>\n");
-    Some(svg)
-}
-
 pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
     let i = &run.info;
-    let mut h = String::new();
     let title = format!("flowlab run {} ({})", i.id, i.kind);
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;padding:0 1em}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #bbb;padding:.2em .5em;text-align:right}}th{{background:#eee}}pre{{background:#f6f6f6;padding:.5em;overflow:auto}}figure{{margin:1em 0}}</style></head><body>\n<h1>{}</h1>\n",
-        escape(&title),
-        escape(&title)
-    );
-    let _ = writeln!(
-        h,
-        "<p>Status: {}; {} points.</p>",
-        escape(i.status.as_str()),
-        run.points.len()
-    );
-    h.push_str("<h2>Environment</h2>\n<table>\n");
-    for (k, v) in [
-        ("host", &i.env.hostname),
-        ("kernel", &i.env.kernel),
-        ("CPU", &i.env.cpu_model),
-        ("clock source", &i.env.clock_source),
-        ("flowlab", &i.env.flowlab_version),
-    ] {
-        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", k, escape(v));
-    }
-    h.push_str("</table>\n<h2>Parameters</h2>\n");
-    let params = serde_json::to_string_pretty(&i.params).unwrap_or_default();
-    let _ = writeln!(h, "<pre>{}</pre>", escape(&params));
-
+    let swept = swept_params(run);
     let available = run.metric_names();
-    let mut key: Vec<String> = Vec::new();
-    for k in KEY_METRICS {
-        if let Ok(found) = metrics::resolve(&[k.to_string()], &available) {
-            key.extend(found);
+    let key: Vec<String> = metrics::resolve_lenient(&KEY_METRICS.map(String::from), &available);
+    let main = if key.is_empty() { &available } else { &key };
+    let figures = figures(store, run, &swept, &key);
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                h1 { (title) }
+                p { "Status: " (i.status.as_str()) "; " (run.points.len()) " points." }
+                h2 { "Parameters" }
+                (parameters(&i.params))
+                h2 { "Environment" }
+                table.params {
+                    @for (k, v) in [
+                        ("host", &i.env.hostname),
+                        ("kernel", &i.env.kernel),
+                        ("CPU", &i.env.cpu_model),
+                        ("clock source", &i.env.clock_source),
+                        ("flowlab", &i.env.flowlab_version),
+                    ] {
+                        tr { th { (k) } td { (v) } }
+                    }
+                }
+                h2 { "Results" }
+                p { "Mean over repetitions with its 95 % confidence interval: ± half-width where it is symmetric, (low–high) where the metric's range makes it lopsided; below each table, the interval each metric uses." }
+                (table(run, &swept, main))
+                @if main.len() < available.len() {
+                    details { summary { "All metrics" } (table(run, &swept, &available)) }
+                }
+                h2 { "Plots" }
+                @if figures.is_empty() {
+                    p { "No plot: the run has a single point without intervals or packet log." }
+                }
+                @for (caption, figure) in &figures {
+                    (figure_markup(caption, figure)?)
+                }
+            }
+        }
+    };
+    Ok(page.into_string() + "\n")
+}
+
+/// The run's parameters as a table (nested values as compact JSON), the command first.
+fn parameters(params: &Value) -> Markup {
+    let command = params.get("command").and_then(Value::as_str);
+    let rows: Vec<(String, String)> = match params {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| *k != "command" && *k != "search")
+            .map(|(k, v)| (k.clone(), plain(v)))
+            .collect(),
+        Value::Null => Vec::new(),
+        other => vec![("parameters".into(), plain(other))],
+    };
+    html! {
+        @if let Some(command) = command {
+            p { "Reproduce with:" }
+            pre.command { (command) }
+        }
+        @if !rows.is_empty() {
+            table.params {
+                @for (k, v) in &rows { tr { th { (k) } td { (v) } } }
+            }
         }
     }
-    let swept = swept_params(run);
-    h.push_str("<h2>Results</h2>\n<p>Mean over repetitions with its 95 % confidence interval: ± half-width where it is symmetric, (low–high) where the metric's range makes it lopsided; below each table, the interval each metric uses.</p>\n");
-    let main = if key.is_empty() { &available } else { &key };
-    table(&mut h, run, &swept, main);
-    if main.len() < available.len() {
-        h.push_str("<details><summary>All metrics</summary>\n");
-        table(&mut h, run, &swept, &available);
-        h.push_str("</details>\n");
+}
+
+/// A table of one row per point: the swept parameters, then each metric (headed by its label
+/// from the metric table, its raw name on hover) with its interval in its unit, SI-prefixed,
+/// and a line naming each interval.
+fn table(run: &Run, swept: &[String], names: &[String]) -> Markup {
+    let rows = aggregate(run, names);
+    let params: Vec<Metric> = swept.iter().map(|c| metrics::describe(c)).collect();
+    let columns: Vec<Metric> = names.iter().map(|c| metrics::describe(c)).collect();
+    html! {
+        // Cells keep their number and unit on one line; a wide table scrolls.
+        div.wide { table {
+            tr {
+                @for c in params.iter().chain(&columns) { th title=(c.name) { (c.label) } }
+                th { "n" }
+            }
+            @for row in &rows {
+                tr {
+                    @for p in &params { td { (param_cell(row.params.get(&p.name), p)) } }
+                    @for m in &columns {
+                        td { (row.estimates.iter().find(|(k, _)| *k == m.name).map_or("-".into(), |(_, e)| m.format_estimate(e))) }
+                    }
+                    td { (row.estimates.iter().map(|(_, e)| e.n).max().unwrap_or(0)) }
+                }
+            }
+        } }
+        @if let Some(note) = crate::interval_note_naming(&rows, &|n| metrics::describe(n).label) {
+            p.note { (note) }
+        }
     }
-    if let Some(figure) = search_figure(&i.params) {
-        h.push_str("<h2>Search</h2>\n");
-        h.push_str(&figure);
+}
+
+/// A parameter's value: a number in its unit ("1 kB"), anything else as it was given.
+fn param_cell(value: Option<&Value>, param: &Metric) -> String {
+    match value.map(|v| (v, plot::as_number(v))) {
+        Some((Value::Number(_), Some(n))) => param.format(n),
+        Some((v, _)) => plain(v),
+        None => String::new(),
     }
-    h.push_str("<h2>Plots</h2>\n");
-    let mut figures: Vec<(String, Result<String, ReportError>)> = Vec::new();
+}
+
+/// A figure, or one collapsed line when it has no data (or the data does not allow it).
+fn figure_markup(
+    caption: &str,
+    figure: &Result<Figure, ReportError>,
+) -> Result<Markup, ReportError> {
+    Ok(match figure {
+        Ok(figure) if !figure.is_empty() => html! {
+            figure {
+                (PreEscaped(inline_svg(&figure.svg()?)))
+                figcaption { (caption) }
+            }
+        },
+        Ok(_) => empty(caption, "nothing to draw"),
+        // A plot the data does not allow is said, not fatal: the rest of the report stands.
+        Err(e) => empty(caption, &e.to_string()),
+    })
+}
+
+fn empty(caption: &str, why: &str) -> Markup {
+    html! { details.empty { summary { (caption) ": no plot" } p { (why) } } }
+}
+
+/// Every figure the run's data allows, with its caption.
+fn figures(
+    store: &Store,
+    run: &Run,
+    swept: &[String],
+    key: &[String],
+) -> Vec<(String, Result<Figure, ReportError>)> {
+    let request = |kind, x: Option<String>, ys: Vec<String>, by: Vec<String>| PlotRequest {
+        kind,
+        x,
+        ys,
+        by,
+        point: None,
+        scales: Scales::default(),
+    };
+    let mut figures = Vec::new();
+    if let Some(search) = plot::search(&run.info.params) {
+        figures.push((
+            "Offered-load search (ATM Forum frame-level metrics)".into(),
+            Ok(search),
+        ));
+    }
     let numeric_x = swept.iter().find(|k| {
         run.points
             .iter()
@@ -202,32 +196,23 @@ pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
     });
     if let (Some(x), false) = (numeric_x, key.is_empty()) {
         let by: Vec<String> = swept.iter().filter(|k| *k != x).cloned().collect();
-        let req = PlotRequest {
-            kind: PlotKind::Lines,
-            x: Some(x.clone()),
-            ys: key.clone(),
-            by,
-            point: None,
-        };
-        figures.push((
-            format!("Metrics against {x}"),
-            crate::plot(store, run, &req),
-        ));
+        let req = request(PlotKind::Lines, Some(x.clone()), key.to_vec(), by);
+        let caption = format!("Metrics against {}", metrics::describe(x).label);
+        figures.push((caption, crate::plot(store, run, &req)));
     }
     let has_intervals = run.points.iter().any(|p| {
         p.result
             .get("intervals")
-            .and_then(|v| v.as_array())
+            .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
     });
     if has_intervals {
-        let req = PlotRequest {
-            kind: PlotKind::TimeSeries,
-            x: None,
-            ys: vec!["goodput_bps".into()],
-            by: Vec::new(),
-            point: None,
-        };
+        let req = request(
+            PlotKind::TimeSeries,
+            None,
+            vec!["goodput_bps".into()],
+            Vec::new(),
+        );
         figures.push(("Goodput per interval".into(), crate::plot(store, run, &req)));
     }
     if run.points.iter().any(|p| p.packets > 0) {
@@ -237,66 +222,9 @@ pub fn report(store: &Store, run: &Run) -> Result<String, ReportError> {
             (PlotKind::LossIndex, "Lost packets against packet index"),
             (PlotKind::DelayTime, "Delay against time"),
         ] {
-            let req = PlotRequest {
-                kind,
-                x: None,
-                ys: Vec::new(),
-                by: Vec::new(),
-                point: None,
-            };
+            let req = request(kind, None, Vec::new(), Vec::new());
             figures.push((caption.into(), crate::plot(store, run, &req)));
         }
     }
-    if figures.is_empty() {
-        h.push_str("<p>No plot: the run has a single point without intervals or packet log.</p>\n");
-    }
-    for (caption, svg) in figures {
-        match svg {
-            Ok(svg) => {
-                let _ = writeln!(
-                    h,
-                    "<figure>{}<figcaption>{}</figcaption></figure>",
-                    inline_svg(&svg),
-                    escape(&caption)
-                );
-            }
-            // A plot the data does not allow is said, not fatal: the rest of the report stands.
-            Err(e) => {
-                let _ = writeln!(h, "<p>{}: {}</p>", escape(&caption), escape(&e.to_string()));
-            }
-        }
-    }
-    h.push_str("</body></html>\n");
-    Ok(h)
-}
-
-#[cfg(test)]
-mod search_figure_tests {
-    use super::search_figure;
-
-    #[test]
-    fn an_offered_load_search_is_drawn_with_its_three_marks() {
-        let params = serde_json::json!({"search": {
-        "lossless_bps": 9.0e6, "peak_bps": 9.6e6, "full_load_bps": 9.5e6,
-        "points": [
-            {"rate_bps": 3.0e6, "throughput_bps": 3.0e6},
-            {"rate_bps": 9.0e6, "throughput_bps": 9.0e6},
-            {"rate_bps": 18.0e6, "throughput_bps": 9.5e6}
-        ]}});
-        let svg = search_figure(&params).expect("a figure");
-        for needle in [
-            "lossless 9.00 Mbit/s",
-            "peak 9.60 Mbit/s",
-            "full load 9.50 Mbit/s",
-            "<polyline",
-        ] {
-            assert!(svg.contains(needle), "{needle}");
-        }
-        assert_eq!(search_figure(&params), Some(svg), "deterministic");
-        assert_eq!(
-            search_figure(&serde_json::json!({"search": {"rate_bps": 1}})),
-            None
-        );
-        assert_eq!(search_figure(&serde_json::json!({})), None);
-    }
+    figures
 }

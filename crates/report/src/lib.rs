@@ -1,6 +1,8 @@
 //! Turning stored runs into knowledge: statistics over repetitions (mean, standard deviation,
-//! 95 % confidence intervals), SVG plots, and one self-contained HTML report per run.
+//! 95 % confidence intervals), plots (SVG or PNG), and one self-contained HTML report per run.
 
+pub mod axis;
+pub mod figure;
 pub mod html;
 pub mod metrics;
 pub mod overlay;
@@ -12,6 +14,10 @@ use std::collections::BTreeMap;
 use flowlab_store::{plain, Run, Store};
 use serde_json::Value;
 
+pub use axis::Scale;
+pub use figure::{Figure, Format};
+pub use metrics::{describe, Metric, Unit};
+pub use plot::Scales;
 pub use stats::{estimate, until_ci, Estimate};
 
 /// Why a plot or report could not be made, in one line.
@@ -104,6 +110,8 @@ pub struct PlotRequest {
     pub by: Vec<String>,
     /// Which point's packet log (index in the run); default: the first that has one.
     pub point: Option<usize>,
+    /// Linear, log, or chosen from the data (log past a decade).
+    pub scales: Scales,
 }
 
 /// Parameters whose value differs between points of a run, in first-seen order.
@@ -125,15 +133,16 @@ pub fn swept_params(run: &Run) -> Vec<String> {
     keys
 }
 
-/// Draws one plot of a stored run as an SVG document.
-pub fn plot(store: &Store, run: &Run, req: &PlotRequest) -> Result<String, ReportError> {
+/// One plot of a stored run, to draw as SVG (`Figure::svg`) or PNG (`Figure::png`).
+pub fn plot(store: &Store, run: &Run, req: &PlotRequest) -> Result<Figure, ReportError> {
+    let scales = req.scales;
     match req.kind {
         PlotKind::Lines => {
             let x = match &req.x {
                 Some(x) => x.clone(),
                 None => default_x(run)?,
             };
-            plot::lines(run, &x, &default_ys(&req.ys), &req.by)
+            plot::lines(run, &x, &default_ys(&req.ys), &req.by, scales)
         }
         PlotKind::TimeSeries => {
             let ys = if req.ys.is_empty() {
@@ -141,15 +150,15 @@ pub fn plot(store: &Store, run: &Run, req: &PlotRequest) -> Result<String, Repor
             } else {
                 req.ys.clone()
             };
-            plot::timeseries(run, &ys)
+            plot::timeseries(run, &ys, scales)
         }
         kind => {
             let (title, packets) = packets_of(store, run, req.point)?;
             match kind {
-                PlotKind::Histogram => plot::histogram(&packets, &title),
-                PlotKind::Cdf => plot::cdf(&packets, &title),
+                PlotKind::Histogram => plot::histogram(&packets, &title, scales),
+                PlotKind::Cdf => plot::cdf(&packets, &title, scales),
                 PlotKind::LossIndex => plot::loss_index(&packets, &title),
-                _ => plot::delay_time(&packets, &title),
+                _ => plot::delay_time(&packets, &title, scales),
             }
         }
     }
@@ -348,6 +357,11 @@ pub fn fmt_estimate(e: &Estimate) -> String {
 /// Which interval each metric of `rows` used, e.g. "95 % intervals: Wilson on pooled counts
 /// (loss_pct); Cox log-normal (rtt_mean_us)"; `None` when no row has an interval.
 pub fn interval_note(rows: &[PointStats]) -> Option<String> {
+    interval_note_naming(rows, &|name| name.to_string())
+}
+
+/// `interval_note` with each metric called what `call` says (its label, in reports).
+pub fn interval_note_naming(rows: &[PointStats], call: &dyn Fn(&str) -> String) -> Option<String> {
     let mut by_method: Vec<(stats::Method, Vec<&str>)> = Vec::new();
     for (name, e) in rows.iter().flat_map(|r| &r.estimates) {
         if e.method == stats::Method::None {
@@ -364,7 +378,10 @@ pub fn interval_note(rows: &[PointStats]) -> Option<String> {
     }
     let parts: Vec<String> = by_method
         .iter()
-        .map(|(m, names)| format!("{} ({})", m.name(), names.join(", ")))
+        .map(|(m, names)| {
+            let called: Vec<String> = names.iter().map(|n| call(n)).collect();
+            format!("{} ({})", m.name(), called.join(", "))
+        })
         .collect();
     Some(format!("95 % intervals: {}", parts.join("; ")))
 }

@@ -1,9 +1,9 @@
 //! A measured curve with reference points drawn over it (a paper's published values against
-//! flowlab's), for `flowlab reproduce`.
+//! flowlab's), for `flowlab reproduce`: a [`Figure`] like every other plot.
 
-use plotters::prelude::*;
-
-use crate::plot::{color, pe, range};
+use crate::axis::Scale;
+use crate::figure::{Axis, Figure, Mark, Panel, Series as FigureSeries};
+use crate::metrics::Unit;
 use crate::ReportError;
 
 /// One named set of (x, y) points: joined by a line, or drawn as separate markers.
@@ -13,57 +13,44 @@ pub struct Series<'a> {
     pub joined: bool,
 }
 
-/// Draws every series on one chart (y from zero) and returns the SVG document.
+/// Every series on one panel, linear axes from zero as the seeds' figures draw them. The
+/// labels carry their units ("window (kB)"), so ticks are plain numbers: 1000, not "1 k".
+pub fn figure(title: &str, x_label: &str, y_label: &str, series: &[Series<'_>]) -> Figure {
+    let axis = |label: &str| Axis {
+        label: label.to_string(),
+        unit: Unit::Plain,
+        scale: Scale::Linear,
+        from_zero: true,
+    };
+    let series = series
+        .iter()
+        .map(|s| FigureSeries {
+            label: s.label.to_string(),
+            points: s.points.clone(),
+            errors: Vec::new(),
+            mark: if s.joined { Mark::Line } else { Mark::Points },
+        })
+        .collect();
+    Figure {
+        x: axis(x_label),
+        x_span: None,
+        panels: vec![Panel {
+            title: title.to_string(),
+            y: axis(y_label),
+            series,
+            guides: Vec::new(),
+        }],
+    }
+}
+
+/// [`figure`] as an SVG document.
 pub fn overlay(
     title: &str,
-    x_desc: &str,
-    y_desc: &str,
+    x_label: &str,
+    y_label: &str,
     series: &[Series<'_>],
 ) -> Result<String, ReportError> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (800, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let all = || series.iter().flat_map(|s| s.points.iter());
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(
-                range(all().map(|p| p.0), false),
-                range(all().map(|p| p.1), true),
-            )
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .draw()
-            .map_err(pe)?;
-        for (i, s) in series.iter().enumerate() {
-            let c = color(i);
-            let points = s.points.iter().copied();
-            let drawn = if s.joined {
-                chart.draw_series(LineSeries::new(points, c.stroke_width(2)))
-            } else {
-                chart.draw_series(points.map(|p| Circle::new(p, 5, c.filled())))
-            };
-            drawn
-                .map_err(pe)?
-                .label(s.label)
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(pe)?;
-        root.present().map_err(pe)?;
-    }
-    Ok(svg)
+    figure(title, x_label, y_label, series).svg()
 }
 
 #[cfg(test)]
@@ -72,26 +59,28 @@ mod tests {
 
     #[test]
     fn both_series_and_their_labels_are_drawn() {
-        let svg = overlay(
-            "loss against size",
-            "bytes",
-            "%",
-            &[
-                Series {
-                    label: "published",
-                    points: vec![(64.0, 23.0), (4096.0, 93.0)],
-                    joined: false,
-                },
-                Series {
-                    label: "flowlab",
-                    points: vec![(64.0, 4.0), (4096.0, 99.0)],
-                    joined: true,
-                },
-            ],
-        )
-        .unwrap();
-        assert!(svg.contains("published") && svg.contains("flowlab"));
+        let series = [
+            Series {
+                label: "published",
+                points: vec![(64.0, 23.0), (4096.0, 93.0)],
+                joined: false,
+            },
+            Series {
+                label: "flowlab",
+                points: vec![(64.0, 4.0), (4096.0, 99.0)],
+                joined: true,
+            },
+        ];
+        let fig = figure("loss against size", "bytes", "%", &series);
+        let marks: Vec<Mark> = fig.panels[0].series.iter().map(|s| s.mark).collect();
+        assert_eq!(marks, [Mark::Points, Mark::Line]);
+        let svg = overlay("loss against size", "bytes", "%", &series).unwrap();
+        // plotters writes each text on a line of its own.
+        let text = |t: &str| svg.lines().any(|l| l.trim() == t);
+        assert!(text("published") && text("flowlab"));
         assert!(svg.contains("<circle"), "published points are markers");
         assert!(svg.contains("<polyline"), "the simulated curve is a line");
+        // Plain ticks, the unit in the label: 4096 bytes reads "4000", not "4000.0" or "4 k".
+        assert!(text("4000") && !text("4 k") && !svg.contains("4000.0"));
     }
 }

@@ -1,195 +1,180 @@
-//! Plots as SVG (plotters' SVG backend): text stays `<text>` elements, so no font is bundled or
-//! rasterised and the same data always gives the same bytes.
+//! The figures of a stored run, each built as a [`Figure`] (the one plotting path, drawn as
+//! SVG or PNG): values in their unit from the metric table, labels people read.
 
 use std::collections::BTreeMap;
 
 use flowlab_results::PacketRecord;
 use flowlab_store::{plain, Run};
-use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::stats::{estimate_metric, Repetitions};
-use crate::{metrics, ReportError};
+use crate::axis::Scale;
+use crate::figure::{Axis, Figure, Mark, Panel, Series};
+use crate::metrics::{self, Metric, Unit};
+use crate::stats::{estimate_metric, range_of, Range, Repetitions};
+use crate::ReportError;
 
-const WIDTH: u32 = 800;
-const PANEL_HEIGHT: u32 = 360;
 /// Time-series lines drawn at most (one per point); more would be unreadable.
 const MAX_SERIES: usize = 12;
+/// Bins of a delay histogram.
+const BINS: usize = 50;
 
-const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
-
-pub(crate) fn color(i: usize) -> RGBColor {
-    COLORS[i % COLORS.len()]
+/// The scales a request asks for, x and y.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scales {
+    pub x: Scale,
+    pub y: Scale,
 }
 
-pub(crate) fn pe<E: std::fmt::Display>(e: E) -> ReportError {
-    ReportError::Plot(e.to_string())
-}
-
-/// A range that always has width, padded a little so points do not sit on the frame.
-pub(crate) fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> std::ops::Range<f64> {
-    let (mut lo, mut hi) = values
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-            (l.min(v), h.max(v))
-        });
-    if !lo.is_finite() {
-        return 0.0..1.0;
-    }
-    if from_zero && lo > 0.0 {
-        lo = 0.0;
-    }
-    if hi <= lo {
-        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
-        hi = lo + pad;
-        if !from_zero {
-            lo -= pad;
+impl Scales {
+    /// `--scale` for both axes, unless `--log-x` or `--log-y` asks for a log axis.
+    pub fn from_flags(both: Scale, log_x: bool, log_y: bool) -> Scales {
+        let pick = |log| if log { Scale::Log } else { both };
+        Scales {
+            x: pick(log_x),
+            y: pick(log_y),
         }
     }
-    let pad = (hi - lo) * 0.05;
-    (if from_zero && lo >= 0.0 { lo } else { lo - pad })..hi + pad
 }
 
-/// Draws one panel per metric, stacked, and returns the SVG document.
-fn panels(
-    count: usize,
-    mut draw: impl FnMut(
-        usize,
-        &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    ) -> Result<(), ReportError>,
-) -> Result<String, ReportError> {
-    let mut svg = String::new();
-    {
-        let height = PANEL_HEIGHT * count.max(1) as u32;
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        for (i, area) in root.split_evenly((count.max(1), 1)).iter().enumerate() {
-            draw(i, area)?;
-        }
-        root.present().map_err(pe)?;
+/// Time runs on a linear axis unless a log one is asked for: the first second of a minute-long
+/// test spans more than a decade, but is no reason to stretch it.
+fn linear_unless_asked(scale: Scale) -> Scale {
+    match scale {
+        Scale::Auto => Scale::Linear,
+        asked => asked,
     }
-    Ok(svg)
+}
+
+/// An axis for a metric or parameter of the table.
+fn metric_axis(m: &Metric, scale: Scale) -> Axis {
+    Axis {
+        label: m.axis_label(),
+        unit: m.unit,
+        scale,
+        from_zero: range_of(&m.name) != Range::Signed,
+    }
+}
+
+fn axis(label: &str, unit: Unit, scale: Scale) -> Axis {
+    Axis {
+        label: label.into(),
+        unit,
+        scale,
+        from_zero: true,
+    }
 }
 
 /// One line per `by` group: x = a swept parameter, y = a metric's mean over repetitions with
-/// its 95 % interval as error bars; one panel per metric.
-pub fn lines(run: &Run, x: &str, ys: &[String], by: &[String]) -> Result<String, ReportError> {
+/// its 95 % interval as error bars (never below zero where the metric cannot be); one panel
+/// per metric.
+pub fn lines(
+    run: &Run,
+    x: &str,
+    ys: &[String],
+    by: &[String],
+    scales: Scales,
+) -> Result<Figure, ReportError> {
     let ys = metrics::resolve(ys, &run.metric_names())?;
     let params = crate::swept_params(run);
     let known = |p: &str| run.points.iter().any(|pt| pt.params.get(p).is_some());
-    if !known(x) {
+    if let Some(unknown) = std::iter::once(x)
+        .chain(by.iter().map(String::as_str))
+        .find(|p| !known(p))
+    {
         return Err(ReportError::NoSuchParam {
-            name: x.into(),
+            name: unknown.into(),
             available: params.join(", "),
         });
     }
-    if let Some(b) = by.iter().find(|b| !known(b)) {
-        return Err(ReportError::NoSuchParam {
-            name: b.clone(),
-            available: params.join(", "),
-        });
-    }
-    panels(ys.len(), |i, area| {
-        let y = &ys[i];
-        // group -> x -> each repetition's metrics (and those of any other parameters).
-        let mut groups: BTreeMap<String, BTreeMap<OrdF64, Repetitions>> = BTreeMap::new();
-        for p in &run.points {
-            let Some(xv) = p.params.get(x).and_then(as_number) else {
-                return Err(ReportError::NotNumeric {
-                    name: x.into(),
-                    value: p.params.get(x).map(plain).unwrap_or_default(),
-                });
-            };
-            if !p.metrics.iter().any(|(n, _)| n == y) {
-                continue;
-            }
-            let g = by
-                .iter()
-                .map(|b| format!("{b}={}", p.params.get(b).map(plain).unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(" ");
-            groups
-                .entry(g)
-                .or_default()
-                .entry(OrdF64(xv))
-                .or_default()
-                .push(&p.metrics);
-        }
-        let series: Vec<(String, Vec<(f64, crate::stats::Estimate)>)> = groups
-            .into_iter()
-            .map(|(g, pts)| {
-                (
-                    g,
-                    pts.into_iter()
-                        .filter_map(|(x, reps)| Some((x.0, estimate_metric(y, &reps)?)))
-                        .collect(),
-                )
+    let x_metric = metrics::describe(x);
+    let panels = ys
+        .iter()
+        .map(|y| {
+            let m = metrics::describe(y);
+            Ok(Panel {
+                title: format!("{} against {}", m.label, x_metric.label),
+                series: line_series(run, x, &m, by)?,
+                y: metric_axis(&m, scales.y),
+                guides: Vec::new(),
             })
-            .collect();
-        let xr = range(
-            series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)),
-            false,
-        );
-        let yr = range(
-            series
-                .iter()
-                .flat_map(|(_, p)| p.iter().flat_map(|(_, e)| [e.ci_low, e.ci_high])),
-            true,
-        );
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{y} against {x}"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr, yr)
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc(x)
-            .y_desc(y.as_str())
-            .draw()
-            .map_err(pe)?;
-        for (gi, (g, pts)) in series.iter().enumerate() {
-            let c = color(gi);
-            let label = if g.is_empty() { y.clone() } else { g.clone() };
-            chart
-                .draw_series(LineSeries::new(
-                    pts.iter().map(|(x, e)| (*x, e.mean)),
-                    c.stroke_width(2),
-                ))
-                .map_err(pe)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|(x, e)| {
-                    ErrorBar::new_vertical(*x, e.ci_low, e.mean, e.ci_high, c.filled(), 8)
-                }))
-                .map_err(pe)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(pe)?;
-        Ok(())
+        })
+        .collect::<Result<_, ReportError>>()?;
+    Ok(Figure {
+        x: metric_axis(&x_metric, scales.x),
+        x_span: None,
+        panels,
     })
 }
 
+/// The series of one metric `y` against `x`, one per `by` group, in the metric's unit.
+fn line_series(run: &Run, x: &str, y: &Metric, by: &[String]) -> Result<Vec<Series>, ReportError> {
+    // group -> x -> each repetition's metrics.
+    let mut groups: BTreeMap<String, BTreeMap<OrdF64, Repetitions>> = BTreeMap::new();
+    for p in &run.points {
+        let Some(xv) = p.params.get(x).and_then(as_number) else {
+            return Err(ReportError::NotNumeric {
+                name: x.into(),
+                value: p.params.get(x).map(plain).unwrap_or_default(),
+            });
+        };
+        if !p.metrics.iter().any(|(n, _)| *n == y.name) {
+            continue;
+        }
+        let group = by
+            .iter()
+            .map(|b| format!("{b}={}", p.params.get(b).map(plain).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        groups
+            .entry(group)
+            .or_default()
+            .entry(OrdF64(xv))
+            .or_default()
+            .push(&p.metrics);
+    }
+    let floor = if range_of(&y.name) == Range::Signed {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    let x_scale = metrics::describe(x).scale;
+    Ok(groups
+        .into_iter()
+        .map(|(group, pts)| {
+            let estimates: Vec<(f64, crate::Estimate)> = pts
+                .into_iter()
+                .filter_map(|(xv, reps)| Some((xv.0 * x_scale, estimate_metric(&y.name, &reps)?)))
+                .collect();
+            Series {
+                label: if group.is_empty() {
+                    y.label.clone()
+                } else {
+                    group
+                },
+                points: estimates
+                    .iter()
+                    .map(|(x, e)| (*x, e.mean * y.scale))
+                    .collect(),
+                errors: estimates
+                    .iter()
+                    .filter(|(_, e)| e.n > 1)
+                    .map(|(_, e)| (e.ci_low.max(floor) * y.scale, e.ci_high * y.scale))
+                    .collect(),
+                mark: Mark::Line,
+            }
+        })
+        .map(|mut s| {
+            // Error bars only when every point has one (they pair with points by position).
+            if s.errors.len() != s.points.len() {
+                s.errors.clear();
+            }
+            s
+        })
+        .collect())
+}
+
 /// Per-interval values over the test's time, one line per point (at most `MAX_SERIES`).
-pub fn timeseries(run: &Run, ys: &[String]) -> Result<String, ReportError> {
+pub fn timeseries(run: &Run, ys: &[String], scales: Scales) -> Result<Figure, ReportError> {
     let mut available: Vec<String> = run
         .points
         .iter()
@@ -206,66 +191,51 @@ pub fn timeseries(run: &Run, ys: &[String]) -> Result<String, ReportError> {
         ));
     }
     let ys = metrics::resolve(ys, &available)?;
-    panels(ys.len(), |i, area| {
-        let y = &ys[i];
-        let series: Vec<(String, Vec<(f64, f64)>)> = run
-            .points
-            .iter()
-            .take(MAX_SERIES)
-            .map(|p| {
-                let pts = intervals(&p.result)
-                    .filter_map(|iv| {
-                        let t = iv.get("end_ns").and_then(Value::as_f64)? / 1e9;
-                        let v = metrics::interval_metrics(iv)
-                            .into_iter()
-                            .find(|(n, _)| n == y)?
-                            .1;
-                        Some((t, v))
-                    })
-                    .collect();
-                (point_label(&p.params, p.repetition), pts)
-            })
-            .collect();
-        let xr = range(
-            series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)),
-            true,
-        );
-        let yr = range(
-            series.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)),
-            true,
-        );
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{y} per interval"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr, yr)
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc(y.as_str())
-            .draw()
-            .map_err(pe)?;
-        for (si, (label, pts)) in series.iter().enumerate() {
-            let c = color(si);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(pe)?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(pe)?;
-        Ok(())
+    let shown = match run.points.len() {
+        n if n > MAX_SERIES => format!(" (the first {MAX_SERIES} of {n} points)"),
+        _ => String::new(),
+    };
+    let panels = ys
+        .iter()
+        .map(|y| {
+            let m = metrics::describe(y);
+            let series = run
+                .points
+                .iter()
+                .take(MAX_SERIES)
+                .map(|p| Series {
+                    label: point_label(&p.params, p.repetition),
+                    points: interval_values(&p.result, &m),
+                    errors: Vec::new(),
+                    mark: Mark::Line,
+                })
+                .collect();
+            Panel {
+                title: format!("{} per interval{shown}", m.label),
+                y: metric_axis(&m, scales.y),
+                series,
+                guides: Vec::new(),
+            }
+        })
+        .collect();
+    Ok(Figure {
+        x: axis("time", Unit::Seconds, linear_unless_asked(scales.x)),
+        x_span: None,
+        panels,
     })
+}
+
+/// (end of the interval in s, value in the metric's unit) of each interval that has `m`.
+fn interval_values(result: &Value, m: &Metric) -> Vec<(f64, f64)> {
+    intervals(result)
+        .filter_map(|iv| {
+            let t = iv.get("end_ns").and_then(Value::as_f64)? / 1e9;
+            let found = metrics::interval_metrics(iv)
+                .into_iter()
+                .find(|(n, _)| *n == m.name);
+            Some((t, found?.1 * m.scale))
+        })
+        .collect()
 }
 
 fn intervals(result: &Value) -> impl Iterator<Item = &Value> {
@@ -315,9 +285,9 @@ pub fn packet_delays(packets: &[PacketRecord]) -> (Vec<(u64, f64)>, &'static str
         raw.iter().map(|(_, d)| *d).min().unwrap_or(0)
     };
     let label = if loopback {
-        "round-trip delay (µs)"
+        "round-trip delay"
     } else {
-        "relative one-way delay (µs)"
+        "relative one-way delay"
     };
     (
         raw.into_iter()
@@ -336,156 +306,183 @@ fn need_packets(packets: &[PacketRecord]) -> Result<(), ReportError> {
     Ok(())
 }
 
-/// Histogram of packet delays (50 bins).
-pub fn histogram(packets: &[PacketRecord], title: &str) -> Result<String, ReportError> {
+/// A figure of one panel with one unlabelled series.
+fn single(title: String, x: Axis, y: Axis, points: Vec<(f64, f64)>, mark: Mark) -> Figure {
+    let series = Series {
+        label: String::new(),
+        points,
+        errors: Vec::new(),
+        mark,
+    };
+    Figure {
+        x,
+        x_span: None,
+        panels: vec![Panel {
+            title,
+            y,
+            series: vec![series],
+            guides: Vec::new(),
+        }],
+    }
+}
+
+/// Each arrived packet's send time (ns) and delay, with what the delay is.
+type Delays = (Vec<(u64, f64)>, &'static str);
+
+/// Delays in seconds, or an error when no packet of the log arrived.
+fn arrived_delays(packets: &[PacketRecord]) -> Result<Delays, ReportError> {
     need_packets(packets)?;
     let (delays, label) = packet_delays(packets);
     if delays.is_empty() {
         return Err(ReportError::NoData("no packet of the log arrived".into()));
     }
-    const BINS: usize = 50;
-    let xr = range(delays.iter().map(|d| d.1), false);
-    let width = (xr.end - xr.start) / BINS as f64;
+    Ok((
+        delays.into_iter().map(|(t, d)| (t, d * 1e-6)).collect(),
+        label,
+    ))
+}
+
+/// Histogram of packet delays (`BINS` bins, linear delay axis: bins have equal widths).
+pub fn histogram(
+    packets: &[PacketRecord],
+    title: &str,
+    scales: Scales,
+) -> Result<Figure, ReportError> {
+    let (delays, label) = arrived_delays(packets)?;
+    let (lo, hi) = delays
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), d| {
+            (l.min(d.1), h.max(d.1))
+        });
+    let width = if hi > lo {
+        (hi - lo) / BINS as f64
+    } else {
+        lo.abs().max(1e-6) * 0.1
+    };
     let mut counts = [0u64; BINS];
     for (_, d) in &delays {
-        let b = (((d - xr.start) / width) as usize).min(BINS - 1);
-        counts[b] += 1;
+        counts[(((d - lo) / width) as usize).min(BINS - 1)] += 1;
     }
-    let ymax = counts.iter().copied().max().unwrap_or(1) as f64 * 1.05;
-    panels(1, |_, area| {
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{title}: delay histogram"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr.clone(), 0.0..ymax)
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc(label)
-            .y_desc("packets")
-            .draw()
-            .map_err(pe)?;
-        chart
-            .draw_series(counts.iter().enumerate().map(|(i, &c)| {
-                let x0 = xr.start + i as f64 * width;
-                Rectangle::new([(x0, 0.0), (x0 + width, c as f64)], color(0).filled())
-            }))
-            .map_err(pe)?;
-        Ok(())
-    })
+    let bars = (0..BINS)
+        .map(|i| (lo + i as f64 * width, counts[i] as f64))
+        .collect();
+    Ok(single(
+        format!("{title}: delay histogram"),
+        axis(label, Unit::Seconds, Scale::Linear),
+        axis("packets", Unit::Count, scales.y),
+        bars,
+        Mark::Bars(width),
+    ))
 }
 
 /// Empirical CDF of packet delays.
-pub fn cdf(packets: &[PacketRecord], title: &str) -> Result<String, ReportError> {
-    need_packets(packets)?;
-    let (delays, label) = packet_delays(packets);
+pub fn cdf(packets: &[PacketRecord], title: &str, scales: Scales) -> Result<Figure, ReportError> {
+    let (delays, label) = arrived_delays(packets)?;
     let mut d: Vec<f64> = delays.into_iter().map(|x| x.1).collect();
-    if d.is_empty() {
-        return Err(ReportError::NoData("no packet of the log arrived".into()));
-    }
     d.sort_by(f64::total_cmp);
     let n = d.len() as f64;
-    let xr = range(d.iter().copied(), false);
-    panels(1, |_, area| {
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{title}: delay CDF"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr.clone(), 0.0..1.0)
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc(label)
-            .y_desc("fraction of packets")
-            .draw()
-            .map_err(pe)?;
-        chart
-            .draw_series(LineSeries::new(
-                d.iter().enumerate().map(|(i, &x)| (x, (i + 1) as f64 / n)),
-                color(0).stroke_width(2),
-            ))
-            .map_err(pe)?;
-        Ok(())
-    })
+    let points = d
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (x, (i + 1) as f64 / n))
+        .collect();
+    let mut x = axis(label, Unit::Seconds, scales.x);
+    x.from_zero = false;
+    Ok(single(
+        format!("{title}: delay CDF"),
+        x,
+        axis("fraction of packets", Unit::Percent, Scale::Linear),
+        points,
+        Mark::Line,
+    ))
 }
 
-/// Lost packets against packet index (WS2NetTest Figure 12): a mark at each lost sequence
+/// Lost packets against packet index (WS2NetTest Figure 12): a stroke at each lost sequence
 /// number, so bursts and periodic losses show.
-pub fn loss_index(packets: &[PacketRecord], title: &str) -> Result<String, ReportError> {
+pub fn loss_index(packets: &[PacketRecord], title: &str) -> Result<Figure, ReportError> {
     need_packets(packets)?;
-    let lost: Vec<f64> = packets
+    let lost: Vec<(f64, f64)> = packets
         .iter()
         .filter(|p| p.sent_ns.is_some() && p.received_ns.is_none())
-        .map(|p| p.seq as f64)
+        .map(|p| (p.seq as f64, 1.0))
         .collect();
-    let xr = range(packets.iter().map(|p| p.seq as f64), true);
-    panels(1, |_, area| {
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!(
-                    "{title}: lost packets ({} of {})",
-                    lost.len(),
-                    packets.len()
-                ),
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr.clone(), 0.0..1.2)
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc("packet index")
-            .y_desc("lost")
-            .y_labels(2)
-            .draw()
-            .map_err(pe)?;
-        chart
-            .draw_series(
-                lost.iter()
-                    .map(|&s| PathElement::new(vec![(s, 0.0), (s, 1.0)], color(1).stroke_width(1))),
-            )
-            .map_err(pe)?;
-        Ok(())
-    })
+    let mut figure = single(
+        format!(
+            "{title}: lost packets ({} of {})",
+            lost.len(),
+            packets.len()
+        ),
+        axis("packet index", Unit::Count, Scale::Linear),
+        axis("lost", Unit::Count, Scale::Linear),
+        lost,
+        Mark::Spikes,
+    );
+    // The x axis spans every packet sent, lost or not.
+    let last = packets.iter().map(|p| p.seq).max().unwrap_or(0) as f64;
+    figure.x_span = Some((0.0, last.max(1.0)));
+    Ok(figure)
 }
 
 /// Delay of each packet against its send time (WS2NetTest Figure 13).
-pub fn delay_time(packets: &[PacketRecord], title: &str) -> Result<String, ReportError> {
-    need_packets(packets)?;
-    let (delays, label) = packet_delays(packets);
+pub fn delay_time(
+    packets: &[PacketRecord],
+    title: &str,
+    scales: Scales,
+) -> Result<Figure, ReportError> {
+    let (delays, label) = arrived_delays(packets)?;
     let t0 = delays.iter().map(|d| d.0).min().unwrap_or(0);
-    let pts: Vec<(f64, f64)> = delays
+    let points = delays
         .iter()
         .map(|&(t, d)| ((t - t0) as f64 / 1e9, d))
         .collect();
-    if pts.is_empty() {
-        return Err(ReportError::NoData("no packet of the log arrived".into()));
+    Ok(single(
+        format!("{title}: delay against time"),
+        axis("send time", Unit::Seconds, linear_unless_asked(scales.x)),
+        axis(label, Unit::Seconds, scales.y),
+        points,
+        Mark::Dots,
+    ))
+}
+
+/// An offered-load search (seed 003, Figure 1): total throughput against total offered load,
+/// with the lossless, peak and full-load throughput as labelled guides; `None` when the run's
+/// parameters hold no complete search.
+pub fn search(params: &Value) -> Option<Figure> {
+    let search = params.get("search")?;
+    let points: Vec<(f64, f64)> = search
+        .get("points")?
+        .as_array()?
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p.get("rate_bps")?.as_f64()?,
+                p.get("throughput_bps")?.as_f64()?,
+            ))
+        })
+        .collect();
+    let guides: Vec<(String, f64)> = [
+        ("lossless", "lossless_bps"),
+        ("peak", "peak_bps"),
+        ("full load", "full_load_bps"),
+    ]
+    .iter()
+    .filter_map(|(label, key)| Some((label.to_string(), search.get(*key)?.as_f64()?)))
+    .collect();
+    if points.len() < 2 || guides.len() < 3 {
+        return None;
     }
-    let xr = range(pts.iter().map(|p| p.0), true);
-    let yr = range(pts.iter().map(|p| p.1), true);
-    panels(1, |_, area| {
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{title}: delay against time"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(xr.clone(), yr.clone())
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .x_desc("send time (s)")
-            .y_desc(label)
-            .draw()
-            .map_err(pe)?;
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 2, color(0).filled())))
-            .map_err(pe)?;
-        Ok(())
-    })
+    let rate = metrics::describe("rate_bps");
+    let throughput = metrics::describe("throughput_bps");
+    let mut figure = single(
+        "Total throughput against offered load (all sources)".into(),
+        metric_axis(&rate, Scale::Linear),
+        metric_axis(&throughput, Scale::Linear),
+        points,
+        Mark::Line,
+    );
+    figure.panels[0].series[0].label = "throughput".into();
+    figure.panels[0].guides = guides;
+    Some(figure)
 }
 
 /// A JSON number, or a string that parses as one (sizes typed as "100").

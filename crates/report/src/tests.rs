@@ -66,6 +66,7 @@ fn plotting_unknown_things_says_what_exists() {
         ys: vec![y.to_string()],
         by: Vec::new(),
         point: None,
+        scales: Scales::default(),
     };
     let e = plot(&s, &run, &req(PlotKind::Lines, Some("size"), "loss")).unwrap_err();
     assert_eq!(
@@ -84,9 +85,8 @@ fn plotting_unknown_things_says_what_exists() {
     let e = plot(&s, &run, &req(PlotKind::TimeSeries, None, "rtt")).unwrap_err();
     assert!(e.to_string().contains("no live intervals"), "{e}");
     // Default x: the first numeric swept parameter.
-    assert!(plot(&s, &run, &req(PlotKind::Lines, None, "rtt"))
-        .unwrap()
-        .starts_with("<svg"));
+    let figure = plot(&s, &run, &req(PlotKind::Lines, None, "rtt")).unwrap();
+    assert!(figure.svg().unwrap().starts_with("<svg"));
 }
 
 #[test]
@@ -100,5 +100,36 @@ fn plot_kinds_by_the_names_people_type() {
     assert!(
         e.starts_with("unknown plot kind 'pie' (expected lines, timeseries"),
         "{e}"
+    );
+}
+
+/// Time keeps a linear axis by default even when it spans decades; asked for, it is log.
+#[test]
+fn time_is_linear_unless_asked() {
+    let mut s = Store::open_in_memory().unwrap();
+    let run = s
+        .begin_run("test", &json!({}), &Environment::default())
+        .unwrap();
+    let intervals: Vec<_> = [1u64, 60]
+        .iter()
+        .map(|t| json!({"end_ns": t * 1_000_000_000, "throughput_bps": 1e6}))
+        .collect();
+    s.add_point(
+        run,
+        &json!({}),
+        0,
+        &json!({ "intervals": intervals }),
+        &[],
+        None,
+    )
+    .unwrap();
+    let run = s.load_run(run).unwrap();
+    let ys = ["goodput_bps".to_string()];
+    let auto = plot::timeseries(&run, &ys, Scales::default()).unwrap();
+    assert_eq!(auto.x.scale, Scale::Linear);
+    let asked = Scales::from_flags(Scale::Auto, true, false);
+    assert_eq!(
+        plot::timeseries(&run, &ys, asked).unwrap().x.scale,
+        Scale::Log
     );
 }

@@ -149,11 +149,28 @@ impl Demo {
             .iter()
             .map(|(p, r, run)| (p.clone(), *r, run))
             .collect();
-        let params = json!({ "description": DESCRIPTION, "repetitions": REPETITIONS });
-        let id = crate::record::store_test_run(db, "demo", &params, &points)?;
+        let id = crate::record::store_test_run(db, "demo", &run_params(), &points)?;
         crate::record::write_report(db, id, report)?;
         Ok(id)
     }
+}
+
+/// The stored run's parameters, which its report shows: what each test sent, how fast and
+/// for how long.
+fn run_params() -> Value {
+    json!({
+        "description": DESCRIPTION,
+        "repetitions": REPETITIONS,
+        "sizes": SIZES.map(|b| flowlab_units::format_bytes(f64::from(b))).join(", "),
+        "test1": format!(
+            "UDP and TCP at {} for {} each, loopback",
+            flowlab_units::format_rate(TEST1_RATE as f64),
+            flowlab_units::format_duration_ns(TEST1_DURATION.as_nanos() as f64)
+        ),
+        "test3": format!(
+            "UDP at {TEST3_PACKETS_PER_SEC} packets/s, {TEST3_COUNT} packets, loopback"
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -175,5 +192,15 @@ mod tests {
         );
         assert_eq!(last.rate_bps, Some(50 * 8000 * 8), "50 packets/s");
         assert!(p.iter().all(|(_, s)| s.validate().is_ok()));
+    }
+
+    #[test]
+    fn the_report_names_the_rate_and_duration() {
+        let params = run_params();
+        assert_eq!(
+            params["test1"],
+            "UDP and TCP at 2.00 Mbit/s for 500 ms each, loopback"
+        );
+        assert!(params["test3"].as_str().unwrap().contains("50 packets/s"));
     }
 }

@@ -68,7 +68,7 @@ pub fn store_test_run(
 ) -> anyhow::Result<RunId> {
     let mut store = open_store(db)?;
     // Marked failed if a point cannot be stored.
-    let mut active = store.start_run(kind, params, &environment())?;
+    let mut active = store.start_run(kind, &with_command(params), &environment())?;
     let id = active.id();
     let mut status = RunStatus::Complete;
     for (point, repetition, run) in tests {
@@ -83,6 +83,42 @@ pub fn store_test_run(
     }
     active.finish(status)?;
     Ok(id)
+}
+
+/// The command that started this process, as a shell would take it back (the program by its
+/// name, not its path): reports print it so a run can be reproduced.
+pub fn command_line() -> String {
+    let mut args = std::env::args();
+    let program = args.next().map(|p| {
+        let path = Path::new(&p);
+        path.file_name()
+            .map_or(p.clone(), |n| n.to_string_lossy().into_owned())
+    });
+    program
+        .into_iter()
+        .chain(args)
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `a` quoted for a POSIX shell when it holds anything but safe characters.
+fn shell_quote(a: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c);
+    match !a.is_empty() && a.chars().all(safe) {
+        true => a.to_string(),
+        false => format!("'{}'", a.replace('\'', "'\\''")),
+    }
+}
+
+/// The run's parameters with the command that made it, unless they name one already.
+pub fn with_command(params: &Value) -> Value {
+    let mut params = params.clone();
+    if let Value::Object(map) = &mut params {
+        map.entry("command")
+            .or_insert_with(|| command_line().into());
+    }
+    params
 }
 
 /// Records one test as a run of kind `test`: the target and spec as its parameters.
@@ -129,7 +165,12 @@ pub fn export(db: Option<&Path>, run: RunId, csv: bool, out: Option<&Path>) -> a
     let store = open_store(db)?;
     let mut buf = Vec::new();
     if csv {
-        store.export_csv(run, &mut buf)?;
+        // Each metric's label and unit from the report's table, as plots and tables use them.
+        let describe = |name: &str| {
+            let metric = flowlab_report::describe(name);
+            (metric.label.clone(), metric.stored_unit().to_string())
+        };
+        store.export_csv(run, &describe, &mut buf)?;
     } else {
         store.export_json(run, &mut buf)?;
     }
@@ -145,7 +186,7 @@ pub fn export(db: Option<&Path>, run: RunId, csv: bool, out: Option<&Path>) -> a
     }
 }
 
-/// Writes a plot of a stored run as SVG.
+/// Writes a plot of a stored run, as PNG when `out` ends in `.png`, else as SVG.
 pub fn write_plot(
     db: Option<&Path>,
     run: RunId,
@@ -154,13 +195,26 @@ pub fn write_plot(
 ) -> anyhow::Result<()> {
     let store = open_store(db)?;
     let loaded = store.load_run(run)?;
-    let svg = flowlab_report::plot(&store, &loaded, request)?;
-    std::fs::write(out, svg).with_context(|| format!("cannot write {}", out.display()))
+    flowlab_report::plot(&store, &loaded, request)?.write(out)?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_are_quoted_for_the_shell() {
+        assert_eq!(shell_quote("--rate"), "--rate");
+        assert_eq!(shell_quote("size=100,200"), "size=100,200");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        let params = with_command(&serde_json::json!({"rate": "2M"}));
+        assert!(params["command"].as_str().is_some_and(|c| !c.is_empty()));
+        let named = serde_json::json!({"command": "flowlab demo"});
+        assert_eq!(with_command(&named), named);
+    }
 
     #[test]
     fn reads_cpu_model() {

@@ -443,6 +443,7 @@ impl SweepJob {
             "shuffle": self.shuffle,
             "seed": self.seed,
             "packet_log": self.packet_log,
+            "command": crate::record::command_line(),
         })
     }
 

@@ -483,8 +483,15 @@ impl Store {
     }
 
     /// The run's metrics as CSV, one row per point and metric: `point,repetition`, one column
-    /// per swept parameter, then `metric,value` (long form, what spreadsheets pivot).
-    pub fn export_csv(&self, id: RunId, out: &mut dyn Write) -> Result<()> {
+    /// per swept parameter, then `metric,value` (long form, what spreadsheets pivot), then the
+    /// value's `unit` and the metric's human `label`, as `describe` (the report's metric table)
+    /// gives them.
+    pub fn export_csv(
+        &self,
+        id: RunId,
+        describe: &dyn Fn(&str) -> (String, String),
+        out: &mut dyn Write,
+    ) -> Result<()> {
         let run = self.load_run(id)?;
         let mut keys: Vec<String> = Vec::new();
         for p in &run.points {
@@ -499,7 +506,7 @@ impl Store {
         let io = |e: std::io::Error| StoreError::Io(e.to_string());
         let mut header = vec!["run".to_string(), "point".into(), "repetition".into()];
         header.extend(keys.iter().map(|k| csv_field(k)));
-        header.extend(["metric".to_string(), "value".into()]);
+        header.extend(["metric", "value", "unit", "label"].map(String::from));
         writeln!(out, "{}", header.join(",")).map_err(io)?;
         for (i, p) in run.points.iter().enumerate() {
             let params: Vec<String> = keys
@@ -513,8 +520,10 @@ impl Store {
             for (name, value) in &p.metrics {
                 let mut row = vec![id.to_string(), i.to_string(), p.repetition.to_string()];
                 row.extend(params.iter().cloned());
+                let (label, unit) = describe(name);
                 row.push(csv_field(name));
                 row.push(value.to_string());
+                row.extend([csv_field(&unit), csv_field(&label)]);
                 writeln!(out, "{}", row.join(",")).map_err(io)?;
             }
         }

@@ -90,10 +90,11 @@ fn exports() {
     )
     .unwrap();
     let mut csv = Vec::new();
-    s.export_csv(run, &mut csv).unwrap();
+    let describe = |name: &str| (format!("{name}, labelled"), "%".to_string());
+    s.export_csv(run, &describe, &mut csv).unwrap();
     assert_eq!(
         String::from_utf8(csv).unwrap(),
-        "run,point,repetition,proto,size,metric,value\n1,0,1,udp,100,loss_pct,2\n"
+        "run,point,repetition,proto,size,metric,value,unit,label\n1,0,1,udp,100,loss_pct,2,%,\"loss_pct, labelled\"\n"
     );
     let mut js = Vec::new();
     s.export_json(run, &mut js).unwrap();

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use flowlab_control::{load_key, AgentConfig, ConnLimits, Limits};
+use flowlab_runner::daemon::{detach, Detach};
 use flowlab_runner::{format, host};
 
 use crate::args::ServeArgs;
@@ -15,14 +16,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(load_key(path)?),
         None => None,
     };
+    // The port is open before the agent leaves the terminal, so a port in use is seen there.
+    let listener = match args.stamp_only {
+        true => None,
+        false => Some(host::bind(args.bind, args.port)?),
+    };
+    let _pidfile = detach(&Detach {
+        daemon: args.daemon,
+        logfile: args.logfile.as_deref(),
+        pidfile: args.pidfile.as_deref(),
+    })?;
     let reflector = crate::stamp_cmd::start_reflector(&args, key.as_deref())?;
-    if args.stamp_only {
+    let Some(listener) = listener else {
         // The reflector (`--stamp-only` requires `--stamp`) runs alone until Ctrl-C.
         flowlab_sys::signal::interrupt_flag();
         return reflector.map_or(Ok(ExitCode::SUCCESS), |r| {
             crate::stamp_cmd::finish_reflector(r, true)
         });
-    }
+    };
     let config = AgentConfig {
         limits: Limits {
             max_duration: args.max_duration,
@@ -37,7 +48,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_per_source: args.max_connections_per_source as usize,
         },
     };
-    let listener = host::bind(args.bind, args.port)?;
     flowlab_sys::signal::interrupt_flag();
     eprint!("{}", format::agent_banner(listener.local_addr()?, &config));
     let quiet = args.quiet;

@@ -87,7 +87,13 @@ impl Observer for Terminal {
                 }
                 Output::Json => {}
             },
-            Event::SweepStarted { tests } => self.bar = progress_bar(self.quiet, tests),
+            Event::SweepStarted { tests, expected_ns } => {
+                eprintln!(
+                    "{}",
+                    flowlab_runner::sweep::expected_line(tests, expected_ns)
+                );
+                self.bar = progress_bar(self.quiet, tests)
+            }
             Event::PointStarted {
                 point,
                 repetition,

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use flowlab_control::{load_key, TestOptions, TestRun};
+use flowlab_control::client::Family;
+use flowlab_control::{load_key, TestOptions};
 use flowlab_runner::format;
 use flowlab_runner::sweep::PointBase;
 use flowlab_spec::{Direction, Param, ParamValue, Protocol, SocketOptions, TestSpec};
@@ -12,13 +13,14 @@ use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
 use crate::terminal::{Output, Terminal};
-use flowlab_runner::output::{conclude, print_result};
+use flowlab_runner::output::{conclude, print_result, titled};
+use flowlab_runner::test::{pinned_target, usage_error};
 
-/// Turns flags into a validated test spec.
+/// Turns flags into a validated test spec; a refusal is a usage error (exit status 2).
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
-    let spec = point_base(args)?.spec;
+    let spec = point_base(args).map_err(usage_error)?.spec;
     spec.validate()
-        .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+        .map_err(|e| usage_error(format!("invalid test: {e}")))?;
     Ok(spec)
 }
 
@@ -113,6 +115,9 @@ fn traffic_text(args: &TestArgs) -> Option<String> {
 }
 
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.logfile {
+        flowlab_runner::daemon::log_to(path)?;
+    }
     if args.stamp {
         return crate::stamp_cmd::run_test(&args);
     }
@@ -122,7 +127,11 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     }
     let key = args.key_file.as_deref().map(load_key).transpose()?;
     let options = TestOptions {
-        target: args.target.clone(),
+        target: pinned_target(
+            &args.target,
+            args.port,
+            Family::from_flags(args.ipv4, args.ipv6),
+        )?,
         spec,
         key,
         drain: args.drain,
@@ -139,30 +148,18 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let run = flowlab_runner::test::run_test(&options, &mut Terminal::new(output, false))?;
     flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
-    let stored = store(&args, &options, &run);
+    let db = (!args.no_store).then_some(args.db.as_deref());
+    let stored =
+        flowlab_runner::record::store_test_saying(db, &options, &run, args.title.as_deref());
     let json = match output {
         Output::JsonStream => format::stream_line("result", &run.result),
         _ => serde_json::to_string_pretty(&run.result)?,
     };
     print_result(&json, None, output != Output::Human, || {
-        format::render(&run.result)
+        titled(args.title.as_deref(), format::render(&run.result))
     })?;
     let ending = conclude(run.result.error.as_deref(), run.result.interrupted, "test");
     Ok(ending.unwrap_or(ExitCode::from(u8::from(!stored))))
-}
-
-/// Records the test in the results database unless `--no-store`; false, with the reason said
-/// in one line, when it could not.
-fn store(args: &TestArgs, options: &TestOptions, run: &TestRun) -> bool {
-    let stored = match args.no_store {
-        true => return true,
-        false => flowlab_runner::record::store_single_test(args.db.as_deref(), options, run),
-    };
-    match &stored {
-        Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
-        Err(e) => eprintln!("flowlab: error: result not stored: {e:#}"),
-    }
-    stored.is_ok()
 }
 
 #[cfg(test)]

@@ -82,24 +82,60 @@ pub fn resolve(target: &str) -> Result<SocketAddr, ClientError> {
 
 /// [`resolve`] for another service: `default_port` when the target names none.
 pub fn resolve_with_port(target: &str, default_port: u16) -> Result<SocketAddr, ClientError> {
-    let (host, port) = split_target(target, default_port)?;
-    let mut addrs = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|_| ClientError::Target(format!("cannot resolve host '{host}'")))?;
-    addrs
-        .next()
-        .ok_or_else(|| ClientError::Target(format!("host '{host}' has no address")))
+    let (host, port) = split_target(target)?;
+    resolve_host(&host, port.unwrap_or(default_port), Family::Any)
 }
 
-fn split_target(target: &str, default_port: u16) -> Result<(String, u16), ClientError> {
+/// Which of a host's addresses a client takes (iperf3's `-4` and `-6`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The family `-4` or `-6` leave (`-4` when both are given).
+    pub fn from_flags(ipv4: bool, ipv6: bool) -> Family {
+        match (ipv4, ipv6) {
+            (true, _) => Family::V4,
+            (_, true) => Family::V6,
+            _ => Family::Any,
+        }
+    }
+}
+
+/// The first address of `host` in `family`, with `port`.
+pub fn resolve_host(host: &str, port: u16, family: Family) -> Result<SocketAddr, ClientError> {
+    let addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| ClientError::Target(format!("cannot resolve host '{host}'")))?;
+    let mut fitting = addrs.filter(|a| match family {
+        Family::Any => true,
+        Family::V4 => a.is_ipv4(),
+        Family::V6 => a.is_ipv6(),
+    });
+    let which = match family {
+        Family::Any => "",
+        Family::V4 => "IPv4 ",
+        Family::V6 => "IPv6 ",
+    };
+    fitting
+        .next()
+        .ok_or_else(|| ClientError::Target(format!("host '{host}' has no {which}address")))
+}
+
+/// `HOST[:PORT]`, `[V6]:PORT` or a bare IPv6 address into the host and the port it names.
+pub fn split_target(target: &str) -> Result<(String, Option<u16>), ClientError> {
     let bad_port = |p: &str| ClientError::Target(format!("invalid port '{p}' in '{target}'"));
     if let Some(rest) = target.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
             .ok_or_else(|| ClientError::Target(format!("missing ']' in '{target}'")))?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| bad_port(p))?,
-            None if after.is_empty() => default_port,
+            Some(p) => Some(p.parse().map_err(|_| bad_port(p))?),
+            None if after.is_empty() => None,
             None => return Err(bad_port(after)),
         };
         return Ok((host.to_string(), port));
@@ -109,11 +145,11 @@ fn split_target(target: &str, default_port: u16) -> Result<(String, u16), Client
     }
     // More than one colon: a bare IPv6 address without a port.
     if target.matches(':').count() > 1 {
-        return Ok((target.to_string(), default_port));
+        return Ok((target.to_string(), None));
     }
     match target.split_once(':') {
-        Some((host, p)) => Ok((host.to_string(), p.parse().map_err(|_| bad_port(p))?)),
-        None => Ok((target.to_string(), default_port)),
+        Some((host, p)) => Ok((host.to_string(), Some(p.parse().map_err(|_| bad_port(p))?))),
+        None => Ok((target.to_string(), None)),
     }
 }
 
@@ -856,17 +892,27 @@ mod tests {
 
     #[test]
     fn targets_split_like_people_type_them() {
-        let ok = |t: &str| split_target(t, DEFAULT_PORT).unwrap();
-        assert_eq!(ok("example"), ("example".into(), DEFAULT_PORT));
-        assert_eq!(ok("10.0.0.1:5000"), ("10.0.0.1".into(), 5000));
-        assert_eq!(ok("[::1]:5000"), ("::1".into(), 5000));
-        assert_eq!(ok("[::1]"), ("::1".into(), DEFAULT_PORT));
-        assert_eq!(ok("fd00::2"), ("fd00::2".into(), DEFAULT_PORT));
-        assert_eq!(split_target("[::1]", 862).unwrap(), ("::1".into(), 862));
-        assert_eq!(split_target("host", 862).unwrap(), ("host".into(), 862));
+        let ok = |t: &str| split_target(t).unwrap();
+        assert_eq!(ok("example"), ("example".into(), None));
+        assert_eq!(ok("10.0.0.1:5000"), ("10.0.0.1".into(), Some(5000)));
+        assert_eq!(ok("[::1]:5000"), ("::1".into(), Some(5000)));
+        assert_eq!(ok("[::1]"), ("::1".into(), None));
+        assert_eq!(ok("fd00::2"), ("fd00::2".into(), None));
+        assert_eq!(resolve_with_port("[::1]", 862).unwrap().port(), 862);
         for bad in ["", "host:port", "[::1", "[::1]x", "h:99999"] {
-            assert!(split_target(bad, DEFAULT_PORT).is_err(), "{bad}");
+            assert!(split_target(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_family_picks_the_hosts_addresses() {
+        assert_eq!(Family::from_flags(false, true), Family::V6);
+        assert_eq!(Family::from_flags(false, false), Family::Any);
+        let v4 = resolve_host("127.0.0.1", 7, Family::from_flags(true, false)).unwrap();
+        assert_eq!(v4, "127.0.0.1:7".parse().unwrap());
+        let e = resolve_host("127.0.0.1", 7, Family::V6).unwrap_err();
+        assert_eq!(e.to_string(), "host '127.0.0.1' has no IPv6 address");
+        assert!(resolve_host("::1", 7, Family::Any).unwrap().is_ipv6());
     }
 
     #[test]

@@ -46,6 +46,15 @@ const MAX_CONGESTION_NAME: usize = 15;
 /// Longest interface name (IFNAMSIZ less its NUL).
 const MAX_INTERFACE_NAME: usize = 15;
 
+/// A limit's duration as an agent's flag takes it; 'unlimited' is the longest test the
+/// protocol describes ([`MAX_DURATION`]).
+pub fn parse_duration_limit(s: &str) -> Result<Duration, flowlab_units::UnitError> {
+    match s {
+        "unlimited" => Ok(MAX_DURATION),
+        _ => flowlab_units::parse_duration(s),
+    }
+}
+
 /// Parses a socket buffer size or TCP window clamp as people type it (`4MiB`): 1 B to
 /// [`MAX_BUFFER`].
 pub fn parse_buffer(s: &str) -> Result<u32, flowlab_units::UnitError> {
@@ -533,5 +542,12 @@ mod tests {
         ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_duration_limit_may_be_unlimited() {
+        assert_eq!(parse_duration_limit("unlimited"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration_limit("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration_limit("forever").is_err());
     }
 }

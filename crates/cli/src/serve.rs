@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use flowlab_control::{load_key, AgentConfig, ConnLimits, Limits};
-use flowlab_runner::daemon::{detach, Detach};
+use flowlab_runner::daemon::{detach, PidFile};
 use flowlab_runner::{format, host};
 
 use crate::args::ServeArgs;
@@ -16,16 +16,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(load_key(path)?),
         None => None,
     };
+    let pidfile = args.pidfile.as_deref().map(PidFile::claim).transpose()?;
     // The port is open before the agent leaves the terminal, so a port in use is seen there.
     let listener = match args.stamp_only {
         true => None,
         false => Some(host::bind(args.bind, args.port)?),
     };
-    let _pidfile = detach(&Detach {
-        daemon: args.daemon,
-        logfile: args.logfile.as_deref(),
-        pidfile: args.pidfile.as_deref(),
-    })?;
+    detach(args.daemon, args.logfile.as_deref(), pidfile.as_ref())?;
     let reflector = crate::stamp_cmd::start_reflector(&args, key.as_deref())?;
     let Some(listener) = listener else {
         // The reflector (`--stamp-only` requires `--stamp`) runs alone until Ctrl-C.

@@ -21,31 +21,21 @@ fn open_log(path: &Path) -> anyhow::Result<File> {
         .with_context(|| format!("cannot open log file {}", path.display()))
 }
 
-/// What `serve` asks of the process before it starts any thread.
-#[derive(Debug, Default)]
-pub struct Detach<'a> {
-    /// Into the background (`--daemon`).
-    pub daemon: bool,
-    pub logfile: Option<&'a Path>,
-    pub pidfile: Option<&'a Path>,
-}
-
-/// Logs to the log file, goes into the background and writes the pid file, as `detach` asks.
-/// Errors that can be seen (a pid file of a live process, a log file that cannot be opened)
-/// come before the process leaves the terminal. The pid file is removed when the returned
-/// value is dropped.
-pub fn detach(detach: &Detach) -> anyhow::Result<Option<PidFile>> {
-    let pidfile = detach.pidfile.map(PidFile::claim).transpose()?;
-    let log = detach.logfile.map(open_log).transpose()?;
-    if detach.daemon {
+/// Logs to `logfile`, goes into the background if `daemon`, and writes `pidfile` (claimed
+/// before, so a live agent's is refused while the terminal can still say so). Call it
+/// before starting any thread.
+pub fn detach(
+    daemon: bool,
+    logfile: Option<&Path>,
+    pidfile: Option<&PidFile>,
+) -> anyhow::Result<()> {
+    let log = logfile.map(open_log).transpose()?;
+    if daemon {
         flowlab_sys::daemon::daemonize(log.as_ref()).context("cannot run in the background")?;
     } else if let Some(log) = &log {
         flowlab_sys::daemon::redirect_output(log).context("cannot log to the log file")?;
     }
-    if let Some(p) = &pidfile {
-        p.write()?;
-    }
-    Ok(pidfile)
+    pidfile.map_or(Ok(()), PidFile::write)
 }
 
 /// A file naming this process's id while it runs (`--pidfile`); removed on drop.
@@ -54,8 +44,8 @@ pub struct PidFile(PathBuf);
 
 impl PidFile {
     /// Takes `path` unless it names a process still running; the daemon's working directory
-    /// is `/`, so the path is made absolute first.
-    fn claim(path: &Path) -> anyhow::Result<PidFile> {
+    /// is `/`, so the path is made absolute first. [`detach`] writes it.
+    pub fn claim(path: &Path) -> anyhow::Result<PidFile> {
         let path = std::path::absolute(path)
             .with_context(|| format!("invalid pid file {}", path.display()))?;
         let running = std::fs::read_to_string(&path)
@@ -90,11 +80,8 @@ mod tests {
     #[test]
     fn a_pid_file_is_refused_while_its_process_runs_and_removed_after() {
         let path = std::env::temp_dir().join(format!("flowlab-pid-{}", std::process::id()));
-        let held = detach(&Detach {
-            pidfile: Some(&path),
-            ..Detach::default()
-        })
-        .unwrap();
+        let held = PidFile::claim(&path).unwrap();
+        detach(false, None, Some(&held)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, format!("{}\n", std::process::id()));
         let e = PidFile::claim(&path).unwrap_err();

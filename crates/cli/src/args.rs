@@ -186,6 +186,12 @@ pub struct TestArgs {
     /// Only the target's IPv6 addresses.
     #[arg(long, short = '6')]
     pub ipv6: bool,
+    /// This end's address for the control connection and the data sockets.
+    #[arg(long, short = 'B', group = "flowlab")]
+    pub bind: Option<IpAddr>,
+    /// This end's data port (UDP and TCP; flow i on port + i), like iperf3's --cport.
+    #[arg(long, group = "flowlab")]
+    pub cport: Option<u16>,
     /// Send UDP datagrams (default).
     #[arg(long, short, conflicts_with_all = ["tcp", "proto"], group = "flowlab")]
     pub udp: bool,

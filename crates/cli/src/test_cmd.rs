@@ -9,7 +9,6 @@ use flowlab_runner::format;
 use flowlab_runner::sweep::PointBase;
 use flowlab_spec::{Direction, Param, ParamValue, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
-use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
 use crate::terminal::{Output, Terminal};
@@ -31,7 +30,9 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
     use ParamValue as V;
     let invalid_traffic = |e: &dyn std::fmt::Display| anyhow::anyhow!("invalid traffic: {e}");
     let mut point = Vec::new();
-    if let Some(text) = traffic_text(args) {
+    // The `--traffic` text, or the `--preset` as one.
+    let preset = args.preset.as_ref().map(|p| format!("preset:{p}"));
+    if let Some(text) = args.traffic.clone().or(preset) {
         let model = TrafficSpec::parse(&text).map_err(|e| invalid_traffic(&e))?;
         point.push((Param::Traffic, V::Traffic(model)));
     }
@@ -46,13 +47,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
         u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
         point.push((Param::Size, V::Bytes(size)));
     }
-    if let Some(rate) = args.rate {
-        let bps = match rate {
-            Rate::Max => None,
-            Rate::BitsPerSec(r) => Some(r),
-        };
-        point.push((Param::Rate, V::Rate(bps)));
-    }
+    point.extend(args.rate.map(|r| (Param::Rate, V::Rate(r.bits_per_sec()))));
     let nanos = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
     point.extend(
         args.duration
@@ -105,15 +100,6 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
     Ok(PointBase { spec, given })
 }
 
-/// The `--traffic` text, or the `--preset` as one.
-fn traffic_text(args: &TestArgs) -> Option<String> {
-    match (&args.traffic, &args.preset) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(p)) => Some(format!("preset:{p}")),
-        (None, None) => None,
-    }
-}
-
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.logfile {
         flowlab_runner::daemon::log_to(path)?;
@@ -137,6 +123,8 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         drain: args.drain,
         interface: args.interface.clone(),
         agent_interface: args.agent_interface.clone(),
+        bind: args.bind,
+        cport: args.cport,
     };
     flowlab_runner::test::check_path_rate(&options.target, [&options.spec], args.force_rate)?;
     flowlab_sys::signal::interrupt_flag();

@@ -273,3 +273,61 @@ fn a_sweep_says_how_long_it_will_take() {
     let first = stderr(&o).lines().next().unwrap_or_default().to_string();
     assert_eq!(first, "flowlab: 2 tests, expected to take about 4 s");
 }
+
+fn free_port() -> u16 {
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+/// `--bind` and `--cport` place this end's sockets: UDP flow i on cport + i, TCP from cport.
+#[test]
+fn the_client_binds_where_it_is_told() {
+    let agent = loopback_agent(&[]);
+    let cport = free_port().min(60_000);
+    let udp = flowlab(&[
+        "test",
+        &agent.addr,
+        "--bind",
+        "127.0.0.1",
+        "--cport",
+        &cport.to_string(),
+        "-P",
+        "2",
+        "-n",
+        "20",
+        "-J",
+        "--no-store",
+    ]);
+    assert!(udp.status.success(), "{}", stderr(&udp));
+    let ports = json(&udp)["spec"]["client_udp_ports"].clone();
+    assert_eq!(ports, serde_json::json!([cport, cport + 1]));
+    let tcp = flowlab(&[
+        "test",
+        &agent.addr,
+        "--tcp",
+        "--cport",
+        &cport.to_string(),
+        "-n",
+        "5",
+        "--no-store",
+    ]);
+    assert!(tcp.status.success(), "{}", stderr(&tcp));
+    // A port another socket listens on cannot be this end's.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let args = ["test", &agent.addr, "--tcp", "--cport", &port, "-n", "5"];
+    assert_one_line_error(&flowlab(&args), "cannot open a TCP data connection from");
+    let elsewhere = flowlab(&["test", &agent.addr, "-B", "192.0.2.1", "-n", "5"]);
+    assert_one_line_error(&elsewhere, "cannot connect to");
+    let high = flowlab(&[
+        "test",
+        &agent.addr,
+        "--cport",
+        "65535",
+        "-P",
+        "2",
+        "-n",
+        "5",
+    ]);
+    assert_one_line_error(&high, "--cport 65535 leaves no port for flow 1");
+}

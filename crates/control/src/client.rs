@@ -60,6 +60,11 @@ pub struct TestOptions {
     /// control connection's addresses.
     pub interface: Option<String>,
     pub agent_interface: Option<String>,
+    /// This end's address for the control connection and the data sockets (`--bind`), and
+    /// the first data port (`--cport`: flow *i* on port + *i*); the kernel picks what is
+    /// `None`. Connection-per-transaction tests (CRR) connect from ephemeral ports.
+    pub bind: Option<IpAddr>,
+    pub cport: Option<u16>,
 }
 
 /// A finished (or stopped) test: the result document and, when asked for, per-packet records.
@@ -157,6 +162,10 @@ fn setup_error(e: ConnError) -> ClientError {
     ClientError::Setup(e.to_string())
 }
 
+fn setup_io(e: std::io::Error) -> ClientError {
+    ClientError::Setup(e.to_string())
+}
+
 /// What the agent accepted.
 struct Accepted {
     conn: Conn,
@@ -175,8 +184,38 @@ struct Accepted {
 const OPEN_REQUEST_HINT: &str =
     " of an agent without a key: shorten the trace, or use --key-file on both ends";
 
-fn connect(addr: SocketAddr) -> Result<TcpStream, ClientError> {
-    TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
+/// A TCP connection to `to` from `from`, when given (address, port or both; a fixed port may
+/// be taken again while its last connection lingers in TIME_WAIT).
+fn connect_from(from: Option<SocketAddr>, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let Some(from) = from else {
+        return TcpStream::connect_timeout(&to, SETUP_TIMEOUT);
+    };
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(to),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&from.into())?;
+    socket.connect_timeout(&to.into(), SETUP_TIMEOUT)?;
+    Ok(socket.into())
+}
+
+/// Where flow `flow`'s data socket binds: the control connection's address, and `--cport`
+/// plus the flow's index.
+fn data_addr(local_ip: IpAddr, cport: Option<u16>, flow: u32) -> Result<SocketAddr, ClientError> {
+    let port = match cport {
+        None => 0,
+        Some(first) => u16::try_from(u32::from(first) + flow).map_err(|_| {
+            ClientError::Setup(format!("--cport {first} leaves no port for flow {flow}"))
+        })?,
+    };
+    Ok(SocketAddr::new(local_ip, port))
+}
+
+fn connect(from: Option<IpAddr>, addr: SocketAddr) -> Result<TcpStream, ClientError> {
+    let from = from.map(|ip| SocketAddr::new(ip, 0));
+    connect_from(from, addr).map_err(|e| ClientError::Connect {
         addr,
         reason: match e.kind() {
             std::io::ErrorKind::ConnectionRefused => {
@@ -192,8 +231,12 @@ fn connect(addr: SocketAddr) -> Result<TcpStream, ClientError> {
 
 /// Connects to an agent, exchanges hellos and, with a key, proves it and has the agent prove
 /// it; a client with a key refuses an agent that does not ask for one.
-pub(crate) fn connect_agent(addr: SocketAddr, key: Option<&[u8]>) -> Result<Conn, ClientError> {
-    let mut conn = Conn::new(connect(addr)?);
+pub(crate) fn connect_agent(
+    addr: SocketAddr,
+    key: Option<&[u8]>,
+    from: Option<IpAddr>,
+) -> Result<Conn, ClientError> {
+    let mut conn = Conn::new(connect(from, addr)?);
     let by = Deadline::after(SETUP_TIMEOUT, "the agent's handshake");
     conn.send_hello(ClientHello::current())
         .map_err(setup_error)?;
@@ -252,7 +295,7 @@ fn unexpected(message: Message, when: &str) -> ClientError {
 }
 
 fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, ClientError> {
-    let mut conn = connect_agent(addr, options.key.as_deref())?;
+    let mut conn = connect_agent(addr, options.key.as_deref(), options.bind)?;
     let local_ip = conn
         .stream()
         .local_addr()
@@ -273,9 +316,11 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
     let udp = match spec.protocol {
         Protocol::Raw => Vec::new(),
         Protocol::Udp => (0..spec.flows)
-            .map(|_| {
-                UdpSocket::bind(SocketAddr::new(local_ip, 0))
-                    .map_err(|e| ClientError::Setup(format!("cannot open a UDP data socket: {e}")))
+            .map(|flow| {
+                let at = data_addr(local_ip, options.cport, flow)?;
+                UdpSocket::bind(at).map_err(|e| {
+                    ClientError::Setup(format!("cannot open a UDP data socket on {at}: {e}"))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?,
         Protocol::Tcp => Vec::new(),
@@ -323,7 +368,11 @@ enum Data {
     TcpConnectEach(SocketAddr, usize),
 }
 
-fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, ClientError> {
+fn connect_data(
+    accepted: &mut Accepted,
+    agent_ip: IpAddr,
+    options: &TestOptions,
+) -> Result<Data, ClientError> {
     let spec = &accepted.spec;
     let ports = &accepted.data_ports;
     let bad_reply = || {
@@ -368,11 +417,14 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
             if connect_each {
                 return Ok(Data::TcpConnectEach(agent, spec.flows as usize));
             }
+            let local_ip = accepted.conn.stream().local_addr().map_err(setup_io)?.ip();
+            let bound = options.bind.is_some() || options.cport.is_some();
             (0..spec.flows)
-                .map(|_| {
-                    TcpStream::connect_timeout(&agent, SETUP_TIMEOUT).map_err(|e| {
+                .map(|flow| {
+                    let from = data_addr(local_ip, options.cport, flow)?;
+                    connect_from(bound.then_some(from), agent).map_err(|e| {
                         ClientError::Setup(format!(
-                            "cannot open a TCP data connection to {agent}: {e}"
+                            "cannot open a TCP data connection from {from} to {agent}: {e}"
                         ))
                     })
                 })
@@ -390,7 +442,7 @@ pub fn run_test(
 ) -> Result<TestRun, ClientError> {
     let addr = resolve(&options.target)?;
     let mut accepted = negotiate(options, addr)?;
-    let data = connect_data(&mut accepted, addr.ip())?;
+    let data = connect_data(&mut accepted, addr.ip(), options)?;
     let Accepted {
         mut conn,
         spec,
@@ -902,6 +954,18 @@ mod tests {
         for bad in ["", "host:port", "[::1", "[::1]x", "h:99999"] {
             assert!(split_target(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn data_sockets_take_consecutive_ports_from_cport() {
+        let ip = "127.0.0.1".parse().unwrap();
+        assert_eq!(data_addr(ip, None, 3).unwrap().port(), 0);
+        assert_eq!(data_addr(ip, Some(5000), 3).unwrap().port(), 5003);
+        let e = data_addr(ip, Some(65535), 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "test setup failed: --cport 65535 leaves no port for flow 1"
+        );
     }
 
     #[test]

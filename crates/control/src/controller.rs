@@ -30,7 +30,7 @@ impl ClockProbe {
     pub fn connect(target: &str, key: Option<&[u8]>) -> Result<ClockProbe, ClientError> {
         let addr = resolve(target)?;
         Ok(ClockProbe {
-            conn: connect_agent(addr, key)?,
+            conn: connect_agent(addr, key, None)?,
         })
     }
 
@@ -87,7 +87,7 @@ pub fn relay(
     timeout: Duration,
 ) -> Result<TestResult, String> {
     let addr = resolve(agent).map_err(|e| e.to_string())?;
-    let mut conn = connect_agent(addr, key).map_err(|e| e.to_string())?;
+    let mut conn = connect_agent(addr, key, None).map_err(|e| e.to_string())?;
     conn.send(&Message::RunTest {
         target: target.to_string(),
         spec,

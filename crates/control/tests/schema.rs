@@ -648,6 +648,8 @@ fn run_against_local_agent(specs: &[TestSpec]) -> Vec<TestResult> {
                 drain: Duration::from_millis(150),
                 interface: None,
                 agent_interface: None,
+                bind: None,
+                cport: None,
             };
             let mut streamed = 0;
             let run = run_test(&options, &mut |_| streamed += 1).expect("test runs");

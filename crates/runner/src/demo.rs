@@ -96,6 +96,8 @@ pub fn run_demo(observer: &mut dyn Observer) -> anyhow::Result<Demo> {
                 drain: Duration::from_millis(100),
                 interface: None,
                 agent_interface: None,
+                bind: None,
+                cport: None,
             };
             match run_test(&options, &mut |_| {}) {
                 Ok(run) => {

@@ -333,6 +333,8 @@ impl PointRunner for NetworkPoints {
             drain: self.drain,
             interface: None,
             agent_interface: None,
+            bind: None,
+            cport: None,
         };
         let test = match run_test(&options, &mut |_| {}) {
             Ok(t) => t,

@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use flowlab_traffic::TrafficSpec;
-use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, parse_switch, Rate};
+use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, parse_switch};
 
 use crate::{refuse, Direction, Protocol, SpecError, TestSpec};
 
@@ -188,10 +188,7 @@ impl Param {
                 "reverse" => Direction::Reverse,
                 _ => return Err(bad("expected oneway, loopback or reverse".into())),
             }),
-            ValueKind::Rate => ParamValue::Rate(match parse_rate(t).map_err(units)? {
-                Rate::Max => None,
-                Rate::BitsPerSec(r) => Some(r),
-            }),
+            ValueKind::Rate => ParamValue::Rate(parse_rate(t).map_err(units)?.bits_per_sec()),
             ValueKind::Bytes => ParamValue::Bytes(parse_bytes(t).map_err(units)?),
             ValueKind::Duration => {
                 let d = parse_duration(t).map_err(units)?;

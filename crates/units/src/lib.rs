@@ -26,6 +26,16 @@ pub enum Rate {
     BitsPerSec(u64),
 }
 
+impl Rate {
+    /// The rate in bit/s; `None` for `Max`.
+    pub fn bits_per_sec(self) -> Option<u64> {
+        match self {
+            Rate::Max => None,
+            Rate::BitsPerSec(r) => Some(r),
+        }
+    }
+}
+
 const RATE_EXPECTED: &str =
     "expected a number with an optional k, M, G or T suffix (2M, 500k, 1.5G) or 'max'";
 const RATE_ZERO: &str = "must be greater than zero (use 'max' for no limit)";
@@ -178,10 +188,7 @@ impl std::str::FromStr for RateLimit {
     fn from_str(s: &str) -> Result<Self, UnitError> {
         match s {
             "unlimited" => Ok(RateLimit(None)),
-            _ => parse_rate(s).map(|r| match r {
-                Rate::Max => RateLimit(None),
-                Rate::BitsPerSec(r) => RateLimit(Some(r)),
-            }),
+            _ => parse_rate(s).map(|r| RateLimit(r.bits_per_sec())),
         }
     }
 }
@@ -724,6 +731,7 @@ mod tests {
         assert_eq!("unlimited".parse(), Ok(RateLimit(None)));
         assert_eq!("max".parse(), Ok(RateLimit(None)));
         assert_eq!("1G".parse(), Ok(RateLimit(Some(1_000_000_000))));
+        assert_eq!(Rate::Max.bits_per_sec(), None);
         assert!("fast".parse::<RateLimit>().is_err());
         assert_eq!("0,2-3".parse(), Ok(CpuList(vec![0, 2, 3])));
         assert!("3-1".parse::<CpuList>().is_err());

@@ -137,7 +137,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_relay: bool,
     /// Run the agent on these CPUs only (0, 0,2, 1-3), like iperf3 -A.
-    #[arg(long, short = 'A')]
+    #[arg(long, short = 'A', alias = "affinity")]
     pub cpus: Option<CpuList>,
     /// Log nothing but errors.
     #[arg(long, short)]
@@ -181,10 +181,10 @@ pub struct TestArgs {
     #[arg(long, short)]
     pub port: Option<u16>,
     /// Only the target's IPv4 addresses.
-    #[arg(long, short = '4', conflicts_with = "ipv6")]
+    #[arg(long, short = '4', alias = "version4", conflicts_with = "ipv6")]
     pub ipv4: bool,
     /// Only the target's IPv6 addresses.
-    #[arg(long, short = '6')]
+    #[arg(long, short = '6', alias = "version6")]
     pub ipv6: bool,
     /// This end's address for the control connection and the data sockets.
     #[arg(long, short = 'B', group = "flowlab")]
@@ -210,17 +210,17 @@ pub struct TestArgs {
     #[arg(long, group = "flowlab")]
     pub agent_interface: Option<String>,
     /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.
-    #[arg(long, short, visible_short_alias = 'b', value_parser = parse_rate)]
+    #[arg(long, short, visible_short_alias = 'b', alias = "bitrate", value_parser = parse_rate)]
     pub rate: Option<Rate>,
     /// Send a --rate far beyond the path's link speed (2x it; 100G a flow on lo and veth).
     #[arg(long)]
     pub force_rate: bool,
     /// Bytes per packet (UDP payload or TCP write), 32-byte probe header included.
     /// Default: 1200B for UDP, 256kB for TCP.
-    #[arg(long, short, visible_short_alias = 'l', value_parser = parse_bytes)]
+    #[arg(long, short, visible_short_alias = 'l', alias = "length", value_parser = parse_bytes)]
     pub size: Option<u64>,
     /// How long to send (10s, 2m). Default 10s unless --count is given.
-    #[arg(long, short, visible_short_alias = 't', value_parser = parse_duration)]
+    #[arg(long, short, visible_short_alias = 't', alias = "time", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// How many packets to send (1000, 10k); with rr or crr, transactions per flow.
     #[arg(long, short = 'n', value_parser = parse_count)]
@@ -255,7 +255,7 @@ pub struct TestArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow.
-    #[arg(long, short = 'P', default_value_t = 1, group = "flowlab",
+    #[arg(long, short = 'P', alias = "parallel", default_value_t = 1, group = "flowlab",
           value_parser = clap::value_parser!(u32).range(1..=65535))]
     pub flows: u32,
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
@@ -267,7 +267,7 @@ pub struct TestArgs {
     pub echo_every: Option<u64>,
     /// Run the client on these CPUs only (0, 0,2, 1-3), like iperf3 -A: keeps the sender off
     /// the agent's core on a shared host. Pin the agent with `flowlab serve --cpus`.
-    #[arg(long, short = 'A', group = "flowlab")]
+    #[arg(long, short = 'A', alias = "affinity", group = "flowlab")]
     pub cpus: Option<CpuList>,
     /// Socket send buffer size at both ends (SO_SNDBUF), e.g. 4MiB.
     #[arg(long, value_parser = parse_buffer, group = "flowlab")]
@@ -298,7 +298,7 @@ pub struct TestArgs {
     #[arg(long, value_name = "on|off", value_parser = parse_switch, group = "flowlab")]
     pub nodelay: Option<bool>,
     /// TCP maximum segment size (TCP_MAXSEG).
-    #[arg(long, short = 'M', value_parser = parse_buffer, group = "flowlab")]
+    #[arg(long, short = 'M', alias = "set-mss", value_parser = parse_buffer, group = "flowlab")]
     pub mss: Option<u32>,
     /// TCP window clamp in bytes (TCP_WINDOW_CLAMP).
     #[arg(long, value_parser = parse_buffer, group = "flowlab")]

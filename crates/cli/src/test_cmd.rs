@@ -188,6 +188,31 @@ mod tests {
     }
 
     #[test]
+    fn iperf3_flags_mean_what_they_mean_there() {
+        let short = "-t 3 -b 2M -l 500 -u -P 4 -R -J -p 5201 -4 -B 127.0.0.1 --cport 6000 \
+                     -T x -A 0 -C reno -M 1400 -Z";
+        let long = "--time 3 --bitrate 2M --length 500 --udp --parallel 4 --reverse --json \
+                    --port 5201 --version4 --bind 127.0.0.1 --cport 6000 --title x \
+                    --affinity 0 --congestion reno --set-mss 1400 --zerocopy";
+        let flowlab = "-d 3 -r 2M -s 500 --udp --flows 4 --reverse --json --port 5201 --ipv4 \
+                       --bind 127.0.0.1 --cport 6000 --title x --cpus 0 --congestion reno \
+                       --mss 1400 --zerocopy";
+        let (short, long) = (flags(short), flags(long));
+        assert_eq!(format!("{short:?}"), format!("{long:?}"));
+        assert_eq!(format!("{short:?}"), format!("{:?}", flags(flowlab)));
+        let spec = spec_from_args(&short).unwrap();
+        assert_eq!(
+            (spec.duration_ns, spec.rate_bps, spec.size, spec.flows),
+            (Some(3_000_000_000), Some(2_000_000), 500, 4)
+        );
+        assert_eq!(spec.direction, Direction::Reverse);
+        assert_eq!(
+            (short.port, short.cport, short.json),
+            (Some(5201), Some(6000), true)
+        );
+    }
+
+    #[test]
     fn echo_every_is_a_flag_of_one_way_udp_loads() {
         let load = spec_from_args(&flags("--echo-every 10 --rate 2M")).unwrap();
         assert_eq!(

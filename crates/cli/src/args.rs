@@ -310,6 +310,10 @@ pub struct TestArgs {
     /// TCP congestion control (cubic, reno, bbr, ... as the kernel has them).
     #[arg(long, short = 'C', group = "flowlab")]
     pub congestion: Option<String>,
+    /// Warm-up left out of the results (2s): what is sent in it is not measured. Unlike
+    /// iperf3's -O, it is part of --duration.
+    #[arg(long, short = 'O', value_parser = parse_duration, group = "flowlab")]
+    pub omit: Option<Duration>,
     /// Print live figures every interval (1s, 500ms).
     #[arg(long, short, value_parser = parse_duration, group = "flowlab")]
     pub interval: Option<Duration>,

@@ -12,10 +12,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(cpus) = &args.cpus {
         host::pin_cpus(&cpus.0)?;
     }
-    let key = match &args.key_file {
-        Some(path) => Some(load_key(path)?),
-        None => None,
-    };
+    let key = args.key_file.as_deref().map(load_key).transpose()?;
     let pidfile = args.pidfile.as_deref().map(PidFile::claim).transpose()?;
     // The port is open before the agent leaves the terminal, so a port in use is seen there.
     let listener = match args.stamp_only {

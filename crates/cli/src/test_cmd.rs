@@ -65,6 +65,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
     let base = TestSpec {
         count: args.count,
         interval_ns: args.interval.map(nanos),
+        omit_ns: args.omit.map(nanos),
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
         socket: SocketOptions {
@@ -190,13 +191,13 @@ mod tests {
     #[test]
     fn iperf3_flags_mean_what_they_mean_there() {
         let short = "-t 3 -b 2M -l 500 -u -P 4 -R -J -p 5201 -4 -B 127.0.0.1 --cport 6000 \
-                     -T x -A 0 -C reno -M 1400 -Z";
+                     -T x -A 0 -C reno -M 1400 -Z -O 1";
         let long = "--time 3 --bitrate 2M --length 500 --udp --parallel 4 --reverse --json \
                     --port 5201 --version4 --bind 127.0.0.1 --cport 6000 --title x \
-                    --affinity 0 --congestion reno --set-mss 1400 --zerocopy";
+                    --affinity 0 --congestion reno --set-mss 1400 --zerocopy --omit 1";
         let flowlab = "-d 3 -r 2M -s 500 --udp --flows 4 --reverse --json --port 5201 --ipv4 \
                        --bind 127.0.0.1 --cport 6000 --title x --cpus 0 --congestion reno \
-                       --mss 1400 --zerocopy";
+                       --mss 1400 --zerocopy --omit 1";
         let (short, long) = (flags(short), flags(long));
         assert_eq!(format!("{short:?}"), format!("{long:?}"));
         assert_eq!(format!("{short:?}"), format!("{:?}", flags(flowlab)));
@@ -205,7 +206,10 @@ mod tests {
             (spec.duration_ns, spec.rate_bps, spec.size, spec.flows),
             (Some(3_000_000_000), Some(2_000_000), 500, 4)
         );
-        assert_eq!(spec.direction, Direction::Reverse);
+        assert_eq!(
+            (spec.direction, spec.omit_ns),
+            (Direction::Reverse, Some(1_000_000_000))
+        );
         assert_eq!(
             (short.port, short.cport, short.json),
             (Some(5201), Some(6000), true)

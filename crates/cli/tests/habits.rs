@@ -2,6 +2,8 @@
 //! the agent as a daemon. Loopback only, no root needed.
 
 mod common;
+#[path = "../../control/tests/json_schema/mod.rs"]
+mod json_schema;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -330,4 +332,31 @@ fn the_client_binds_where_it_is_told() {
         "5",
     ]);
     assert_one_line_error(&high, "--cport 65535 leaves no port for flow 1");
+}
+
+/// `-O 1 -t 2`: the first second is left out of what the receiver measured, and loss counts
+/// from the packets sent after it; the document still meets the schema.
+#[test]
+fn a_warmup_is_left_out() {
+    let agent = loopback_agent(&[]);
+    let args = ["-t", "2", "-b", "400k", "-l", "500", "-J", "--no-store"];
+    let o = flowlab(&[&["test", &agent.addr, "-O", "1"][..], &args].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["spec"]["omit_ns"], 1_000_000_000u64);
+    let warmup = &v["agent"]["receiver"]["warmup"];
+    let (left_out, sent) = (
+        f64_at(warmup, "/packets_received"),
+        f64_at(&v, "/summary/packets_sent"),
+    );
+    // 100 packets a second: about 100 in the warm-up, about 100 measured.
+    assert!((80.0..=120.0).contains(&left_out), "{warmup}");
+    let received = f64_at(&v, "/summary/packets_received");
+    assert!((80.0..=120.0).contains(&received), "{received} of {sent}");
+    assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0, "{v:#}");
+    let schema = json_schema::schema();
+    let errors = json_schema::Validator::new(&schema).check(None, &v);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let whole = flowlab(&[&["test", &agent.addr][..], &args].concat());
+    assert!(json(&whole)["agent"]["receiver"].get("warmup").is_none());
 }

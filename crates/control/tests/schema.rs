@@ -148,6 +148,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 
@@ -231,6 +232,7 @@ fn receiver(unique: u64, sent: u64, round_trip: bool, protocol: Protocol) -> Rec
         .to_string(),
         gro: false,
         flows: Vec::new(),
+        warmup: None,
     }
 }
 
@@ -684,6 +686,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         seed: 7,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 

@@ -49,6 +49,7 @@ fn spec(
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 

@@ -21,15 +21,11 @@ use clap::error::ErrorKind;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
+    let bare = ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         // --help, --version, and a bare `flowlab`: usage, not an error.
-        Err(e)
-            if !e.use_stderr()
-                || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
-        {
-            e.exit()
-        }
+        Err(e) if !e.use_stderr() || e.kind() == bare => e.exit(),
         Err(e) => {
             // One line, like every other error: clap's first line, without its own prefix.
             let line = flowlab_runner::format::one_line_error(&e.to_string());

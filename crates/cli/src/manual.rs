@@ -22,8 +22,7 @@ pub fn man(command: Option<&str>) -> anyhow::Result<ExitCode> {
             flowlab_runner::test::usage_error(format!("flowlab has no command '{name}'"))
         })?,
     };
-    let source = concat!("flowlab ", env!("CARGO_PKG_VERSION"));
-    let man = clap_mangen::Man::new(page).source(source);
+    let man = clap_mangen::Man::new(page).source(concat!("flowlab ", env!("CARGO_PKG_VERSION")));
     man.render(&mut std::io::stdout().lock())?;
     Ok(ExitCode::SUCCESS)
 }

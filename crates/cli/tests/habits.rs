@@ -88,6 +88,8 @@ fn every_invalid_flag_value_exits_2() {
         &["sweep", "127.0.0.1", "--vary", "sise=1"],
         &["sweep", "127.0.0.1", "--vary", "size=100", "--traffic", "x"],
         &["serve", "--max-rate", "fast"],
+        &["serve", "--stamp", "host:x", "--port", "0"],
+        &["test", "--stamp", "127.0.0.1", "--size", "43"],
         &["man", "nosuchcommand"],
     ];
     for args in cases {

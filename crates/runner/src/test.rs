@@ -50,6 +50,15 @@ pub fn usage_error(e: impl std::fmt::Display) -> anyhow::Error {
     UsageError(format!("{e:#}")).into()
 }
 
+/// A library's one-line error: a usage error when it says the test is invalid (as
+/// `flowlab_stamp`'s "invalid test: ..."), any other error else.
+pub fn usage_error_if_invalid(e: String) -> anyhow::Error {
+    match e.starts_with("invalid test") {
+        true => usage_error(e),
+        false => anyhow::anyhow!(e),
+    }
+}
+
 /// The target as typed, or the address `-p` and `-4`/`-6` pin it to (see [`resolve_agent`]).
 pub fn pinned_target(target: &str, port: Option<u16>, family: Family) -> anyhow::Result<String> {
     if port.is_none() && family == Family::Any {
@@ -172,6 +181,12 @@ mod tests {
         assert_eq!(pinned_target("host", None, Family::Any).unwrap(), "host");
         let v4 = pinned_target("localhost", Some(5201), Family::V4).unwrap();
         assert_eq!(v4, "127.0.0.1:5201");
+        let invalid = usage_error_if_invalid("invalid test: 43 B".into());
+        assert_eq!(
+            (exit_code(&invalid), invalid.to_string()),
+            (2, "invalid test: 43 B".into())
+        );
+        assert_eq!(exit_code(&usage_error_if_invalid("no route".into())), 1);
         let v6 = resolve_agent("127.0.0.1", None, Family::V6, 1).unwrap_err();
         assert_eq!(exit_code(&v6), 1, "an address missing is no usage error");
     }

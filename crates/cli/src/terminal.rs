@@ -88,10 +88,7 @@ impl Observer for Terminal {
                 Output::Json => {}
             },
             Event::SweepStarted { tests, expected_ns } => {
-                eprintln!(
-                    "{}",
-                    flowlab_runner::sweep::expected_line(tests, expected_ns)
-                );
+                self.human(flowlab_runner::sweep::expected_line(tests, expected_ns));
                 self.bar = progress_bar(self.quiet, tests)
             }
             Event::PointStarted {

@@ -211,8 +211,8 @@ pub struct ReceiverReport {
     pub gro: bool,
     /// Per-flow figures when the test carried more than one flow.
     pub flows: Vec<FlowReceiverSummary>,
-    /// `--omit`: what the warm-up left out of every figure above; absent without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `--omit`: what the warm-up left out of every figure above; `None` without one.
+    #[serde(default)]
     pub warmup: Option<Warmup>,
 }
 

@@ -568,7 +568,7 @@ fn expected_ns(plan: &Plan) -> u64 {
 /// The line a sweep prints before it starts.
 pub fn expected_line(tests: u64, expected_ns: u64) -> String {
     let time = flowlab_units::format_wall_time(expected_ns.div_ceil(1_000_000_000));
-    format!("flowlab: {tests} tests, expected to take about {time}")
+    format!("flowlab: {tests} tests, expected to take about {time}\n")
 }
 
 /// A run can be resumed by the same sweep: same kind, target, axes and test options.

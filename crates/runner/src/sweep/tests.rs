@@ -499,6 +499,6 @@ fn a_sweep_says_how_long_it_will_take() {
     assert_eq!(expected_ns(&counted), 22_000_000_000);
     assert_eq!(
         expected_line(2, 22_000_000_000),
-        "flowlab: 2 tests, expected to take about 22 s"
+        "flowlab: 2 tests, expected to take about 22 s\n"
     );
 }

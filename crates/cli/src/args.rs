@@ -5,18 +5,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use flowlab_spec::parse_buffer;
+use flowlab_spec::{parse_buffer, parse_duration_limit};
 use flowlab_store::RunId;
 use flowlab_units::{
-    parse_bit_rate, parse_bytes, parse_count, parse_cpu_list, parse_duration, parse_percent,
-    parse_rate, parse_switch, Rate, UnitError,
+    parse_bit_rate, parse_bytes, parse_count, parse_duration, parse_percent, parse_rate,
+    parse_switch, CpuList, Rate, RateLimit,
 };
 
 #[derive(Parser, Debug)]
 #[command(
     name = "flowlab",
     version,
-    about = "A network performance laboratory: paced flows, what the network did to them, and experiments you can repeat."
+    about = "A network performance laboratory: paced flows, what the network did to them, and experiments you can repeat.",
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -84,23 +85,38 @@ pub enum Command {
     /// Start an agent on loopback and run a small version of the WS2NetTest tests against it.
     #[command(after_help = "Examples:\n  flowlab demo\n  flowlab demo --out demo.json")]
     Demo(DemoArgs),
+    /// Print shell completions (bash, zsh or fish) to standard output (README.md: where to).
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff) of flowlab, or of one of its commands (README.md: where to).
+    Man { command: Option<String> },
 }
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on; the default `::` takes IPv6 and IPv4.
-    #[arg(long, default_value = "::")]
+    #[arg(long, short = 'B', default_value = "::")]
     pub bind: IpAddr,
     /// Control port.
-    #[arg(long, default_value_t = flowlab_control::DEFAULT_PORT)]
+    #[arg(long, short, default_value_t = flowlab_control::DEFAULT_PORT)]
     pub port: u16,
+    /// Run in the background, detached from the terminal, after the port is open (like
+    /// iperf3 -D); output goes to --logfile, else nowhere. Under systemd, run without it
+    /// (contrib/flowlab.service).
+    #[arg(long, short = 'D')]
+    pub daemon: bool,
+    /// Write the agent's process id to this file (removed when it stops).
+    #[arg(long, short = 'I')]
+    pub pidfile: Option<PathBuf>,
+    /// Append everything the agent prints to this file instead of the terminal.
+    #[arg(long)]
+    pub logfile: Option<PathBuf>,
     /// Longest test a client may ask for (10s, 2m, 1h, or 'unlimited': 7 days).
     #[arg(long, default_value = "5m", value_parser = parse_duration_limit)]
     pub max_duration: Duration,
     /// Most bit/s of one test, all its flows together (1G, 500M, or 'unlimited'). Faster asks
     /// are refused, traffic models by their peak; '--rate max' tests run up to it, and the
     /// agent holds its own sending to it.
-    #[arg(long, default_value = "10G", value_parser = parse_rate_limit)]
+    #[arg(long, default_value = "10G")]
     pub max_rate: RateLimit,
     /// Most tests running at once.
     #[arg(long, default_value_t = 16)]
@@ -124,7 +140,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_relay: bool,
     /// Run the agent on these CPUs only (0, 0,2, 1-3), like iperf3 -A.
-    #[arg(long, value_parser = parse_cpus)]
+    #[arg(long, short = 'A', alias = "affinity")]
     pub cpus: Option<CpuList>,
     /// Log nothing but errors.
     #[arg(long, short)]
@@ -147,37 +163,6 @@ pub struct ServeArgs {
     pub stamp_max_pps: u32,
 }
 
-/// CPUs as `taskset -c` takes them (one value, not a list of flags: clap reads a `Vec` field
-/// as repeated values).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuList(pub Vec<usize>);
-
-/// A limit's rate in bit/s; `None` for 'unlimited' (also 'max').
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RateLimit(pub Option<u64>);
-
-fn parse_rate_limit(s: &str) -> Result<RateLimit, UnitError> {
-    match s {
-        "unlimited" => Ok(RateLimit(None)),
-        _ => parse_rate(s).map(|r| match r {
-            Rate::Max => RateLimit(None),
-            Rate::BitsPerSec(r) => RateLimit(Some(r)),
-        }),
-    }
-}
-
-/// A limit's duration; 'unlimited' is the longest test the protocol describes.
-fn parse_duration_limit(s: &str) -> Result<Duration, UnitError> {
-    match s {
-        "unlimited" => Ok(flowlab_spec::MAX_DURATION),
-        _ => parse_duration(s),
-    }
-}
-
-fn parse_cpus(s: &str) -> Result<CpuList, UnitError> {
-    parse_cpu_list(s).map(CpuList)
-}
-
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Proto {
     Udp,
@@ -195,47 +180,63 @@ pub enum Mode {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("flowlab").multiple(true).conflicts_with("stamp")))]
 pub struct TestArgs {
     /// The agent: HOST, HOST:PORT, [IPV6]:PORT.
     pub target: String,
+    /// The agent's control port, when the target names none (default 9470).
+    #[arg(long, short)]
+    pub port: Option<u16>,
+    /// Only the target's IPv4 addresses.
+    #[arg(long, short = '4', alias = "version4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Only the target's IPv6 addresses.
+    #[arg(long, short = '6', alias = "version6")]
+    pub ipv6: bool,
+    /// This end's address for the control connection and the data sockets.
+    #[arg(long, short = 'B', group = "flowlab")]
+    pub bind: Option<IpAddr>,
+    /// This end's data port (UDP and TCP; flow i on port + i), like iperf3's --cport.
+    #[arg(long, group = "flowlab")]
+    pub cport: Option<u16>,
     /// Send UDP datagrams (default).
-    #[arg(long, conflicts_with_all = ["tcp", "proto"])]
+    #[arg(long, short, conflicts_with_all = ["tcp", "proto"], group = "flowlab")]
     pub udp: bool,
     /// Send TCP messages of --size bytes.
-    #[arg(long, conflicts_with = "proto")]
+    #[arg(long, conflicts_with = "proto", group = "flowlab")]
     pub tcp: bool,
     /// udp, tcp, or raw: native link-layer frames with flowlab's EtherType (no IP, no UDP),
     /// on the interface of the control connection (needs root).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, group = "flowlab")]
     pub proto: Option<Proto>,
     /// --proto raw: this end's interface, if not the one holding the control connection.
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub interface: Option<String>,
     /// --proto raw: the agent's interface; the agent refuses any but the one its route to
     /// this client takes (the default).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub agent_interface: Option<String>,
     /// Offered rate in bit/s (2M, 500k, 1.5G) or 'max'. Default: 1M for UDP, max for TCP.
-    #[arg(long, short, value_parser = parse_rate)]
+    #[arg(long, short, visible_short_alias = 'b', alias = "bitrate", value_parser = parse_rate)]
     pub rate: Option<Rate>,
     /// Send a --rate far beyond the path's link speed (2x it; 100G a flow on lo and veth).
     #[arg(long)]
     pub force_rate: bool,
     /// Bytes per packet (UDP payload or TCP write), 32-byte probe header included.
     /// Default: 1200B for UDP, 256kB for TCP.
-    #[arg(long, short, value_parser = parse_bytes)]
+    #[arg(long, short, visible_short_alias = 'l', alias = "length", value_parser = parse_bytes)]
     pub size: Option<u64>,
     /// How long to send (10s, 2m). Default 10s unless --count is given.
-    #[arg(long, short, value_parser = parse_duration)]
+    #[arg(long, short, visible_short_alias = 't', alias = "time", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// How many packets to send (1000, 10k); with rr or crr, transactions per flow.
     #[arg(long, short = 'n', value_parser = parse_count)]
     pub count: Option<u64>,
     /// oneway: client to agent; loopback: agent echoes each packet for round-trip delay.
-    #[arg(long, value_enum, default_value = "oneway")]
+    #[arg(long, value_enum, default_value = "oneway", group = "flowlab")]
     pub mode: Mode,
     /// Agent sends, client receives.
-    #[arg(long, short = 'R', conflicts_with = "mode")]
+    #[arg(long, short = 'R', conflicts_with = "mode", group = "flowlab")]
     pub reverse: bool,
     /// A traffic model instead of the constant rate, e.g. poisson:pps=1000,size=exp:500
     /// or onoff:on=exp:1s,off=exp:1.35s,rate=64k,size=160 or video:fps=25,size=normal:4000,1500
@@ -247,7 +248,7 @@ pub struct TestArgs {
     /// per transaction (netperf CRR). rr and crr run over TCP unless --proto udp (rr only);
     /// --flows N runs N concurrent transaction streams; --duration or --count (transactions
     /// per flow) ends them.
-    #[arg(long, conflicts_with = "preset")]
+    #[arg(long, conflicts_with = "preset", group = "flowlab")]
     pub traffic: Option<String>,
     /// A named traffic mix: videoconf-1998, videoconf-modern, voip-g711, email-burst,
     /// bulk-contract, aquila-flow1..4, aquila-background, aquila-mix. Each sub-flow gets its
@@ -255,85 +256,96 @@ pub struct TestArgs {
     /// run over TCP unless --proto udp; the others over UDP. A test has one protocol, so
     /// aquila-mix runs all five sub-flows over UDP (or TCP with --proto tcp); for the paper's
     /// mix run aquila-flow1 and aquila-background over UDP beside aquila-flow2..4 over TCP.
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub preset: Option<String>,
     /// Seed of random traffic models: the same seed replays the same traffic.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow.
-    #[arg(long, short = 'P', default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65535))]
+    #[arg(long, short = 'P', alias = "parallel", default_value_t = 1, group = "flowlab",
+          value_parser = clap::value_parser!(u32).range(1..=65535))]
     pub flows: u32,
     /// Busy-poll the receiving sockets: lowest latency, one core spinning (for latency tests).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub busy_poll: bool,
     /// RTT under the flow's own load: the agent echoes every Nth packet of a one-way UDP
     /// test back to this client (1..=1000000), which reports their round trips.
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_count, group = "flowlab")]
     pub echo_every: Option<u64>,
     /// Run the client on these CPUs only (0, 0,2, 1-3), like iperf3 -A: keeps the sender off
     /// the agent's core on a shared host. Pin the agent with `flowlab serve --cpus`.
-    #[arg(long, value_parser = parse_cpus)]
+    #[arg(long, short = 'A', alias = "affinity", group = "flowlab")]
     pub cpus: Option<CpuList>,
     /// Socket send buffer size at both ends (SO_SNDBUF), e.g. 4MiB.
-    #[arg(long, value_parser = parse_buffer)]
+    #[arg(long, value_parser = parse_buffer, group = "flowlab")]
     pub send_buffer: Option<u32>,
     /// Socket receive buffer size at both ends (SO_RCVBUF), e.g. 256KiB.
-    #[arg(long, value_parser = parse_buffer)]
+    #[arg(long, value_parser = parse_buffer, group = "flowlab")]
     pub recv_buffer: Option<u32>,
     /// Also let the kernel pace at --rate (SO_MAX_PACING_RATE; UDP only under the fq qdisc).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub kernel_pacing: bool,
     /// TCP: send with MSG_ZEROCOPY.
-    #[arg(long)]
+    #[arg(long, short = 'Z', group = "flowlab")]
     pub zerocopy: bool,
     /// UDP: kernel transmit timestamps (software; hardware where the NIC has them), to
     /// measure when packets really left ("departure error" beside the schedule error).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub tx_timestamps: bool,
     /// DiffServ code point of the test packets: ef, af11..af43, cs0..cs7, be, or 0..63.
-    #[arg(long, value_parser = parse_dscp)]
+    #[arg(long, value_parser = flowlab_qos::classify::parse_dscp, group = "flowlab")]
     pub dscp: Option<u8>,
     /// Socket priority of the test packets on their host (SO_PRIORITY).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub priority: Option<u32>,
     /// Firewall/routing mark of the test packets (SO_MARK; needs CAP_NET_ADMIN).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub mark: Option<u32>,
     /// TCP_NODELAY at the sender: on or off (default: on for paced flows, off at max rate).
-    #[arg(long, value_name = "on|off", value_parser = parse_switch)]
+    #[arg(long, value_name = "on|off", value_parser = parse_switch, group = "flowlab")]
     pub nodelay: Option<bool>,
     /// TCP maximum segment size (TCP_MAXSEG).
-    #[arg(long, value_parser = parse_buffer)]
+    #[arg(long, short = 'M', alias = "set-mss", value_parser = parse_buffer, group = "flowlab")]
     pub mss: Option<u32>,
     /// TCP window clamp in bytes (TCP_WINDOW_CLAMP).
-    #[arg(long, value_parser = parse_buffer)]
+    #[arg(long, value_parser = parse_buffer, group = "flowlab")]
     pub window_clamp: Option<u32>,
     /// The receiving application reads at most this rate (a slow reader, e.g. 1M): its socket
     /// buffer fills, delay rises by the buffer's worth, then the buffer drops packets. UDP.
-    #[arg(long, value_parser = parse_bit_rate)]
+    #[arg(long, value_parser = parse_bit_rate, group = "flowlab")]
     pub read_rate: Option<u64>,
     /// TCP congestion control (cubic, reno, bbr, ... as the kernel has them).
-    #[arg(long)]
+    #[arg(long, short = 'C', group = "flowlab")]
     pub congestion: Option<String>,
+    /// Warm-up left out of the results (2s): what is sent in it is not measured. Unlike
+    /// iperf3's -O, it is part of --duration.
+    #[arg(long, short = 'O', value_parser = parse_duration, group = "flowlab")]
+    pub omit: Option<Duration>,
     /// Print live figures every interval (1s, 500ms).
-    #[arg(long, short, value_parser = parse_duration)]
+    #[arg(long, short, value_parser = parse_duration, group = "flowlab")]
     pub interval: Option<Duration>,
     /// A live view in the terminal: throughput, loss and delay percentiles every --interval
     /// (1s unless given), with small plots; plain lines where stdout is not a terminal.
-    #[arg(long, conflicts_with_all = ["json", "json_stream"])]
+    #[arg(long, conflicts_with_all = ["json", "json_stream"], group = "flowlab")]
     pub live: bool,
     /// Print the result as one JSON document.
-    #[arg(long, conflicts_with = "json_stream")]
+    #[arg(long, short = 'J', conflicts_with = "json_stream")]
     pub json: bool,
     /// Print one JSON object per line: each interval, then the result.
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub json_stream: bool,
     /// Write one CSV row per packet to this file.
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub packet_log: Option<PathBuf>,
     /// Also write the result JSON to this file.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Prefix every line of the text result with this, and store it with the run.
+    #[arg(long, short = 'T')]
+    pub title: Option<String>,
+    /// Append everything the test prints to this file instead of the terminal.
+    #[arg(long)]
+    pub logfile: Option<PathBuf>,
     /// Pre-shared key, when the agent requires one.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
@@ -342,7 +354,7 @@ pub struct TestArgs {
     #[arg(long, requires = "key_file")]
     pub auth_packets: bool,
     /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
-    #[arg(long)]
+    #[arg(long, group = "flowlab")]
     pub db: Option<PathBuf>,
     /// Do not store this test in the results database.
     #[arg(long)]
@@ -354,47 +366,8 @@ pub struct TestArgs {
     /// port 862 by default) instead of a flowlab test: packets of --size bytes (44 B, or 112 B
     /// authenticated with --key-file) at --rate (default 10 packets/s) for --duration or
     /// --count; reports two-way delay, one-way delays (valid with synchronised clocks) and loss.
-    #[arg(long, conflicts_with_all = STAMP_CONFLICTS)]
+    #[arg(long)]
     pub stamp: bool,
-}
-
-/// Flags of a flowlab test that a STAMP session has no use for.
-const STAMP_CONFLICTS: [&str; 31] = [
-    "udp",
-    "tcp",
-    "proto",
-    "interface",
-    "agent_interface",
-    "mode",
-    "reverse",
-    "traffic",
-    "preset",
-    "flows",
-    "busy_poll",
-    "echo_every",
-    "cpus",
-    "send_buffer",
-    "recv_buffer",
-    "kernel_pacing",
-    "zerocopy",
-    "tx_timestamps",
-    "dscp",
-    "priority",
-    "mark",
-    "nodelay",
-    "mss",
-    "window_clamp",
-    "read_rate",
-    "congestion",
-    "interval",
-    "live",
-    "json_stream",
-    "packet_log",
-    "db",
-];
-
-fn parse_dscp(s: &str) -> Result<u8, String> {
-    flowlab_qos::classify::parse_dscp(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug)]
@@ -471,19 +444,19 @@ pub struct SweepArgs {
     #[arg(long, conflicts_with = "udp")]
     pub tcp: bool,
     /// Send UDP datagrams (default).
-    #[arg(long)]
+    #[arg(long, short)]
     pub udp: bool,
     /// Offered rate (2M, max).
-    #[arg(long, short)]
+    #[arg(long, short, visible_short_alias = 'b')]
     pub rate: Option<String>,
     /// Run points whose rate is far beyond the path's link speed (as `flowlab test`).
     #[arg(long)]
     pub force_rate: bool,
     /// Bytes per packet.
-    #[arg(long, short)]
+    #[arg(long, short, visible_short_alias = 'l')]
     pub size: Option<String>,
     /// How long each test sends (default 10s unless --count).
-    #[arg(long, short)]
+    #[arg(long, short, visible_short_alias = 't')]
     pub duration: Option<String>,
     /// Packets per test.
     #[arg(long, short = 'n')]

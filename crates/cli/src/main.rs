@@ -4,6 +4,7 @@ mod args;
 mod demo;
 mod history_cmd;
 mod lab_cmd;
+mod manual;
 mod plot_cmd;
 mod reproduce_cmd;
 mod run_cmd;
@@ -15,12 +16,15 @@ mod test_cmd;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser as _;
 
 fn main() -> ExitCode {
+    let bare = ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        // --help, --version, and a bare `flowlab`: usage, not an error.
+        Err(e) if !e.use_stderr() || e.kind() == bare => e.exit(),
         Err(e) => {
             // One line, like every other error: clap's first line, without its own prefix.
             let line = flowlab_runner::format::one_line_error(&e.to_string());
@@ -48,6 +52,8 @@ fn main() -> ExitCode {
         args::Command::Compare(a) => history_cmd::run_compare(a),
         args::Command::Plot(a) => plot_cmd::run_plot(a),
         args::Command::Report(a) => plot_cmd::run_report(a),
+        args::Command::Completions { shell } => manual::completions(shell),
+        args::Command::Man { command } => manual::man(command.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use flowlab_control::{load_key, AgentConfig, ConnLimits, Limits};
+use flowlab_runner::daemon::{detach, PidFile};
 use flowlab_runner::{format, host};
 
 use crate::args::ServeArgs;
@@ -11,18 +12,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(cpus) = &args.cpus {
         host::pin_cpus(&cpus.0)?;
     }
-    let key = match &args.key_file {
-        Some(path) => Some(load_key(path)?),
-        None => None,
+    let key = args.key_file.as_deref().map(load_key).transpose()?;
+    let pidfile = args.pidfile.as_deref().map(PidFile::claim).transpose()?;
+    // The port is open before the agent leaves the terminal, so a port in use is seen there.
+    let listener = match args.stamp_only {
+        true => None,
+        false => Some(host::bind(args.bind, args.port)?),
     };
+    let metrics = args.metrics.map(host::bind_metrics).transpose()?;
+    detach(args.daemon, args.logfile.as_deref(), pidfile.as_ref())?;
     let reflector = crate::stamp_cmd::start_reflector(&args, key.as_deref())?;
-    if args.stamp_only {
+    let Some(listener) = listener else {
         // The reflector (`--stamp-only` requires `--stamp`) runs alone until Ctrl-C.
         flowlab_sys::signal::interrupt_flag();
         return reflector.map_or(Ok(ExitCode::SUCCESS), |r| {
             crate::stamp_cmd::finish_reflector(r, true)
         });
-    }
+    };
     let config = AgentConfig {
         limits: Limits {
             max_duration: args.max_duration,
@@ -37,8 +43,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_per_source: args.max_connections_per_source as usize,
         },
     };
-    let listener = host::bind(args.bind, args.port)?;
-    let metrics = args.metrics.map(host::bind_metrics).transpose()?;
     flowlab_sys::signal::interrupt_flag();
     eprint!("{}", format::agent_banner(listener.local_addr()?, &config));
     if let Some(metrics) = &metrics {

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use flowlab_control::{client::resolve_with_port, load_key};
+use flowlab_control::load_key;
+use flowlab_runner::test::{resolve_agent, usage_error, usage_error_if_invalid};
 use flowlab_stamp::service::{reflector_addr, stopping_line};
 use flowlab_stamp::{ReflectorThread, SessionRequest};
 use flowlab_wire::stamp::STAMP_PORT;
@@ -23,8 +24,10 @@ pub fn run_test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         duration: args.duration,
         drain: args.drain,
     };
-    let resolve = || resolve_with_port(&args.target, STAMP_PORT).map_err(|e| e.to_string());
-    let options = request.options(resolve).map_err(|e| anyhow!(e))?;
+    let family = flowlab_control::client::Family::from_flags(args.ipv4, args.ipv6);
+    let resolve =
+        || resolve_agent(&args.target, args.port, family, STAMP_PORT).map_err(|e| e.to_string());
+    let options = request.options(resolve).map_err(usage_error_if_invalid)?;
     flowlab_sys::signal::interrupt_flag();
     let result = flowlab_stamp::run_session(&options)?;
     let json = serde_json::to_string_pretty(&result)?;
@@ -43,7 +46,7 @@ pub fn start_reflector(
     let Some(spec) = &args.stamp else {
         return Ok(None);
     };
-    let addr = reflector_addr(spec, args.bind).map_err(|e| anyhow!(e))?;
+    let addr = reflector_addr(spec, args.bind).map_err(usage_error)?;
     let reflector = ReflectorThread::spawn(addr, key, args.stamp_max_pps, |e| {
         eprintln!("flowlab: error: STAMP reflector stopped: {e}")
     })?;

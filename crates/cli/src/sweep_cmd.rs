@@ -7,6 +7,7 @@ use clap::Parser as _;
 use flowlab_control::load_key;
 use flowlab_runner::format;
 use flowlab_runner::sweep::{self, NetworkPoints, SweepJob};
+use flowlab_runner::test::usage_error;
 
 use crate::args::{SweepArgs, TestArgs};
 use flowlab_runner::terminal::{Output, Terminal};
@@ -60,25 +61,23 @@ struct BaseTest {
 fn base_test(target: &str, flags: &[String]) -> anyhow::Result<TestArgs> {
     let argv = std::iter::once(target.to_string()).chain(flags.iter().cloned());
     let parsed = BaseTest::try_parse_from(argv).map_err(|e| {
-        anyhow::anyhow!(
-            "invalid test flags: {}",
-            format::one_line_error(&e.to_string())
-        )
+        let line = format::one_line_error(&e.to_string());
+        usage_error(format!("invalid test flags: {line}"))
     })?;
     Ok(parsed.test)
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<ExitCode> {
-    let axes = sweep::parse_axes(&args.vary)?;
+    let axes = sweep::parse_axes(&args.vary).map_err(usage_error)?;
     let varied: Vec<&str> = axes.iter().map(|a| a.param.name()).collect();
     let test_flags = base_flags(&args, &varied);
     let base = base_test(&args.target, &test_flags)?;
-    let start = crate::test_cmd::point_base(&base)?;
+    let start = crate::test_cmd::point_base(&base).map_err(usage_error)?;
     if let Some(warning) = sweep::protocol_defaults_warning(&axes, &start) {
         eprintln!("{warning}");
     }
     // The sweep stores the packet records in the database.
-    let points = sweep::points_on(&axes, &start, args.packet_log)?;
+    let points = sweep::points_on(&axes, &start, args.packet_log).map_err(usage_error)?;
     let specs = points.iter().map(|p| &p.spec);
     flowlab_runner::test::check_path_rate(&args.target, specs, args.force_rate)?;
     let job = SweepJob {

@@ -3,25 +3,26 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use flowlab_control::{load_key, TestOptions, TestRun};
+use flowlab_control::client::Family;
+use flowlab_control::{load_key, TestOptions};
 use flowlab_runner::format;
 use flowlab_runner::sweep::PointBase;
 use flowlab_spec::{Direction, Param, ParamValue, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
-use flowlab_units::Rate;
 
 use crate::args::{Mode, Proto, TestArgs};
-use flowlab_runner::output::{conclude, print_result};
+use flowlab_runner::output::{conclude, print_result, titled};
 use flowlab_runner::terminal::Output;
+use flowlab_runner::test::{pinned_target, usage_error};
 
 /// How often `--live` redraws unless `--interval` says.
 const LIVE_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Turns flags into a validated test spec.
+/// Turns flags into a validated test spec; a refusal is a usage error (exit status 2).
 pub fn spec_from_args(args: &TestArgs) -> anyhow::Result<TestSpec> {
-    let spec = point_base(args)?.spec;
+    let spec = point_base(args).map_err(usage_error)?.spec;
     spec.validate()
-        .map_err(|e| anyhow::anyhow!("invalid test: {e}"))?;
+        .map_err(|e| usage_error(format!("invalid test: {e}")))?;
     Ok(spec)
 }
 
@@ -32,7 +33,9 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
     use ParamValue as V;
     let invalid_traffic = |e: &dyn std::fmt::Display| anyhow::anyhow!("invalid traffic: {e}");
     let mut point = Vec::new();
-    if let Some(text) = traffic_text(args) {
+    // The `--traffic` text, or the `--preset` as one.
+    let preset = args.preset.as_ref().map(|p| format!("preset:{p}"));
+    if let Some(text) = args.traffic.clone().or(preset) {
         let model = TrafficSpec::parse(&text).map_err(|e| invalid_traffic(&e))?;
         point.push((Param::Traffic, V::Traffic(model)));
     }
@@ -47,13 +50,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
         u32::try_from(size).map_err(|_| anyhow::anyhow!("invalid size: {size} B is too large"))?;
         point.push((Param::Size, V::Bytes(size)));
     }
-    if let Some(rate) = args.rate {
-        let bps = match rate {
-            Rate::Max => None,
-            Rate::BitsPerSec(r) => Some(r),
-        };
-        point.push((Param::Rate, V::Rate(bps)));
-    }
+    point.extend(args.rate.map(|r| (Param::Rate, V::Rate(r.bits_per_sec()))));
     let nanos = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
     point.extend(
         args.duration
@@ -74,6 +71,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
             .interval
             .or(args.live.then_some(LIVE_INTERVAL))
             .map(nanos),
+        omit_ns: args.omit.map(nanos),
         busy_poll: args.busy_poll,
         packet_log: args.packet_log.is_some(),
         socket: SocketOptions {
@@ -109,16 +107,10 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
     Ok(PointBase { spec, given })
 }
 
-/// The `--traffic` text, or the `--preset` as one.
-fn traffic_text(args: &TestArgs) -> Option<String> {
-    match (&args.traffic, &args.preset) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(p)) => Some(format!("preset:{p}")),
-        (None, None) => None,
-    }
-}
-
 pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.logfile {
+        flowlab_runner::daemon::log_to(path)?;
+    }
     if args.stamp {
         return crate::stamp_cmd::run_test(&args);
     }
@@ -128,12 +120,18 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     }
     let key = args.key_file.as_deref().map(load_key).transpose()?;
     let options = TestOptions {
-        target: args.target.clone(),
+        target: pinned_target(
+            &args.target,
+            args.port,
+            Family::from_flags(args.ipv4, args.ipv6),
+        )?,
         spec,
         key,
         drain: args.drain,
         interface: args.interface.clone(),
         agent_interface: args.agent_interface.clone(),
+        bind: args.bind,
+        cport: args.cport,
     };
     flowlab_runner::test::check_path_rate(&options.target, [&options.spec], args.force_rate)?;
     flowlab_sys::signal::interrupt_flag();
@@ -147,30 +145,18 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     drop(observer); // the live view leaves the cursor under it for the result
     flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
-    let stored = store(&args, &options, &run);
+    let db = (!args.no_store).then_some(args.db.as_deref());
+    let stored =
+        flowlab_runner::record::store_test_saying(db, &options, &run, args.title.as_deref());
     let json = match output {
         Output::JsonStream => format::stream_line("result", &run.result),
         _ => serde_json::to_string_pretty(&run.result)?,
     };
     print_result(&json, None, output != Output::Human, || {
-        format::render(&run.result)
+        titled(args.title.as_deref(), format::render(&run.result))
     })?;
     let ending = conclude(run.result.error.as_deref(), run.result.interrupted, "test");
     Ok(ending.unwrap_or(ExitCode::from(u8::from(!stored))))
-}
-
-/// Records the test in the results database unless `--no-store`; false, with the reason said
-/// in one line, when it could not.
-fn store(args: &TestArgs, options: &TestOptions, run: &TestRun) -> bool {
-    let stored = match args.no_store {
-        true => return true,
-        false => flowlab_runner::record::store_single_test(args.db.as_deref(), options, run),
-    };
-    match &stored {
-        Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
-        Err(e) => eprintln!("flowlab: error: result not stored: {e:#}"),
-    }
-    stored.is_ok()
 }
 
 #[cfg(test)]
@@ -208,6 +194,34 @@ mod tests {
         assert_eq!(base.spec.direction, Direction::Loopback);
         let huge = spec_from_args(&flags("--size 9000000000")).unwrap_err();
         assert_eq!(huge.to_string(), "invalid size: 9000000000 B is too large");
+    }
+
+    #[test]
+    fn iperf3_flags_mean_what_they_mean_there() {
+        let short = "-t 3 -b 2M -l 500 -u -P 4 -R -J -p 5201 -4 -B 127.0.0.1 --cport 6000 \
+                     -T x -A 0 -C reno -M 1400 -Z -O 1";
+        let long = "--time 3 --bitrate 2M --length 500 --udp --parallel 4 --reverse --json \
+                    --port 5201 --version4 --bind 127.0.0.1 --cport 6000 --title x \
+                    --affinity 0 --congestion reno --set-mss 1400 --zerocopy --omit 1";
+        let flowlab = "-d 3 -r 2M -s 500 --udp --flows 4 --reverse --json --port 5201 --ipv4 \
+                       --bind 127.0.0.1 --cport 6000 --title x --cpus 0 --congestion reno \
+                       --mss 1400 --zerocopy --omit 1";
+        let (short, long) = (flags(short), flags(long));
+        assert_eq!(format!("{short:?}"), format!("{long:?}"));
+        assert_eq!(format!("{short:?}"), format!("{:?}", flags(flowlab)));
+        let spec = spec_from_args(&short).unwrap();
+        assert_eq!(
+            (spec.duration_ns, spec.rate_bps, spec.size, spec.flows),
+            (Some(3_000_000_000), Some(2_000_000), 500, 4)
+        );
+        assert_eq!(
+            (spec.direction, spec.omit_ns),
+            (Direction::Reverse, Some(1_000_000_000))
+        );
+        assert_eq!(
+            (short.port, short.cport, short.json),
+            (Some(5201), Some(6000), true)
+        );
     }
 
     #[test]

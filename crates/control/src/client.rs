@@ -60,6 +60,11 @@ pub struct TestOptions {
     /// control connection's addresses.
     pub interface: Option<String>,
     pub agent_interface: Option<String>,
+    /// This end's address for the control connection and the data sockets (`--bind`), and
+    /// the first data port (`--cport`: flow *i* on port + *i*); the kernel picks what is
+    /// `None`. Connection-per-transaction tests (CRR) connect from ephemeral ports.
+    pub bind: Option<IpAddr>,
+    pub cport: Option<u16>,
 }
 
 /// A finished (or stopped) test: the result document and, when asked for, per-packet records.
@@ -82,24 +87,60 @@ pub fn resolve(target: &str) -> Result<SocketAddr, ClientError> {
 
 /// [`resolve`] for another service: `default_port` when the target names none.
 pub fn resolve_with_port(target: &str, default_port: u16) -> Result<SocketAddr, ClientError> {
-    let (host, port) = split_target(target, default_port)?;
-    let mut addrs = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|_| ClientError::Target(format!("cannot resolve host '{host}'")))?;
-    addrs
-        .next()
-        .ok_or_else(|| ClientError::Target(format!("host '{host}' has no address")))
+    let (host, port) = split_target(target)?;
+    resolve_host(&host, port.unwrap_or(default_port), Family::Any)
 }
 
-fn split_target(target: &str, default_port: u16) -> Result<(String, u16), ClientError> {
+/// Which of a host's addresses a client takes (iperf3's `-4` and `-6`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The family `-4` or `-6` leave (`-4` when both are given).
+    pub fn from_flags(ipv4: bool, ipv6: bool) -> Family {
+        match (ipv4, ipv6) {
+            (true, _) => Family::V4,
+            (_, true) => Family::V6,
+            _ => Family::Any,
+        }
+    }
+}
+
+/// The first address of `host` in `family`, with `port`.
+pub fn resolve_host(host: &str, port: u16, family: Family) -> Result<SocketAddr, ClientError> {
+    let addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| ClientError::Target(format!("cannot resolve host '{host}'")))?;
+    let mut fitting = addrs.filter(|a| match family {
+        Family::Any => true,
+        Family::V4 => a.is_ipv4(),
+        Family::V6 => a.is_ipv6(),
+    });
+    let which = match family {
+        Family::Any => "",
+        Family::V4 => "IPv4 ",
+        Family::V6 => "IPv6 ",
+    };
+    fitting
+        .next()
+        .ok_or_else(|| ClientError::Target(format!("host '{host}' has no {which}address")))
+}
+
+/// `HOST[:PORT]`, `[V6]:PORT` or a bare IPv6 address into the host and the port it names.
+pub fn split_target(target: &str) -> Result<(String, Option<u16>), ClientError> {
     let bad_port = |p: &str| ClientError::Target(format!("invalid port '{p}' in '{target}'"));
     if let Some(rest) = target.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
             .ok_or_else(|| ClientError::Target(format!("missing ']' in '{target}'")))?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| bad_port(p))?,
-            None if after.is_empty() => default_port,
+            Some(p) => Some(p.parse().map_err(|_| bad_port(p))?),
+            None if after.is_empty() => None,
             None => return Err(bad_port(after)),
         };
         return Ok((host.to_string(), port));
@@ -109,15 +150,19 @@ fn split_target(target: &str, default_port: u16) -> Result<(String, u16), Client
     }
     // More than one colon: a bare IPv6 address without a port.
     if target.matches(':').count() > 1 {
-        return Ok((target.to_string(), default_port));
+        return Ok((target.to_string(), None));
     }
     match target.split_once(':') {
-        Some((host, p)) => Ok((host.to_string(), p.parse().map_err(|_| bad_port(p))?)),
-        None => Ok((target.to_string(), default_port)),
+        Some((host, p)) => Ok((host.to_string(), Some(p.parse().map_err(|_| bad_port(p))?))),
+        None => Ok((target.to_string(), None)),
     }
 }
 
 fn setup_error(e: ConnError) -> ClientError {
+    ClientError::Setup(e.to_string())
+}
+
+fn setup_io(e: std::io::Error) -> ClientError {
     ClientError::Setup(e.to_string())
 }
 
@@ -139,8 +184,38 @@ struct Accepted {
 const OPEN_REQUEST_HINT: &str =
     " of an agent without a key: shorten the trace, or use --key-file on both ends";
 
-fn connect(addr: SocketAddr) -> Result<TcpStream, ClientError> {
-    TcpStream::connect_timeout(&addr, SETUP_TIMEOUT).map_err(|e| ClientError::Connect {
+/// A TCP connection to `to` from `from`, when given (address, port or both; a fixed port may
+/// be taken again while its last connection lingers in TIME_WAIT).
+fn connect_from(from: Option<SocketAddr>, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let Some(from) = from else {
+        return TcpStream::connect_timeout(&to, SETUP_TIMEOUT);
+    };
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(to),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&from.into())?;
+    socket.connect_timeout(&to.into(), SETUP_TIMEOUT)?;
+    Ok(socket.into())
+}
+
+/// Where flow `flow`'s data socket binds: the control connection's address, and `--cport`
+/// plus the flow's index.
+fn data_addr(local_ip: IpAddr, cport: Option<u16>, flow: u32) -> Result<SocketAddr, ClientError> {
+    let port = match cport {
+        None => 0,
+        Some(first) => u16::try_from(u32::from(first) + flow).map_err(|_| {
+            ClientError::Setup(format!("--cport {first} leaves no port for flow {flow}"))
+        })?,
+    };
+    Ok(SocketAddr::new(local_ip, port))
+}
+
+fn connect(from: Option<IpAddr>, addr: SocketAddr) -> Result<TcpStream, ClientError> {
+    let from = from.map(|ip| SocketAddr::new(ip, 0));
+    connect_from(from, addr).map_err(|e| ClientError::Connect {
         addr,
         reason: match e.kind() {
             std::io::ErrorKind::ConnectionRefused => {
@@ -156,8 +231,12 @@ fn connect(addr: SocketAddr) -> Result<TcpStream, ClientError> {
 
 /// Connects to an agent, exchanges hellos and, with a key, proves it and has the agent prove
 /// it; a client with a key refuses an agent that does not ask for one.
-pub(crate) fn connect_agent(addr: SocketAddr, key: Option<&[u8]>) -> Result<Conn, ClientError> {
-    let mut conn = Conn::new(connect(addr)?);
+pub(crate) fn connect_agent(
+    addr: SocketAddr,
+    key: Option<&[u8]>,
+    from: Option<IpAddr>,
+) -> Result<Conn, ClientError> {
+    let mut conn = Conn::new(connect(from, addr)?);
     let by = Deadline::after(SETUP_TIMEOUT, "the agent's handshake");
     conn.send_hello(ClientHello::current())
         .map_err(setup_error)?;
@@ -216,7 +295,7 @@ fn unexpected(message: Message, when: &str) -> ClientError {
 }
 
 fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, ClientError> {
-    let mut conn = connect_agent(addr, options.key.as_deref())?;
+    let mut conn = connect_agent(addr, options.key.as_deref(), options.bind)?;
     let local_ip = conn
         .stream()
         .local_addr()
@@ -237,9 +316,11 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
     let udp = match spec.protocol {
         Protocol::Raw => Vec::new(),
         Protocol::Udp => (0..spec.flows)
-            .map(|_| {
-                UdpSocket::bind(SocketAddr::new(local_ip, 0))
-                    .map_err(|e| ClientError::Setup(format!("cannot open a UDP data socket: {e}")))
+            .map(|flow| {
+                let at = data_addr(local_ip, options.cport, flow)?;
+                UdpSocket::bind(at).map_err(|e| {
+                    ClientError::Setup(format!("cannot open a UDP data socket on {at}: {e}"))
+                })
             })
             .collect::<Result<Vec<_>, _>>()?,
         Protocol::Tcp => Vec::new(),
@@ -287,7 +368,11 @@ enum Data {
     TcpConnectEach(SocketAddr, usize),
 }
 
-fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, ClientError> {
+fn connect_data(
+    accepted: &mut Accepted,
+    agent_ip: IpAddr,
+    options: &TestOptions,
+) -> Result<Data, ClientError> {
     let spec = &accepted.spec;
     let ports = &accepted.data_ports;
     let bad_reply = || {
@@ -332,11 +417,14 @@ fn connect_data(accepted: &mut Accepted, agent_ip: IpAddr) -> Result<Data, Clien
             if connect_each {
                 return Ok(Data::TcpConnectEach(agent, spec.flows as usize));
             }
+            let local_ip = accepted.conn.stream().local_addr().map_err(setup_io)?.ip();
+            let bound = options.bind.is_some() || options.cport.is_some();
             (0..spec.flows)
-                .map(|_| {
-                    TcpStream::connect_timeout(&agent, SETUP_TIMEOUT).map_err(|e| {
+                .map(|flow| {
+                    let from = data_addr(local_ip, options.cport, flow)?;
+                    connect_from(bound.then_some(from), agent).map_err(|e| {
                         ClientError::Setup(format!(
-                            "cannot open a TCP data connection to {agent}: {e}"
+                            "cannot open a TCP data connection from {from} to {agent}: {e}"
                         ))
                     })
                 })
@@ -354,7 +442,7 @@ pub fn run_test(
 ) -> Result<TestRun, ClientError> {
     let addr = resolve(&options.target)?;
     let mut accepted = negotiate(options, addr)?;
-    let data = connect_data(&mut accepted, addr.ip())?;
+    let data = connect_data(&mut accepted, addr.ip(), options)?;
     let Accepted {
         mut conn,
         spec,
@@ -856,17 +944,39 @@ mod tests {
 
     #[test]
     fn targets_split_like_people_type_them() {
-        let ok = |t: &str| split_target(t, DEFAULT_PORT).unwrap();
-        assert_eq!(ok("example"), ("example".into(), DEFAULT_PORT));
-        assert_eq!(ok("10.0.0.1:5000"), ("10.0.0.1".into(), 5000));
-        assert_eq!(ok("[::1]:5000"), ("::1".into(), 5000));
-        assert_eq!(ok("[::1]"), ("::1".into(), DEFAULT_PORT));
-        assert_eq!(ok("fd00::2"), ("fd00::2".into(), DEFAULT_PORT));
-        assert_eq!(split_target("[::1]", 862).unwrap(), ("::1".into(), 862));
-        assert_eq!(split_target("host", 862).unwrap(), ("host".into(), 862));
+        let ok = |t: &str| split_target(t).unwrap();
+        assert_eq!(ok("example"), ("example".into(), None));
+        assert_eq!(ok("10.0.0.1:5000"), ("10.0.0.1".into(), Some(5000)));
+        assert_eq!(ok("[::1]:5000"), ("::1".into(), Some(5000)));
+        assert_eq!(ok("[::1]"), ("::1".into(), None));
+        assert_eq!(ok("fd00::2"), ("fd00::2".into(), None));
+        assert_eq!(resolve_with_port("[::1]", 862).unwrap().port(), 862);
         for bad in ["", "host:port", "[::1", "[::1]x", "h:99999"] {
-            assert!(split_target(bad, DEFAULT_PORT).is_err(), "{bad}");
+            assert!(split_target(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn data_sockets_take_consecutive_ports_from_cport() {
+        let ip = "127.0.0.1".parse().unwrap();
+        assert_eq!(data_addr(ip, None, 3).unwrap().port(), 0);
+        assert_eq!(data_addr(ip, Some(5000), 3).unwrap().port(), 5003);
+        let e = data_addr(ip, Some(65535), 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "test setup failed: --cport 65535 leaves no port for flow 1"
+        );
+    }
+
+    #[test]
+    fn a_family_picks_the_hosts_addresses() {
+        assert_eq!(Family::from_flags(false, true), Family::V6);
+        assert_eq!(Family::from_flags(false, false), Family::Any);
+        let v4 = resolve_host("127.0.0.1", 7, Family::from_flags(true, false)).unwrap();
+        assert_eq!(v4, "127.0.0.1:7".parse().unwrap());
+        let e = resolve_host("127.0.0.1", 7, Family::V6).unwrap_err();
+        assert_eq!(e.to_string(), "host '127.0.0.1' has no IPv6 address");
+        assert!(resolve_host("::1", 7, Family::Any).unwrap().is_ipv6());
     }
 
     #[test]

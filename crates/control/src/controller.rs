@@ -31,7 +31,7 @@ impl ClockProbe {
     pub fn connect(target: &str, key: Option<&[u8]>) -> Result<ClockProbe, ClientError> {
         let addr = resolve(target)?;
         Ok(ClockProbe {
-            conn: connect_agent(addr, key)?,
+            conn: connect_agent(addr, key, None)?,
         })
     }
 
@@ -70,7 +70,7 @@ impl ClockProbe {
 
 /// Asks the agent at `target` for its tuning facts on the path to this host, checked.
 pub fn host_facts(target: &str, key: Option<&[u8]>) -> Result<HostFacts, ClientError> {
-    let mut conn = connect_agent(resolve(target)?, key)?;
+    let mut conn = connect_agent(resolve(target)?, key, None)?;
     let setup = |e: crate::conn::ConnError| ClientError::Setup(e.to_string());
     conn.send(&Message::HostQuery).map_err(setup)?;
     match conn.recv(PROBE_TIMEOUT).map_err(setup)? {
@@ -106,7 +106,7 @@ pub fn relay(
     timeout: Duration,
 ) -> Result<TestResult, String> {
     let addr = resolve(agent).map_err(|e| e.to_string())?;
-    let mut conn = connect_agent(addr, key).map_err(|e| e.to_string())?;
+    let mut conn = connect_agent(addr, key, None).map_err(|e| e.to_string())?;
     conn.send(&Message::RunTest {
         target: target.to_string(),
         spec,

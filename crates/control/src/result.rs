@@ -189,11 +189,15 @@ impl Summary2 {
             s.schedule_error = sent.schedule_error;
             s.duration_s = sent.duration_ns as f64 / 1e9;
         }
+        // `--omit`: loss counts what was sent after the warm-up.
+        let warmup = received
+            .and_then(|r| r.warmup)
+            .map_or(0, |w| w.packets_sent);
         if let Some(r) = received {
             let unique = r.packets.unique;
             s.packets_received = unique;
             s.bytes_received = r.bytes_received;
-            let unreceived = s.packets_sent.saturating_sub(unique);
+            let unreceived = s.packets_sent.saturating_sub(warmup + unique);
             s.packets_lost = match (spec.protocol, sent) {
                 // TCP delivers everything it accepted: what the receiver lacks at the end was
                 // still in buffers when the test stopped, not lost.
@@ -239,7 +243,10 @@ impl Summary2 {
             s.echoes = echoes.map(|e| e.packets);
         }
         // Without the sender's count (its end was lost), what the receiver saw is the base.
-        let offered = s.packets_sent.max(s.packets_received + s.packets_lost);
+        let offered = s
+            .packets_sent
+            .saturating_sub(warmup)
+            .max(s.packets_received + s.packets_lost);
         if offered > 0 {
             s.loss_pct = 100.0 * s.packets_lost as f64 / offered as f64;
         }
@@ -390,6 +397,34 @@ mod tests {
         );
         let echo_unknown = summary(Direction::Loopback, Some(2), false, None, 5);
         assert_eq!(echo_unknown, (None, None, None));
+    }
+
+    /// `--omit`: 100 packets sent, 40 of them in the warm-up; 55 of the other 60 arrived.
+    #[test]
+    fn loss_counts_what_was_sent_after_the_warmup() {
+        let spec = TestSpec::new(Protocol::Udp, Direction::Oneway);
+        let mut client = side(Role::Sender, None);
+        let mut sender = flowlab_results::meter::SenderMeter::new(1, false, false).report();
+        sender.packets_sent = 100;
+        client.sender = Some(sender);
+        let mut agent = side(Role::Receiver, None);
+        let mut received = flowlab_results::meter::ReceiverMeter::new(1, false, false).report(None);
+        received.packets.unique = 55;
+        received.warmup = Some(flowlab_results::Warmup {
+            packets_received: 40,
+            packets_sent: 40,
+        });
+        agent.receiver = Some(received);
+        let s = Summary2::combine(&spec, Some(&client), Some(&agent), false);
+        assert_eq!(
+            (s.packets_sent, s.packets_received, s.packets_lost),
+            (100, 55, 5)
+        );
+        assert!(
+            (s.loss_pct - 100.0 * 5.0 / 60.0).abs() < 1e-9,
+            "{}",
+            s.loss_pct
+        );
     }
 
     fn side(role: Role, drops: Option<u64>) -> SideReport {

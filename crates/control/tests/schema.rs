@@ -148,6 +148,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 
@@ -231,6 +232,7 @@ fn receiver(unique: u64, sent: u64, round_trip: bool, protocol: Protocol) -> Rec
         .to_string(),
         gro: false,
         flows: Vec::new(),
+        warmup: None,
     }
 }
 
@@ -352,9 +354,10 @@ fn built_documents_match_the_schema() {
     client.cpu = None;
     result.error = client.error.clone();
     check_document(&mut validator, &result);
-    // Two flows: per-flow tables on both ends.
+    // Two flows after a warm-up: per-flow tables on both ends, what the warm-up left out.
     let mut result = built(Protocol::Udp, Direction::Oneway, true);
     result.spec.flows = 2;
+    result.spec.omit_ns = Some(500_000_000);
     result.spec.client_udp_ports = vec![40_000, 40_001];
     result.spec.busy_poll = true;
     let client = result.client.as_mut().unwrap();
@@ -371,6 +374,10 @@ fn built_documents_match_the_schema() {
         .collect();
     let received = result.agent.as_mut().unwrap().receiver.as_mut().unwrap();
     received.gro = true;
+    received.warmup = Some(flowlab_results::Warmup {
+        packets_received: 48,
+        packets_sent: 50,
+    });
     received.flows = (0..2)
         .map(|flow| FlowReceiverSummary {
             flow,
@@ -650,6 +657,8 @@ fn run_against_local_agent(specs: &[TestSpec]) -> Vec<TestResult> {
                 drain: Duration::from_millis(150),
                 interface: None,
                 agent_interface: None,
+                bind: None,
+                cport: None,
             };
             let mut streamed = 0;
             let run = run_test(&options, &mut |_| streamed += 1).expect("test runs");
@@ -684,6 +693,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         seed: 7,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 

@@ -324,7 +324,8 @@ pub fn tcp_receive(
     stop: &AtomicBool,
     on_interval: IntervalSink<'_>,
 ) -> ReceiverOutcome {
-    let mut meter = ReceiverMeter::new(streams.len(), round_trip, spec.packet_log);
+    let mut meter =
+        ReceiverMeter::new(streams.len(), round_trip, spec.packet_log).omitting(spec.omit_ns);
     let mut splitters: Vec<StreamSplitter> = streams
         .iter()
         .map(|_| StreamSplitter::new(spec.size, MAX_TCP_MESSAGE))

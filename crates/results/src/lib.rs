@@ -218,6 +218,19 @@ pub struct ReceiverReport {
     pub gro: bool,
     /// Per-flow figures when the test carried more than one flow.
     pub flows: Vec<FlowReceiverSummary>,
+    /// `--omit`: what the warm-up left out of every figure above; `None` without one.
+    #[serde(default)]
+    pub warmup: Option<Warmup>,
+}
+
+/// What a test's warm-up (`--omit`) left out of a receiver's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warmup {
+    /// Packets that arrived from it, left out.
+    pub packets_received: u64,
+    /// Sequence numbers it spanned, all flows together: what the sender sent in it, as far as
+    /// the receiver can tell. The summary takes them off the packets sent.
+    pub packets_sent: u64,
 }
 
 /// What the requesting end of a request/response test measured (netperf's RR and CRR).

@@ -14,7 +14,7 @@ use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};
 
 use crate::{
     Batching, ContractConformance, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
-    LostBySender, PacketRecord, ReceiverReport, SenderReport, TransactionReport,
+    LostBySender, PacketRecord, ReceiverReport, SenderReport, TransactionReport, Warmup,
 };
 
 /// Cap on per-packet records kept in memory (about 50 MB at each end: a max-rate test with
@@ -46,6 +46,9 @@ struct FlowRx {
     socket_drops: Option<u64>,
     /// Sequence number and transit of the highest packet so far, for IPDV.
     last_transit: Option<(u64, i64)>,
+    /// `--omit`: the first sequence number measured (one past the warm-up's highest seen);
+    /// `seq` counts from it.
+    base: u64,
 }
 
 #[derive(Debug, Default)]
@@ -77,6 +80,15 @@ pub struct ReceiverMeter {
     user_stamps: u64,
     interval: IntervalCounters,
     log: Option<Vec<PacketRecord>>,
+    omit: Option<Omit>,
+}
+
+/// A warm-up being left out: packets sent before the first send stamp seen plus `omit_ns`.
+#[derive(Debug)]
+struct Omit {
+    omit_ns: u64,
+    start_ns: Option<u64>,
+    left_out: u64,
 }
 
 impl ReceiverMeter {
@@ -94,7 +106,42 @@ impl ReceiverMeter {
             user_stamps: 0,
             interval: IntervalCounters::default(),
             log: packet_log.then(Vec::new),
+            omit: None,
         }
+    }
+
+    /// Leaves out a warm-up of `omit_ns` (`--omit`): packets sent (by their send stamps)
+    /// before the first stamp seen plus `omit_ns`, and in each flow the sequence numbers up
+    /// to the highest of them, so loss counts only what was sent after it.
+    pub fn omitting(mut self, omit_ns: Option<u64>) -> Self {
+        self.omit = omit_ns.map(|omit_ns| Omit {
+            omit_ns,
+            start_ns: None,
+            left_out: 0,
+        });
+        self
+    }
+
+    /// Whether the packets `seqs` of `flow`, sent at `sent_ns`, are the warm-up's: until the
+    /// flow's first measured packet, those sent in it (moving the first measured number past
+    /// them); after, those numbered below the first measured. They are counted apart.
+    fn in_warmup(&mut self, flow: usize, sent_ns: u64, seqs: &[u64]) -> bool {
+        let (Some(omit), Some(f)) = (&mut self.omit, self.flows.get_mut(flow)) else {
+            return false;
+        };
+        let start = *omit.start_ns.get_or_insert(sent_ns);
+        let warm = match f.first_arrival {
+            None => sent_ns < start.saturating_add(omit.omit_ns),
+            Some(_) => seqs.iter().all(|&s| s < f.base),
+        };
+        if warm && f.first_arrival.is_none() {
+            let highest = seqs.iter().max().map_or(0, |&s| s.saturating_add(1));
+            f.base = f.base.max(highest);
+        }
+        if warm {
+            omit.left_out += seqs.len() as u64;
+        }
+        warm
     }
 
     pub fn on_packet(&mut self, flow: usize, p: Arrived) {
@@ -107,9 +154,22 @@ impl ReceiverMeter {
     /// keeps a receiver at millions of packets per second. Returns how many were new (not
     /// duplicates).
     pub fn on_train(&mut self, flow: usize, p: Arrived, seqs: &[u64]) -> u64 {
+        if self.in_warmup(flow, p.sent_ns, seqs) {
+            return 0;
+        }
         let Some(f) = self.flows.get_mut(flow) else {
             self.malformed += seqs.len() as u64;
             return 0;
+        };
+        // After a warm-up, numbers count from the first measured; any below it are late
+        // warm-up packets of a train that straddles the end (dropped from the train).
+        let shifted: Vec<u64>;
+        let seqs = match f.base {
+            0 => seqs,
+            base => {
+                shifted = seqs.iter().filter_map(|s| s.checked_sub(base)).collect();
+                &shifted
+            }
         };
         let mut fresh = 0u64;
         // A GSO train arrives as consecutive numbers ahead of all earlier ones: accounted
@@ -137,7 +197,7 @@ impl ReceiverMeter {
                 if log.len() < MAX_PACKET_RECORDS {
                     log.push(PacketRecord {
                         flow: flow as u32,
-                        seq,
+                        seq: seq + f.base,
                         size: p.size,
                         sent_ns: Some(p.sent_ns),
                         received_ns: Some(p.arrival_ns),
@@ -219,6 +279,9 @@ impl ReceiverMeter {
             mine.merge(theirs);
         }
         self.from_schedule.merge(&other.from_schedule);
+        if let (Some(mine), Some(theirs)) = (&mut self.omit, &other.omit) {
+            mine.left_out += theirs.left_out;
+        }
         self.kernel_stamps += other.kernel_stamps;
         self.user_stamps += other.user_stamps;
         self.interval.packets += other.interval.packets;
@@ -318,7 +381,11 @@ impl ReceiverMeter {
     /// The report; `sent` is the sender's per-flow packet counts when known, so tail losses
     /// count.
     pub fn report(&self, sent: Option<&[u64]>) -> ReceiverReport {
-        let sent_by = |i: usize| sent.and_then(|s| s.get(i)).copied();
+        // After a warm-up, what the sender sent from each flow's first measured number on.
+        let sent_by = |i: usize| {
+            let base = self.flows.get(i).map_or(0, |f| f.base);
+            sent.and_then(|s| s.get(i)).map(|n| n.saturating_sub(base))
+        };
         let counts: Vec<SeqCounts> = self
             .flows
             .iter()
@@ -370,6 +437,10 @@ impl ReceiverMeter {
             arrival_clock: arrival_clock.to_string(),
             gro: false,
             flows: per_flow,
+            warmup: self.omit.as_ref().map(|o| Warmup {
+                packets_received: o.left_out,
+                packets_sent: self.flows.iter().map(|f| f.base).sum(),
+            }),
         }
     }
 }
@@ -824,6 +895,37 @@ mod tests {
             arrival_ns,
             kernel_stamp: true,
         }
+    }
+
+    /// `--omit 500 ns`: packets 0..=9 every 100 ns, 0..=4 sent in the warm-up. 0..=2 arrive
+    /// in it, slowly; 3 and 7 are lost; 4 arrives after 5, so it counts from then on. The
+    /// numbers from 3 count: 5 arrived, 2 lost, 1 reordered.
+    #[test]
+    fn a_warmup_is_left_out_of_every_figure() {
+        let mut m = ReceiverMeter::new(1, false, true).omitting(Some(500));
+        for seq in [0, 1, 2, 5, 4, 6, 8, 9] {
+            let slow = if seq < 3 { 1_000_000 } else { 10 };
+            m.on_packet(0, arrived(seq, seq * 100, seq * 100 + slow));
+        }
+        m.on_packet(0, arrived(1, 100, 2_000)); // a late duplicate of the warm-up's
+        let r = m.report(Some(&[10]));
+        let counts = (r.packets.unique, r.packets.lost, r.packets.reordered);
+        assert_eq!(counts, (5, 2, 1));
+        assert_eq!(r.bytes_received, 2500);
+        assert_eq!(
+            r.relative_delay.unwrap().max_ns,
+            0.0,
+            "warm-up delays left out"
+        );
+        let w = r.warmup.unwrap();
+        assert_eq!((w.packets_received, w.packets_sent), (4, 3));
+        // The packet log keeps the real sequence numbers.
+        let logged: Vec<u64> = m.take_log().iter().map(|r| r.seq).collect();
+        assert_eq!(logged, [5, 4, 6, 8, 9]);
+        assert!(ReceiverMeter::new(1, false, false)
+            .report(None)
+            .warmup
+            .is_none());
     }
 
     #[test]

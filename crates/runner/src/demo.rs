@@ -49,6 +49,7 @@ fn spec(
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 
@@ -96,6 +97,8 @@ pub fn run_demo(observer: &mut dyn Observer) -> anyhow::Result<Demo> {
                 drain: Duration::from_millis(100),
                 interface: None,
                 agent_interface: None,
+                bind: None,
+                cport: None,
             };
             match run_test(&options, &mut |_| {}) {
                 Ok(run) => {

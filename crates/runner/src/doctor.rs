@@ -129,6 +129,8 @@ pub fn examine(target: &str, key: Option<&[u8]>) -> anyhow::Result<Examination> 
         drain: Duration::from_millis(500),
         interface: None,
         agent_interface: None,
+        bind: None,
+        cport: None,
     };
     let idle = probe(&options(idle_spec()));
     let mtu = HostFacts::gather(agent).egress.and_then(|e| e.mtu);

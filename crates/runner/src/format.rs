@@ -1203,17 +1203,27 @@ fn metric_difference(metric: &str, d: crate::compare::Difference) -> String {
     }
 }
 
-/// A flag parser's error as one line: its first line without its own `error: ` prefix, and
-/// the next line too when the first ends in a colon.
+/// A flag parser's error as one line: its first line without its own `error: ` prefix, the
+/// next line too when the first ends in a colon, and its suggestions ("tip: a similar
+/// argument exists: '--duration'") as "did you mean ...?".
 pub fn one_line_error(text: &str) -> String {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let line = lines
         .next()
         .unwrap_or_default()
         .trim_start_matches("error: ");
-    match line.ends_with(':') {
+    let line = match line.ends_with(':') {
         true => format!("{line} {}", lines.next().unwrap_or_default()),
         false => line.to_string(),
+    };
+    let similar = text.lines().filter_map(|l| {
+        let tip = l.trim().strip_prefix("tip: a similar ")?;
+        Some(tip.split_once(" exists: ")?.1)
+    });
+    let similar: Vec<&str> = similar.collect();
+    match similar.is_empty() {
+        true => line,
+        false => format!("{line}: did you mean {}?", similar.join(" or ")),
     }
 }
 
@@ -1226,6 +1236,11 @@ mod tests {
     fn a_parsers_error_in_one_line() {
         let unknown = "error: unexpected argument '--x' found\n\n  tip: ...\n\nUsage: flowlab";
         assert_eq!(one_line_error(unknown), "unexpected argument '--x' found");
+        let close = "error: unexpected argument '--durration' found\n\n  tip: a similar argument exists: '--duration'\n\nUsage: flowlab";
+        assert_eq!(
+            one_line_error(close),
+            "unexpected argument '--durration' found: did you mean '--duration'?"
+        );
         let listed = "error: the following required arguments were not provided:\n  <TARGET>\n";
         assert_eq!(
             one_line_error(listed),

@@ -6,6 +6,7 @@
 //! [`Event`]s to an [`Observer`]; [`format`] holds every human text flowlab prints.
 
 pub mod compare;
+pub mod daemon;
 pub mod defaults;
 pub mod demo;
 pub mod doctor;

@@ -18,8 +18,9 @@ pub enum Event<'a> {
         report: &'a IntervalReport,
         transactions: bool,
     },
-    /// A sweep starts with this many tests still to run (a lower bound with --until-ci).
-    SweepStarted { tests: u64 },
+    /// A sweep starts with this many tests still to run (a lower bound with --until-ci), and
+    /// how long they are expected to take.
+    SweepStarted { tests: u64, expected_ns: u64 },
     /// A sweep point's test starts; `done`: tests this sweep has stored so far.
     PointStarted {
         point: &'a Value,

@@ -27,6 +27,14 @@ pub fn print_result(
     Ok(())
 }
 
+/// `text` with every line prefixed by `title` and ": " (iperf3's `--title`), when given.
+pub fn titled(title: Option<&str>, text: String) -> String {
+    match title {
+        None => text,
+        Some(title) => text.lines().map(|l| format!("{title}: {l}\n")).collect(),
+    }
+}
+
 /// The exit code of a `what` whose results were printed: an error (1) or an interruption
 /// (130) said in one line on stderr; `None` when it ran to its end.
 pub fn conclude(error: Option<&str>, interrupted: bool, what: &str) -> Option<ExitCode> {
@@ -39,4 +47,18 @@ pub fn conclude(error: Option<&str>, interrupted: bool, what: &str) -> Option<Ex
         return Some(ExitCode::from(130));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_title_prefixes_every_line() {
+        assert_eq!(titled(None, "a\nb\n".into()), "a\nb\n");
+        assert_eq!(
+            titled(Some("lab 3"), "a\nb\n".into()),
+            "lab 3: a\nlab 3: b\n"
+        );
+    }
 }

@@ -122,13 +122,39 @@ pub fn with_command(params: &Value) -> Value {
 }
 
 /// Records one test as a run of kind `test`: the target and spec as its parameters.
+/// `title` (`--title`), when given, is kept among the run's parameters.
 pub fn store_single_test(
     db: Option<&Path>,
     options: &TestOptions,
     run: &TestRun,
+    title: Option<&str>,
 ) -> anyhow::Result<RunId> {
-    let params = serde_json::json!({ "target": options.target, "spec": options.spec });
+    let mut params = serde_json::json!({ "target": options.target, "spec": options.spec });
+    if let Some(title) = title {
+        params["title"] = title.into();
+    }
     store_test_run(db, "test", &params, &[(serde_json::json!({}), 0, run)])
+}
+
+/// Records a single test in `db` (`None`: not at all, `--no-store`), saying so in one line;
+/// false, with the reason said, when it could not.
+pub fn store_test_saying(
+    db: Option<Option<&Path>>,
+    options: &TestOptions,
+    run: &TestRun,
+    title: Option<&str>,
+) -> bool {
+    let Some(db) = db else {
+        return true;
+    };
+    match store_single_test(db, options, run, title) {
+        Ok(id) => eprintln!("flowlab: stored as run {id} (flowlab show {id})"),
+        Err(e) => {
+            eprintln!("flowlab: error: result not stored: {e:#}");
+            return false;
+        }
+    }
+    true
 }
 
 /// `flowlab history`: the newest `limit` runs of the database `db`, as text.

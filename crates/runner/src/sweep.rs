@@ -333,6 +333,8 @@ impl PointRunner for NetworkPoints {
             drain: self.drain,
             interface: None,
             agent_interface: None,
+            bind: None,
+            cport: None,
         };
         let test = match run_test(&options, &mut |_| {}) {
             Ok(t) => t,
@@ -494,6 +496,7 @@ pub fn run_sweep(
     let run_id = active.id();
     observer.on(Event::SweepStarted {
         tests: planned(&plan),
+        expected_ns: expected_ns(&plan),
     });
     let (ending, run) = execute(&mut active, run_id, &plan, observer, runner)?;
     let finished = active.finish(ending.status());
@@ -539,6 +542,34 @@ fn check_ci_metric(plan: &Plan) -> anyhow::Result<()> {
 fn planned(plan: &Plan) -> u64 {
     let reps = plan.until_ci.as_ref().map_or(plan.repeat, |_| 2);
     plan.points.len() as u64 * u64::from(reps)
+}
+
+/// What a test takes beyond its traffic: connecting, the default 500 ms drain, reports.
+const TEST_OVERHEAD_NS: u64 = 1_000_000_000;
+
+/// How long the planned tests are expected to take (at least, with `--until-ci`): each
+/// point's traffic (its duration, or its count at its rate) and [`TEST_OVERHEAD_NS`].
+fn expected_ns(plan: &Plan) -> u64 {
+    let reps = plan.until_ci.as_ref().map_or(plan.repeat, |_| 2);
+    let one_test = |spec: &TestSpec| {
+        let counted = spec.count.zip(spec.rate_bps).map(|(count, rate)| {
+            let bits = u128::from(count) * u128::from(spec.size) * 8;
+            (bits * 1_000_000_000 / u128::from(rate.max(1))).min(u128::from(u64::MAX)) as u64
+        });
+        let sending = match (spec.duration_ns, counted) {
+            (Some(d), Some(c)) => d.min(c),
+            (d, c) => d.or(c).unwrap_or(0),
+        };
+        sending.saturating_add(TEST_OVERHEAD_NS)
+    };
+    let each: u64 = plan.points.iter().map(|p| one_test(&p.spec)).sum();
+    each.saturating_mul(u64::from(reps))
+}
+
+/// The line a sweep prints before it starts.
+pub fn expected_line(tests: u64, expected_ns: u64) -> String {
+    let time = flowlab_units::format_wall_time(expected_ns.div_ceil(1_000_000_000));
+    format!("flowlab: {tests} tests, expected to take about {time}\n")
 }
 
 /// A run can be resumed by the same sweep: same kind, target, axes and test options.

@@ -87,7 +87,10 @@ impl Observer for Terminal {
                 }
                 Output::Json => {}
             },
-            Event::SweepStarted { tests } => self.bar = progress_bar(self.quiet, tests),
+            Event::SweepStarted { tests, expected_ns } => {
+                self.human(crate::sweep::expected_line(tests, expected_ns));
+                self.bar = progress_bar(self.quiet, tests)
+            }
             Event::PointStarted {
                 point,
                 repetition,

@@ -2,9 +2,11 @@
 //! packet log written where asked.
 
 use std::io::Write as _;
+use std::net::SocketAddr;
 use std::path::Path;
 
 use anyhow::Context;
+use flowlab_control::client::Family;
 use flowlab_control::{ClientError, TestOptions, TestRun};
 use flowlab_spec::{EgressPath, TestSpec};
 use flowlab_traffic::TrafficSpec;
@@ -30,17 +32,61 @@ pub fn run_test(
     })
 }
 
-/// A rate refused as far beyond the path: a usage error (exit status 2).
+/// A usage error (exit status 2): a flag's value refused, such as `--size 0`, a malformed
+/// `--traffic`, or a rate far beyond the path.
 #[derive(Debug)]
-pub struct RateRefused(String);
+pub struct UsageError(pub String);
 
-impl std::fmt::Display for RateRefused {
+impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for RateRefused {}
+impl std::error::Error for UsageError {}
+
+/// Marks an error as a usage error, keeping its message (with its causes).
+pub fn usage_error(e: impl std::fmt::Display) -> anyhow::Error {
+    UsageError(format!("{e:#}")).into()
+}
+
+/// A library's one-line error: a usage error when it says the test is invalid (as
+/// `flowlab_stamp`'s "invalid test: ..."), any other error else.
+pub fn usage_error_if_invalid(e: String) -> anyhow::Error {
+    match e.starts_with("invalid test") {
+        true => usage_error(e),
+        false => anyhow::anyhow!(e),
+    }
+}
+
+/// The target as typed, or the address `-p` and `-4`/`-6` pin it to (see [`resolve_agent`]).
+pub fn pinned_target(target: &str, port: Option<u16>, family: Family) -> anyhow::Result<String> {
+    if port.is_none() && family == Family::Any {
+        return Ok(target.to_string());
+    }
+    let addr = resolve_agent(target, port, family, flowlab_control::DEFAULT_PORT)?;
+    Ok(addr.to_string())
+}
+
+/// The agent's address for a target as typed, with iperf3's `-p` (`port`, for a target that
+/// names none; a different one named twice is a usage error) and `-4`/`-6` (`family`).
+pub fn resolve_agent(
+    target: &str,
+    port: Option<u16>,
+    family: Family,
+    default_port: u16,
+) -> anyhow::Result<SocketAddr> {
+    let (host, named) = flowlab_control::client::split_target(target)?;
+    let port = match (named, port) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(usage_error(format!(
+                "the port is given twice: {a} in '{target}' and {b} by --port"
+            )))
+        }
+        (named, port) => named.or(port).unwrap_or(default_port),
+    };
+    Ok(flowlab_control::client::resolve_host(&host, port, family)?)
+}
 
 /// Refuses a rate far beyond the path to the agent at `target` (`TestSpec::check_rate_on`),
 /// for each of `specs` (a test, or a sweep's points): the interface the kernel routes the
@@ -57,7 +103,7 @@ pub fn check_path_rate<'a>(
     let path = egress_path(addr.ip());
     specs.into_iter().try_for_each(|spec| {
         spec.check_rate_on(&path)
-            .map_err(|e| RateRefused(e.0).into())
+            .map_err(|e| UsageError(e.0).into())
     })
 }
 
@@ -67,7 +113,7 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     let closed_pipe = e
         .downcast_ref::<std::io::Error>()
         .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
-    match (closed_pipe, e.is::<RateRefused>()) {
+    match (closed_pipe, e.is::<UsageError>()) {
         (true, _) => 0,
         (false, true) => 2,
         (false, false) => 1,
@@ -119,6 +165,31 @@ pub fn embed_files(traffic: &TrafficSpec) -> anyhow::Result<TrafficSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_and_family_pin_the_agents_address() {
+        let at = |t, p| resolve_agent(t, p, Family::Any, 9470).map(|a| a.to_string());
+        assert_eq!(at("127.0.0.1", None).unwrap(), "127.0.0.1:9470");
+        assert_eq!(at("127.0.0.1", Some(5201)).unwrap(), "127.0.0.1:5201");
+        assert_eq!(at("[::1]:5201", Some(5201)).unwrap(), "[::1]:5201");
+        let twice = at("127.0.0.1:9470", Some(5201)).unwrap_err();
+        assert_eq!(exit_code(&twice), 2);
+        assert_eq!(
+            twice.to_string(),
+            "the port is given twice: 9470 in '127.0.0.1:9470' and 5201 by --port"
+        );
+        assert_eq!(pinned_target("host", None, Family::Any).unwrap(), "host");
+        let v4 = pinned_target("localhost", Some(5201), Family::V4).unwrap();
+        assert_eq!(v4, "127.0.0.1:5201");
+        let invalid = usage_error_if_invalid("invalid test: 43 B".into());
+        assert_eq!(
+            (exit_code(&invalid), invalid.to_string()),
+            (2, "invalid test: 43 B".into())
+        );
+        assert_eq!(exit_code(&usage_error_if_invalid("no route".into())), 1);
+        let v6 = resolve_agent("127.0.0.1", None, Family::V6, 1).unwrap_err();
+        assert_eq!(exit_code(&v6), 1, "an address missing is no usage error");
+    }
 
     fn spec(rate_bps: u64) -> TestSpec {
         TestSpec {

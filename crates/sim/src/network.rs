@@ -497,6 +497,7 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
         (spec.interval_ns.is_some(), "live interval reports"),
         (spec.packet_log, "the packet log"),
         (spec.busy_poll, "busy polling"),
+        (spec.omit_ns.is_some(), "a warm-up left out (omit)"),
         (
             spec.echo_every.is_some(),
             "echoes inside a load (echo_every)",

@@ -36,6 +36,7 @@ fn udp(rate_bps: u64, size: u32, duration_ns: u64) -> TestSpec {
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 

@@ -39,6 +39,7 @@ impl TestSpec {
             seed: 0,
             authenticated_packets: false,
             echo_every: None,
+            omit_ns: None,
         }
     }
 }

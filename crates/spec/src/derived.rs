@@ -166,6 +166,7 @@ mod tests {
             seed: 7,
             authenticated_packets: false,
             echo_every: None,
+            omit_ns: None,
         }
     }
 

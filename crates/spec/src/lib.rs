@@ -46,6 +46,15 @@ const MAX_CONGESTION_NAME: usize = 15;
 /// Longest interface name (IFNAMSIZ less its NUL).
 const MAX_INTERFACE_NAME: usize = 15;
 
+/// A limit's duration as an agent's flag takes it; 'unlimited' is the longest test the
+/// protocol describes ([`MAX_DURATION`]).
+pub fn parse_duration_limit(s: &str) -> Result<Duration, flowlab_units::UnitError> {
+    match s {
+        "unlimited" => Ok(MAX_DURATION),
+        _ => flowlab_units::parse_duration(s),
+    }
+}
+
 /// Parses a socket buffer size or TCP window clamp as people type it (`4MiB`): 1 B to
 /// [`MAX_BUFFER`].
 pub fn parse_buffer(s: &str) -> Result<u32, flowlab_units::UnitError> {
@@ -133,6 +142,11 @@ pub struct TestSpec {
     /// measures their round trips while the load runs.
     #[serde(default)]
     pub echo_every: Option<u32>,
+    /// Warm-up left out of the results (`--omit`): the receivers' meters skip packets sent in
+    /// the first `omit_ns` of the test (by their send stamps), and count the sequence numbers
+    /// after them only; the sender's figures still cover the whole test.
+    #[serde(default)]
+    pub omit_ns: Option<u64>,
 }
 
 /// Where native link-layer frames go.
@@ -189,7 +203,33 @@ impl TestSpec {
         self.socket.validate(self.protocol)?;
         self.check_traffic()?;
         self.check_authenticated()?;
-        self.check_echo_every()
+        self.check_echo_every()?;
+        self.check_omit()
+    }
+
+    /// A warm-up is left out of a test that goes on after it, and only where packets are
+    /// metered (not request/response transactions).
+    fn check_omit(&self) -> Result<(), SpecError> {
+        let Some(omit) = self.omit_ns else {
+            return Ok(());
+        };
+        if omit == 0 {
+            return refuse("omit must be above 0 s (leave it out for no warm-up)");
+        }
+        if let Some(d) = self.duration_ns.filter(|&d| omit >= d) {
+            return refuse(format!(
+                "omit ({:.3} s) leaves nothing of the {:.3} s test to measure",
+                omit as f64 / 1e9,
+                d as f64 / 1e9
+            ));
+        }
+        if omit > MAX_DURATION.as_nanos() as u64 {
+            return refuse("omit exceeds the longest test");
+        }
+        if self.transactions().is_some() {
+            return refuse("omit applies to packet tests, not request/response ones");
+        }
+        Ok(())
     }
 
     fn check_echo_every(&self) -> Result<(), SpecError> {
@@ -533,5 +573,53 @@ mod tests {
         ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_duration_limit_may_be_unlimited() {
+        assert_eq!(parse_duration_limit("unlimited"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration_limit("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration_limit("forever").is_err());
+    }
+
+    #[test]
+    fn a_warmup_leaves_part_of_a_packet_test_to_measure() {
+        let omit = |ns, spec: TestSpec| TestSpec {
+            omit_ns: Some(ns),
+            ..spec
+        };
+        let udp = || TestSpec::new(Protocol::Udp, Direction::Oneway);
+        assert_eq!(omit(2_000_000_000, udp()).validate(), Ok(()));
+        let all = omit(10_000_000_000, udp()).validate().unwrap_err();
+        assert_eq!(
+            all.to_string(),
+            "omit (10.000 s) leaves nothing of the 10.000 s test to measure"
+        );
+        assert!(omit(0, udp()).validate().is_err());
+        let mut rr = udp();
+        rr.set(
+            Param::Traffic,
+            Param::Traffic
+                .parse_value("rr:request=64,response=1k")
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(omit(1, rr).validate().is_err());
+        let mut set = udp();
+        set.set(Param::Omit, Param::Omit.parse_value("1.5s").unwrap())
+            .unwrap();
+        assert_eq!(set.omit_ns, Some(1_500_000_000));
+        assert_eq!(
+            set.get(Param::Omit),
+            Some(ParamValue::Duration(1_500_000_000))
+        );
+        // A request of before it reads as one without a warm-up.
+        let json = serde_json::to_string(&udp()).unwrap();
+        assert!(
+            json.ends_with(r#""echo_every":null,"omit_ns":null}"#),
+            "{json}"
+        );
+        let older = json.replace(r#","omit_ns":null"#, "");
+        assert_eq!(serde_json::from_str::<TestSpec>(&older).unwrap(), udp());
     }
 }

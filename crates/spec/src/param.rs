@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use flowlab_traffic::TrafficSpec;
-use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, parse_switch, Rate};
+use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, parse_switch};
 
 use crate::{refuse, Direction, Protocol, SpecError, TestSpec};
 
@@ -43,6 +43,7 @@ pub enum Param {
     TxTimestamps,
     BusyPoll,
     EchoEvery,
+    Omit,
 }
 
 /// What a parameter's values are.
@@ -80,7 +81,7 @@ pub enum ParamValue {
 
 impl Param {
     /// Every parameter, in the order `--help` texts list them.
-    pub const ALL: [Param; 26] = [
+    pub const ALL: [Param; 27] = [
         Param::Protocol,
         Param::Direction,
         Param::Rate,
@@ -107,6 +108,7 @@ impl Param {
         Param::TxTimestamps,
         Param::BusyPoll,
         Param::EchoEvery,
+        Param::Omit,
     ];
 
     /// The flag's name without its dashes: what a sweep stores a point's value under.
@@ -138,6 +140,7 @@ impl Param {
             Param::TxTimestamps => "tx-timestamps",
             Param::BusyPoll => "busy-poll",
             Param::EchoEvery => "echo-every",
+            Param::Omit => "omit",
         }
     }
 
@@ -151,7 +154,7 @@ impl Param {
             | Param::RecvBuffer
             | Param::Mss
             | Param::WindowClamp => ValueKind::Bytes,
-            Param::Duration | Param::Interval => ValueKind::Duration,
+            Param::Duration | Param::Interval | Param::Omit => ValueKind::Duration,
             Param::Count
             | Param::Flows
             | Param::Seed
@@ -188,10 +191,7 @@ impl Param {
                 "reverse" => Direction::Reverse,
                 _ => return Err(bad("expected oneway, loopback or reverse".into())),
             }),
-            ValueKind::Rate => ParamValue::Rate(match parse_rate(t).map_err(units)? {
-                Rate::Max => None,
-                Rate::BitsPerSec(r) => Some(r),
-            }),
+            ValueKind::Rate => ParamValue::Rate(parse_rate(t).map_err(units)?.bits_per_sec()),
             ValueKind::Bytes => ParamValue::Bytes(parse_bytes(t).map_err(units)?),
             ValueKind::Duration => {
                 let d = parse_duration(t).map_err(units)?;
@@ -289,6 +289,7 @@ impl TestSpec {
             (Param::WindowClamp, V::Bytes(b)) => s.window_clamp = Some(narrow(param, b)?),
             (Param::Duration, V::Duration(ns)) => self.duration_ns = Some(ns),
             (Param::Interval, V::Duration(ns)) => self.interval_ns = Some(ns),
+            (Param::Omit, V::Duration(ns)) => self.omit_ns = Some(ns),
             (Param::Count, V::Number(n)) => self.count = Some(n),
             (Param::Flows, V::Number(n)) => self.flows = narrow(param, n)?,
             (Param::Seed, V::Number(n)) => self.seed = n,
@@ -337,6 +338,7 @@ impl TestSpec {
             Param::WindowClamp => bytes(s.window_clamp),
             Param::Duration => self.duration_ns.map(V::Duration),
             Param::Interval => self.interval_ns.map(V::Duration),
+            Param::Omit => self.omit_ns.map(V::Duration),
             Param::Count => self.count.map(V::Number),
             Param::Flows => number(Some(self.flows)),
             Param::Seed => Some(V::Number(self.seed)),
@@ -384,6 +386,7 @@ mod tests {
             seed: 1,
             authenticated_packets: false,
             echo_every: None,
+            omit_ns: None,
         }
     }
 

@@ -9,6 +9,7 @@
 pub mod clock;
 mod cmsg;
 pub mod cpu;
+pub mod daemon;
 pub mod host;
 pub mod netlink;
 pub mod packet;

@@ -26,6 +26,16 @@ pub enum Rate {
     BitsPerSec(u64),
 }
 
+impl Rate {
+    /// The rate in bit/s; `None` for `Max`.
+    pub fn bits_per_sec(self) -> Option<u64> {
+        match self {
+            Rate::Max => None,
+            Rate::BitsPerSec(r) => Some(r),
+        }
+    }
+}
+
 const RATE_EXPECTED: &str =
     "expected a number with an optional k, M, G or T suffix (2M, 500k, 1.5G) or 'max'";
 const RATE_ZERO: &str = "must be greater than zero (use 'max' for no limit)";
@@ -158,6 +168,31 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
     Ok(cpus)
 }
 
+/// A CPU list as one flag value (clap reads a `Vec` field as repeated values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl std::str::FromStr for CpuList {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, UnitError> {
+        parse_cpu_list(s).map(CpuList)
+    }
+}
+
+/// A limit's rate in bit/s; `None` for 'unlimited' (also 'max').
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit(pub Option<u64>);
+
+impl std::str::FromStr for RateLimit {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Self, UnitError> {
+        match s {
+            "unlimited" => Ok(RateLimit(None)),
+            _ => parse_rate(s).map(|r| RateLimit(r.bits_per_sec())),
+        }
+    }
+}
+
 const DURATION_EXPECTED: &str =
     "expected a number with a unit h, m, s, ms, us or ns (10s, 1.5s, 500ms, 1m30s); a bare number is seconds";
 const DURATION_FRACTION: &str = "must be a whole number of nanoseconds";
@@ -219,6 +254,15 @@ pub fn format_bytes(bytes: f64) -> String {
 /// Formats nanoseconds in the most readable of ns, us, ms and s: `12.3 us`, `2.50 s`.
 pub fn format_duration_ns(ns: f64) -> String {
     format_si(ns, &["ns", "us", "ms", "s"], "")
+}
+
+/// Formats a wall-clock span as people say it: `45 s`, `4 min 48 s`, `2 h 05 min`.
+pub fn format_wall_time(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {:02} min", secs / 3600, secs % 3600 / 60),
+    }
 }
 
 /// Formats a count or a per-second count (e.g. packets/s): `1.23 k`, `950`, `2.00 M`.
@@ -680,5 +724,23 @@ mod tests {
             e,
             "invalid rate 'max': expected a number of bit/s (2M, 500k), not 'max'"
         );
+    }
+
+    #[test]
+    fn limits_and_cpu_lists_are_single_flag_values() {
+        assert_eq!("unlimited".parse(), Ok(RateLimit(None)));
+        assert_eq!("max".parse(), Ok(RateLimit(None)));
+        assert_eq!("1G".parse(), Ok(RateLimit(Some(1_000_000_000))));
+        assert_eq!(Rate::Max.bits_per_sec(), None);
+        assert!("fast".parse::<RateLimit>().is_err());
+        assert_eq!("0,2-3".parse(), Ok(CpuList(vec![0, 2, 3])));
+        assert!("3-1".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn wall_time_reads_as_people_say_it() {
+        assert_eq!(format_wall_time(45), "45 s");
+        assert_eq!(format_wall_time(288), "4 min 48 s");
+        assert_eq!(format_wall_time(7500), "2 h 05 min");
     }
 }

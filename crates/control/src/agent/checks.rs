@@ -166,6 +166,7 @@ mod tests {
             seed: 1,
             authenticated_packets: false,
             echo_every: None,
+            omit_ns: None,
         }
     }
 

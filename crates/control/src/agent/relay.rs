@@ -84,6 +84,8 @@ pub(super) fn relay_test(
         drain,
         interface: None,
         agent_interface: None,
+        bind: None,
+        cport: None,
     };
     let result = match crate::client::run_test(&options, &mut |_| {}) {
         Ok(run) => serde_json::to_value(&run.result).map_err(|e| e.to_string())?,

@@ -67,7 +67,7 @@ pub fn udp_ping<S: DatagramSocket>(
         .find_map(|s| s.set_nonblocking(true).err())
         .map(|e| format!("cannot configure a data socket: {e}"));
     let fds: Vec<BorrowedFd<'_>> = socks.iter().map(|s| s.as_fd()).collect();
-    let mut meter = ReceiverMeter::new(socks.len(), true, spec.packet_log);
+    let mut meter = ReceiverMeter::new(socks.len(), true, spec.packet_log).omitting(spec.omit_ns);
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut scratch = TrainScratch::default();
     let period = spec.interval_ns.filter(|_| spec.echo_every.is_none());
@@ -246,7 +246,8 @@ pub fn udp_receive<S: DatagramSocket>(
         book: None,
     };
     let mut echoer = spec.echo_every.map(|n| Echoer::new(ctx, u64::from(n)));
-    let mut meter = ReceiverMeter::new(socks.len(), round_trip, spec.packet_log);
+    let mut meter =
+        ReceiverMeter::new(socks.len(), round_trip, spec.packet_log).omitting(spec.omit_ns);
     let batch_size = if read_rate.is_some() {
         1
     } else {

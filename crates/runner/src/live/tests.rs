@@ -50,6 +50,8 @@ fn view() -> LiveView<TestBackend> {
         drain: Duration::from_millis(500),
         interface: None,
         agent_interface: None,
+        bind: None,
+        cport: None,
     };
     view.on(Event::TestStarted(&options));
     view

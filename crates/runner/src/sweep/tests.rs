@@ -108,6 +108,7 @@ fn spec() -> TestSpec {
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 
@@ -479,5 +480,25 @@ fn the_flags_base_fills_what_they_leave_without_validating() {
     assert!(
         bare().spec(&tcp).is_err(),
         "a count of 0 is refused when validated"
+    );
+}
+
+#[test]
+fn a_sweep_says_how_long_it_will_take() {
+    // Two 1 s points, three times, each with a second of set-up and drain.
+    let p = plan("size=100,200", 3);
+    assert_eq!(expected_ns(&p), 12_000_000_000);
+    // 1000 packets of 1250 B at 1 Mbit/s take 10 s; at least twice with --until-ci.
+    let mut counted = Plan {
+        until_ci: Some((0.02, 6, "rtt".into())),
+        ..plan("count=1000", 1)
+    };
+    for point in &mut counted.points {
+        (point.spec.size, point.spec.duration_ns) = (1250, None);
+    }
+    assert_eq!(expected_ns(&counted), 22_000_000_000);
+    assert_eq!(
+        expected_line(2, 22_000_000_000),
+        "flowlab: 2 tests, expected to take about 22 s\n"
     );
 }

@@ -115,6 +115,7 @@ fn spec(count: u64) -> TestSpec {
         seed: 1,
         authenticated_packets: false,
         echo_every: None,
+        omit_ns: None,
     }
 }
 

@@ -23,13 +23,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             crate::stamp_cmd::finish_reflector(r, true)
         });
     }
+    let limits = Limits {
+        max_duration: args.max_duration,
+        max_rate_bps: args.max_rate.0,
+        max_tests: args.max_tests,
+        max_flows: args.max_flows,
+    };
+    crate::iperf3_cmd::start_server(&args, &limits)?;
     let config = AgentConfig {
-        limits: Limits {
-            max_duration: args.max_duration,
-            max_rate_bps: args.max_rate.0,
-            max_tests: args.max_tests,
-            max_flows: args.max_flows,
-        },
+        limits,
         key,
         allow_relay: args.allow_relay,
         connections: ConnLimits {

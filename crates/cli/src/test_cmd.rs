@@ -116,6 +116,9 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     if args.stamp {
         return crate::stamp_cmd::run_test(&args);
     }
+    if args.iperf3 {
+        return crate::iperf3_cmd::run_test(&args);
+    }
     let spec = spec_from_args(&args)?;
     if let Some(cpus) = &args.cpus {
         flowlab_runner::host::pin_cpus(&cpus.0)?;

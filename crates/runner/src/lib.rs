@@ -12,6 +12,7 @@ pub mod emulated;
 pub mod experiment;
 pub mod format;
 pub mod host;
+pub mod iperf3;
 pub mod observer;
 pub mod outcome;
 pub mod output;

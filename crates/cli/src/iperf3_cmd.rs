@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use flowlab_control::{client::resolve_with_port, Limits, TestOptions};
-use flowlab_iperf3::ParamsLimits;
-use flowlab_runner::iperf3::{client, server};
+use flowlab_runner::iperf3::client;
+use flowlab_runner::iperf3::server::{self, ServerLimits};
 use flowlab_runner::output::{conclude, print_result};
 use flowlab_units::Rate;
 
@@ -26,7 +26,7 @@ pub fn run_test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         args.duration,
         args.size,
         rate,
-    );
+    )?;
     let stop = flowlab_sys::signal::interrupt_flag();
     let run = client::run_test(&args.target, &plan, args.drain, stop)?;
     let options = TestOptions {
@@ -58,11 +58,7 @@ pub fn start_server(args: &ServeArgs, limits: &Limits) -> anyhow::Result<()> {
         Ok(port) => std::net::SocketAddr::new(args.bind, port),
         Err(_) => resolve_with_port(spec, flowlab_iperf3::DEFAULT_PORT).map_err(|e| anyhow!(e))?,
     };
-    let limits = ParamsLimits {
-        max_duration_s: limits.max_duration.as_secs(),
-        max_rate_bps: limits.max_rate_bps,
-        max_streams: limits.max_flows as u64,
-    };
+    let limits = ServerLimits::of_agent(limits, args.max_connections as usize);
     let quiet = args.quiet;
     let log = Arc::new(move |line: String| {
         if !quiet || line.contains("refused") {

@@ -241,6 +241,7 @@ mod tests {
         max_duration_s: 60,
         max_rate_bps: None,
         max_streams: 4,
+        min_tcp_block: 1,
     };
 
     fn cookie() -> [u8; COOKIE_SIZE] {

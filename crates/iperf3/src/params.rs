@@ -138,6 +138,8 @@ pub struct ParamsLimits {
     /// All streams together; `None`: no limit.
     pub max_rate_bps: Option<u64>,
     pub max_streams: u64,
+    /// Fewest bytes per TCP write the server's sender can fill (iperf3 allows 1).
+    pub min_tcp_block: u64,
 }
 
 /// The test a checked parameter document asks for.
@@ -233,7 +235,7 @@ impl Params {
         if streams == 0 {
             return Err(refuse(errno::NUM_STREAMS, "parallel 0"));
         }
-        let block = self.block(udp)?;
+        let block = self.block(udp, limits)?;
         let rate = whole(&self.bandwidth, "bandwidth", u64::MAX >> 11)?.filter(|&r| r > 0);
         let rate_bps = rate.or(udp.then_some(DEFAULT_UDP_RATE));
         let total = rate_bps.map(|r| r.saturating_mul(streams));
@@ -257,7 +259,7 @@ impl Params {
         })
     }
 
-    fn block(&self, udp: bool) -> Result<u64, Refusal> {
+    fn block(&self, udp: bool, limits: &ParamsLimits) -> Result<u64, Refusal> {
         let (min, max, default, code) = match udp {
             true => (
                 MIN_UDP_BLOCK,
@@ -265,7 +267,12 @@ impl Params {
                 DEFAULT_UDP_BLOCK,
                 errno::UDP_BLOCK_SIZE,
             ),
-            false => (1, MAX_TCP_BLOCK, DEFAULT_TCP_BLOCK, errno::BLOCK_SIZE),
+            false => (
+                limits.min_tcp_block.max(1),
+                MAX_TCP_BLOCK,
+                DEFAULT_TCP_BLOCK,
+                errno::BLOCK_SIZE,
+            ),
         };
         let len = whole(&self.len, "len", max).map_err(|e| refuse(code, e.message))?;
         match len.unwrap_or(default) {
@@ -313,6 +320,7 @@ mod tests {
         max_duration_s: 300,
         max_rate_bps: Some(10_000_000_000),
         max_streams: 128,
+        min_tcp_block: 32,
     };
 
     #[test]
@@ -356,6 +364,7 @@ mod tests {
         assert_eq!(code(r#"{"tcp":true,"time":1.5}"#), errno::DURATION);
         assert_eq!(code(r#"{"tcp":true,"parallel":129}"#), errno::NUM_STREAMS);
         assert_eq!(code(r#"{"tcp":true,"len":1048577}"#), errno::BLOCK_SIZE);
+        assert_eq!(code(r#"{"tcp":true,"len":31}"#), errno::BLOCK_SIZE);
         assert_eq!(code(r#"{"udp":true,"len":8}"#), errno::UDP_BLOCK_SIZE);
         assert_eq!(code(r#"{"udp":true,"len":65508}"#), errno::UDP_BLOCK_SIZE);
         let fast = r#"{"tcp":true,"bandwidth":6e9,"parallel":2}"#;

@@ -13,7 +13,9 @@ use flowlab_control::result::{Summary2, TestResult, SCHEMA_VERSION};
 use flowlab_control::TestRun;
 use flowlab_iperf3::frame::{encode_json, MAX_RESULTS_JSON};
 use flowlab_iperf3::udp::{CONNECT_MSG, CONNECT_REPLY, LEGACY_CONNECT_REPLY};
-use flowlab_iperf3::{ClientAction, ClientMachine, Cookie, Params, Results, State, TestPlan};
+use flowlab_iperf3::{
+    ClientAction, ClientMachine, Cookie, Params, ParamsLimits, Results, State, TestPlan,
+};
 use flowlab_results::meter::{ReceiverMeter, SenderMeter};
 use flowlab_results::{ReceiverReport, Role, SenderReport, SideReport};
 use flowlab_stats::SeqCounts;
@@ -25,8 +27,18 @@ use super::streams::{self, Streams};
 const CLIENT_VERSION: &str = concat!("flowlab-", env!("CARGO_PKG_VERSION"));
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The test `flowlab test --iperf3` flags ask for; what they leave out takes iperf3's
-/// defaults (TCP, 10 s, one stream, 128 KiB writes; UDP at 1 Mbit/s in 1460-byte datagrams).
+/// What a flowlab client asks of an iperf3 server: iperf3's own bounds (`MAX_TIME`,
+/// `MAX_STREAMS`), and TCP writes long enough for flowlab's header.
+const CLIENT_LIMITS: ParamsLimits = ParamsLimits {
+    max_duration_s: 86_400,
+    max_rate_bps: None,
+    max_streams: 128,
+    min_tcp_block: flowlab_wire::PROBE_HEADER_LEN as u64,
+};
+
+/// The test `flowlab test --iperf3` flags ask for, checked as a server would; what they
+/// leave out takes iperf3's defaults (TCP, 10 s, one stream, 128 KiB writes; UDP at
+/// 1 Mbit/s in 1460-byte datagrams).
 pub fn plan(
     udp: bool,
     reverse: bool,
@@ -34,13 +46,14 @@ pub fn plan(
     duration: Option<Duration>,
     size: Option<u64>,
     rate_bps: Option<u64>,
-) -> TestPlan {
+) -> anyhow::Result<TestPlan> {
     use flowlab_iperf3::params::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK, DEFAULT_UDP_RATE};
-    TestPlan {
+    let seconds = duration.map_or(10, |d| d.as_secs_f64().ceil() as u64);
+    let plan = TestPlan {
         udp,
         reverse,
         streams: u64::from(streams),
-        duration_s: duration.map_or(10, |d| d.as_secs().max(1)),
+        duration_s: seconds,
         block: size.unwrap_or(if udp {
             DEFAULT_UDP_BLOCK
         } else {
@@ -48,7 +61,11 @@ pub fn plan(
         }),
         rate_bps: rate_bps.or(udp.then_some(DEFAULT_UDP_RATE)),
         counters_64bit: false,
-    }
+    };
+    let params = Params::for_plan(&plan, CLIENT_VERSION);
+    params
+        .check(&CLIENT_LIMITS)
+        .map_err(|e| anyhow!("invalid iperf3 test: {e}"))
 }
 
 /// Runs `plan` against the iperf3 server at `target` (port 5201 unless given); a reverse

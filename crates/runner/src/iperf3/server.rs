@@ -22,8 +22,31 @@ use super::streams::{self, Streams};
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long past its duration a test may run before the server ends it.
 const END_GRACE: Duration = Duration::from_secs(10);
-/// Connections reading their cookie at once; more are closed at once.
-const MAX_PENDING: usize = 64;
+
+/// What the server allows: each test's parameters, and connections still to send their
+/// cookie (more are closed unread; the agent's `--max-connections`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    pub params: ParamsLimits,
+    pub max_pending: usize,
+}
+
+impl ServerLimits {
+    /// The agent's limits, for iperf3 tests: its longest test, its rate over all streams,
+    /// its flows as streams, its connections in setup.
+    pub fn of_agent(limits: &flowlab_control::Limits, max_connections: usize) -> ServerLimits {
+        ServerLimits {
+            params: ParamsLimits {
+                max_duration_s: limits.max_duration.as_secs(),
+                max_rate_bps: limits.max_rate_bps,
+                max_streams: limits.max_flows as u64,
+                // flowlab's TCP sender stamps its header into every write.
+                min_tcp_block: flowlab_wire::PROBE_HEADER_LEN as u64,
+            },
+            max_pending: max_connections,
+        }
+    }
+}
 
 /// Where a line per test goes.
 pub type Log = Arc<dyn Fn(String) + Send + Sync>;
@@ -34,7 +57,7 @@ type Active = Arc<Mutex<Option<([u8; COOKIE_SIZE], Sender<TcpStream>)>>>;
 /// Serves iperf3 clients on `listener` until `stop`; `log` takes a line per test.
 pub fn serve(
     listener: TcpListener,
-    limits: ParamsLimits,
+    limits: ServerLimits,
     stop: &AtomicBool,
     log: Log,
 ) -> io::Result<()> {
@@ -44,27 +67,28 @@ pub fn serve(
     let active: Active = Arc::new(Mutex::new(None));
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((conn, _)) => read_cookie_apart(conn, &tx, &pending),
+            Ok((conn, _)) => read_cookie_apart(conn, &tx, &pending, limits.max_pending),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20))
             }
             Err(e) => return Err(e),
         }
         while let Ok((conn, cookie)) = rx.try_recv() {
-            dispatch(conn, cookie, &active, limits, &log);
+            dispatch(conn, cookie, &active, limits.params, &log);
         }
     }
     Ok(())
 }
 
 /// Reads a new connection's cookie on a thread of its own, so a silent one holds up no
-/// other; beyond [`MAX_PENDING`] at once, connections are closed unread.
+/// other; beyond `max_pending` at once, connections are closed unread.
 fn read_cookie_apart(
     mut conn: TcpStream,
     tx: &Sender<(TcpStream, [u8; COOKIE_SIZE])>,
     pending: &Arc<AtomicUsize>,
+    max_pending: usize,
 ) {
-    if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
+    if pending.fetch_add(1, Ordering::SeqCst) >= max_pending {
         pending.fetch_sub(1, Ordering::SeqCst);
         return;
     }
@@ -307,7 +331,7 @@ fn measure(
 /// the address it listens on.
 pub fn spawn(
     addr: SocketAddr,
-    limits: ParamsLimits,
+    limits: ServerLimits,
     log: Log,
 ) -> anyhow::Result<(std::thread::JoinHandle<io::Result<()>>, SocketAddr)> {
     let listener = crate::host::bind(addr.ip(), addr.port())?;

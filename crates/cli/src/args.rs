@@ -131,9 +131,7 @@ pub struct ServeArgs {
     /// mode with --key-file.
     #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "862")]
     pub stamp: Option<String>,
-    /// Also answer iperf3 clients (`iperf3 -c`: TCP, UDP, -R, -P) on TCP and UDP [ADDR:]PORT
-    /// (port 5201 when only --iperf3 is given), beside the agent's port, with the agent's
-    /// limits; one test at a time, as iperf3.
+    /// Also answer iperf3 clients, beside the agent, on [ADDR:]PORT (5201), with its limits.
     #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "5201")]
     pub iperf3: Option<String>,
     /// Run the STAMP reflector alone, without the agent.
@@ -350,8 +348,7 @@ pub struct TestArgs {
     /// --count; reports two-way delay, one-way delays (valid with synchronised clocks) and loss.
     #[arg(long, conflicts_with_all = STAMP_CONFLICTS)]
     pub stamp: bool,
-    /// Run against an iperf3 server (`iperf3 -s`; port 5201 unless the target names one):
-    /// --tcp (default) or --udp, --reverse, --flows (-P), --duration, --size (-l), --rate (-b).
+    /// Run against an iperf3 server (iperf3 -s) at the target, HOST[:PORT] (port 5201).
     #[arg(long, conflicts_with_all = ["stamp", "mode", "traffic", "preset"])]
     pub iperf3: bool,
 }

@@ -3,7 +3,6 @@
 mod args;
 mod demo;
 mod history_cmd;
-mod iperf3_cmd;
 mod lab_cmd;
 mod plot_cmd;
 mod reproduce_cmd;

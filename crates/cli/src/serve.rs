@@ -23,15 +23,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             crate::stamp_cmd::finish_reflector(r, true)
         });
     }
-    let limits = Limits {
-        max_duration: args.max_duration,
-        max_rate_bps: args.max_rate.0,
-        max_tests: args.max_tests,
-        max_flows: args.max_flows,
-    };
-    crate::iperf3_cmd::start_server(&args, &limits)?;
     let config = AgentConfig {
-        limits,
+        limits: Limits {
+            max_duration: args.max_duration,
+            max_rate_bps: args.max_rate.0,
+            max_tests: args.max_tests,
+            max_flows: args.max_flows,
+        },
         key,
         allow_relay: args.allow_relay,
         connections: ConnLimits {
@@ -39,6 +37,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_per_source: args.max_connections_per_source as usize,
         },
     };
+    flowlab_runner::iperf3::serve_beside(args.iperf3.as_deref(), args.bind, &config, args.quiet)?;
     let listener = host::bind(args.bind, args.port)?;
     flowlab_sys::signal::interrupt_flag();
     eprint!("{}", format::agent_banner(listener.local_addr()?, &config));

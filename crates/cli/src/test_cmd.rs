@@ -116,9 +116,6 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     if args.stamp {
         return crate::stamp_cmd::run_test(&args);
     }
-    if args.iperf3 {
-        return crate::iperf3_cmd::run_test(&args);
-    }
     let spec = spec_from_args(&args)?;
     if let Some(cpus) = &args.cpus {
         flowlab_runner::host::pin_cpus(&cpus.0)?;
@@ -139,7 +136,10 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Output::JsonStream,
         _ => Output::Human,
     };
-    let run = flowlab_runner::test::run_test(&options, &mut Terminal::new(output, false))?;
+    let run = match args.iperf3 {
+        true => flowlab_runner::iperf3::client::run(&options)?,
+        false => flowlab_runner::test::run_test(&options, &mut Terminal::new(output, false))?,
+    };
     flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
     let stored = store(&args, &options, &run);

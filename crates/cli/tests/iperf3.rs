@@ -101,7 +101,11 @@ impl Server {
             .output()
             .expect("run iperf3 -c");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("iperf3's JSON");
-        assert!(o.status.success(), "iperf3 failed: {v}");
+        // iperf3 -J exits 0 on some errors: its document says them.
+        assert!(
+            o.status.success() && v.get("error").is_none(),
+            "iperf3 failed: {v}"
+        );
         v
     }
 }
@@ -153,9 +157,10 @@ fn iperf3_udp_client_at_a_rate_gets_flowlabs_count_and_loss() {
         f64_at(&v, "/end/sum_received/bytes"),
         count_before(&line, "B")
     );
-    // 4 Mbit/s of 1000-byte datagrams for 2 s: 1000, each sent one received on loopback.
+    // 4 Mbit/s of 1000-byte datagrams for 2 s: 1000 (fewer where a loaded host skips late
+    // slots), each sent one received on loopback.
     let sent = f64_at(&v, "/end/sum_sent/packets");
-    assert!((990.0..=1010.0).contains(&sent), "{sent}");
+    assert!((900.0..=1010.0).contains(&sent), "{sent}");
     assert_eq!(received, sent);
     assert!(f64_at(&v, "/end/sum_received/jitter_ms") < 5.0);
 }
@@ -179,7 +184,7 @@ fn iperf3_reverse_clients_get_what_flowlab_sent_over_two_streams() {
     let sent = count_before(&line, "packets");
     assert_eq!(f64_at(&udp, "/end/sum_sent/packets"), sent, "{line}");
     // Two streams of 2 Mbit/s in 500-byte datagrams for 2 s: 2000 in all, none lost.
-    assert!((1980.0..=2020.0).contains(&sent), "{sent}");
+    assert!((1800.0..=2020.0).contains(&sent), "{sent}");
     assert_eq!(f64_at(&udp, "/end/sum_received/lost_packets"), 0.0);
 }
 
@@ -268,7 +273,7 @@ fn flowlab_test_against_iperf3_s_udp_agrees_with_the_servers_json() {
     let flags = ["--udp", "--rate", "4M", "--size", "1000", "-d", "2s"];
     let (ours, theirs) = flowlab_against_iperf3(&flags);
     let sent = f64_at(&ours, "/summary/packets_sent");
-    assert!((990.0..=1010.0).contains(&sent), "{sent}");
+    assert!((900.0..=1010.0).contains(&sent), "{sent}");
     let received = f64_at(&theirs, "/end/sum_received/packets");
     let lost = f64_at(&theirs, "/end/sum_received/lost_packets");
     assert_eq!(
@@ -309,7 +314,7 @@ fn flowlab_test_against_iperf3_s_reverse_counts_what_the_server_sent() {
     assert_eq!(f64_at(&ours, "/client/receiver/packets/unique"), sent);
     assert_eq!(f64_at(&ours, "/summary/packets_lost"), 0.0);
     assert!(ours["summary"]["relative_one_way_delay"].is_object());
-    let (tcp, theirs) = flowlab_against_iperf3(&["--reverse", "-d", "2s"]);
+    let (tcp, theirs) = flowlab_against_iperf3(&["--tcp", "--reverse", "-d", "2s"]);
     let bytes = f64_at(&theirs, "/end/sum_sent/bytes");
     assert_eq!(f64_at(&tcp, "/summary/bytes_sent"), bytes);
     assert_eq!(f64_at(&tcp, "/summary/bytes_received"), bytes);

@@ -8,6 +8,36 @@ pub mod streams;
 
 pub use flowlab_iperf3::DEFAULT_PORT;
 
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use flowlab_control::{client::resolve_with_port, AgentConfig};
+
+/// `flowlab serve --iperf3 [[ADDR:]PORT]`: when `at` is given, answers iperf3 clients on
+/// it (a bare port on `bind`'s address) beside the agent, with the agent's limits, until
+/// Ctrl-C; says where. `quiet` logs only refusals.
+pub fn serve_beside(
+    at: Option<&str>,
+    bind: IpAddr,
+    agent: &AgentConfig,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let Some(at) = at else { return Ok(()) };
+    let addr = match at.parse::<u16>() {
+        Ok(port) => SocketAddr::new(bind, port),
+        Err(_) => resolve_with_port(at, DEFAULT_PORT)?,
+    };
+    let limits = server::ServerLimits::of_agent(&agent.limits, agent.connections.max_connections);
+    let log = Arc::new(move |line: String| {
+        if !quiet || line.contains("refused") {
+            eprintln!("flowlab: {line}");
+        }
+    });
+    let (_, local) = server::spawn(addr, limits, log)?;
+    eprintln!("flowlab: answering iperf3 clients on {local} (TCP and UDP)");
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::TcpListener;
@@ -15,8 +45,10 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use super::client::{plan, run_test};
+    use super::client::{plan_of, run_test};
     use super::server::{serve, ServerLimits};
+    use flowlab_iperf3::TestPlan;
+    use flowlab_spec::{Direction, Protocol, TestSpec};
 
     /// A server on a loopback port until the test ends, and the lines it logged.
     fn with_server(test: impl FnOnce(String, &Mutex<Vec<String>>)) {
@@ -47,8 +79,15 @@ mod tests {
     #[test]
     fn flowlabs_client_and_server_agree_on_a_reverse_udp_test() {
         with_server(|target, lines| {
-            let second = Some(Duration::from_secs(1));
-            let plan = plan(true, true, 2, second, Some(200), Some(400_000)).unwrap();
+            let plan = TestPlan {
+                udp: true,
+                reverse: true,
+                streams: 2,
+                duration_s: 1,
+                block: 200,
+                rate_bps: Some(400_000),
+                counters_64bit: false,
+            };
             let run = run_test(
                 &target,
                 &plan,
@@ -71,7 +110,11 @@ mod tests {
     #[test]
     fn the_server_refuses_what_its_limits_do_not_allow() {
         with_server(|target, lines| {
-            let long = plan(false, false, 1, Some(Duration::from_secs(301)), None, None).unwrap();
+            let spec = TestSpec {
+                duration_ns: Some(301_000_000_000),
+                ..TestSpec::new(Protocol::Tcp, Direction::Oneway)
+            };
+            let long = plan_of(&spec).unwrap();
             let err = run_test(&target, &long, Duration::ZERO, &AtomicBool::new(false));
             let message = err.unwrap_err().to_string();
             assert_eq!(
@@ -87,13 +130,20 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_is_checked_before_it_is_sent() {
-        let tiny = plan(false, false, 1, None, Some(8), None).unwrap_err();
-        assert_eq!(tiny.to_string(), "invalid iperf3 test: len 8 below 32");
-        let udp = plan(true, false, 1, None, None, None).unwrap();
+    fn a_flowlab_test_becomes_an_iperf3_plan_or_a_clear_refusal() {
+        let udp = plan_of(&TestSpec::new(Protocol::Udp, Direction::Reverse)).unwrap();
+        assert_eq!((udp.udp, udp.reverse, udp.streams), (true, true, 1));
+        let tiny = TestSpec {
+            size: 8,
+            ..TestSpec::new(Protocol::Tcp, Direction::Oneway)
+        };
+        let refused = plan_of(&tiny).unwrap_err().to_string();
+        assert_eq!(refused, "invalid iperf3 test: len 8 below 32");
+        let loopback = plan_of(&TestSpec::new(Protocol::Udp, Direction::Loopback));
+        let refused = loopback.unwrap_err().to_string();
         assert_eq!(
-            (udp.block, udp.rate_bps, udp.duration_s),
-            (1460, Some(1_048_576), 10)
+            refused,
+            "invalid iperf3 test: loopback mode not supported against iperf3"
         );
     }
 }

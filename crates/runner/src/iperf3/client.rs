@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use flowlab_control::client::resolve_with_port;
 use flowlab_control::result::{Summary2, TestResult, SCHEMA_VERSION};
-use flowlab_control::TestRun;
+use flowlab_control::{TestOptions, TestRun};
 use flowlab_iperf3::frame::{encode_json, MAX_RESULTS_JSON};
 use flowlab_iperf3::udp::{CONNECT_MSG, CONNECT_REPLY, LEGACY_CONNECT_REPLY};
 use flowlab_iperf3::{
@@ -18,6 +18,7 @@ use flowlab_iperf3::{
 };
 use flowlab_results::meter::{ReceiverMeter, SenderMeter};
 use flowlab_results::{ReceiverReport, Role, SenderReport, SideReport};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::SeqCounts;
 
 use super::server::read_document;
@@ -36,36 +37,46 @@ const CLIENT_LIMITS: ParamsLimits = ParamsLimits {
     min_tcp_block: flowlab_wire::PROBE_HEADER_LEN as u64,
 };
 
-/// The test `flowlab test --iperf3` flags ask for, checked as a server would; what they
-/// leave out takes iperf3's defaults (TCP, 10 s, one stream, 128 KiB writes; UDP at
-/// 1 Mbit/s in 1460-byte datagrams).
-pub fn plan(
-    udp: bool,
-    reverse: bool,
-    streams: u32,
-    duration: Option<Duration>,
-    size: Option<u64>,
-    rate_bps: Option<u64>,
-) -> anyhow::Result<TestPlan> {
-    use flowlab_iperf3::params::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK, DEFAULT_UDP_RATE};
-    let seconds = duration.map_or(10, |d| d.as_secs_f64().ceil() as u64);
+/// The iperf3 test a flowlab test is, checked as a server would check it: a constant rate
+/// (or TCP as fast as it goes) for a duration, one way or reverse, in streams of `--size`
+/// writes or datagrams.
+pub fn plan_of(spec: &TestSpec) -> anyhow::Result<TestPlan> {
+    let unsupported = [
+        (spec.protocol == Protocol::Raw, "native frames"),
+        (spec.direction == Direction::Loopback, "loopback mode"),
+        (spec.traffic.is_some(), "traffic models"),
+        (spec.count.is_some(), "--count"),
+        (spec.echo_every.is_some(), "--echo-every"),
+    ];
+    if let Some((_, what)) = unsupported.iter().find(|(on, _)| *on) {
+        bail!("invalid iperf3 test: {what} not supported against iperf3");
+    }
+    let duration_ns = spec
+        .duration_ns
+        .ok_or_else(|| anyhow!("invalid iperf3 test: no duration"))?;
     let plan = TestPlan {
-        udp,
-        reverse,
-        streams: u64::from(streams),
-        duration_s: seconds,
-        block: size.unwrap_or(if udp {
-            DEFAULT_UDP_BLOCK
-        } else {
-            DEFAULT_TCP_BLOCK
-        }),
-        rate_bps: rate_bps.or(udp.then_some(DEFAULT_UDP_RATE)),
+        udp: spec.protocol == Protocol::Udp,
+        reverse: spec.direction == Direction::Reverse,
+        streams: u64::from(spec.flows),
+        duration_s: duration_ns.div_ceil(1_000_000_000),
+        block: u64::from(spec.size),
+        rate_bps: spec.rate_bps,
         counters_64bit: false,
     };
     let params = Params::for_plan(&plan, CLIENT_VERSION);
     params
         .check(&CLIENT_LIMITS)
         .map_err(|e| anyhow!("invalid iperf3 test: {e}"))
+}
+
+/// `flowlab test --iperf3`: the test `options` describe against the iperf3 server at their
+/// target, until it ends or Ctrl-C.
+pub fn run(options: &TestOptions) -> anyhow::Result<TestRun> {
+    let plan = plan_of(&options.spec)?;
+    let stop = flowlab_sys::signal::interrupt_flag();
+    let mut run = run_test(&options.target, &plan, options.drain, stop)?;
+    run.result.spec = options.spec.clone();
+    Ok(run)
 }
 
 /// Runs `plan` against the iperf3 server at `target` (port 5201 unless given); a reverse

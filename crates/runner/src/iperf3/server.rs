@@ -16,6 +16,8 @@ use flowlab_iperf3::{
     ParamsLimits, Results, ServerEvent, ServerMachine, State, TestPlan, COOKIE_SIZE,
 };
 
+use anyhow::Context;
+
 use super::streams::{self, Streams};
 
 /// How long a connection may take to send its cookie, a document, or its streams.
@@ -152,7 +154,7 @@ fn run_test(
     let _ = control.set_nodelay(true);
     let (mut machine, answer) = ServerMachine::start(&cookie)?;
     control.write_all(&answer)?;
-    let params = read_document(&mut control, MAX_PARAMS_JSON)?;
+    let params = read_document(&mut control, MAX_PARAMS_JSON).context("no parameters")?;
     let (plan, answer) = match machine.on_params(&params, &limits) {
         Ok(accepted) => accepted,
         Err((refusal, bytes)) => {
@@ -173,11 +175,11 @@ fn run_test(
     };
     control.write_all(&[State::TestStart.byte(), State::TestRunning.byte()])?;
     let (ours, summary) = run_streams(&mut control, &mut machine, &streams, &plan, limits)?;
-    let theirs = read_document(&mut control, MAX_RESULTS_JSON)?;
+    let theirs = read_document(&mut control, MAX_RESULTS_JSON).context("no client results")?;
     let (_, answer) = machine.on_client_results(&theirs, &ours)?;
     control.write_all(&answer)?;
     let mut last = [0u8; 1];
-    control.read_exact(&mut last)?;
+    control.read_exact(&mut last).context("no IPERF_DONE")?;
     machine.on_client_state(last[0])?;
     Ok(summary)
 }
@@ -258,6 +260,7 @@ fn run_streams(
         stop.store(true, Ordering::Relaxed);
         (measuring.join(), ended)
     });
+    streams.close();
     let answer = ended?;
     control.set_read_timeout(Some(SETUP_TIMEOUT))?;
     control.write_all(&answer)?;

@@ -34,6 +34,18 @@ pub enum Streams {
     UdpServer(UdpSocket, Vec<SocketAddr>),
 }
 
+impl Streams {
+    /// Closes TCP streams at the test's end, as iperf3's server does at TEST_END: a client
+    /// still draining them sees the end of its data.
+    pub fn close(&self) {
+        if let Streams::Tcp(tcp) = self {
+            for s in tcp {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
 /// The flowlab test an iperf3 plan is, a flow per stream; `flowlab_sends`: flowlab's end
 /// sends (`Oneway` as flowlab's client would say).
 pub fn spec_of(plan: &TestPlan, flowlab_sends: bool) -> TestSpec {

@@ -118,7 +118,10 @@ fn dispatch(
     let mut slot = active.lock().unwrap_or_else(|e| e.into_inner());
     match &*slot {
         Some((owner, streams)) if *owner == cookie => {
-            let _ = streams.send(conn);
+            // Once the test has its streams it takes no more: turned away like strangers.
+            if let Err(mpsc::SendError(mut conn)) = streams.send(conn) {
+                let _ = conn.write_all(&[State::AccessDenied.byte()]);
+            }
         }
         Some(_) => {
             let _ = conn.write_all(&[State::AccessDenied.byte()]);
@@ -131,7 +134,7 @@ fn dispatch(
                 let peer = conn
                     .peer_addr()
                     .map_or_else(|_| "?".to_string(), |a| a.to_string());
-                let line = match run_test(conn, cookie, &rx, limits) {
+                let line = match run_test(conn, cookie, rx, limits) {
                     Ok(summary) => format!("iperf3 test from {peer}: {summary}"),
                     Err(e) => format!("iperf3 test from {peer} refused or failed: {e}"),
                 };
@@ -147,7 +150,7 @@ fn dispatch(
 fn run_test(
     mut control: TcpStream,
     cookie: [u8; COOKIE_SIZE],
-    stream_conns: &Receiver<TcpStream>,
+    stream_conns: Receiver<TcpStream>,
     limits: ParamsLimits,
 ) -> anyhow::Result<String> {
     control.set_read_timeout(Some(SETUP_TIMEOUT))?;
@@ -170,7 +173,10 @@ fn run_test(
         .transpose()?;
     control.write_all(&answer)?;
     let streams = match udp {
-        Some(socket) => accept_udp(socket, peer, &plan, &mut machine)?,
+        Some(socket) => {
+            drop(stream_conns);
+            accept_udp(socket, peer, &plan, &mut machine)?
+        }
         None => accept_tcp(stream_conns, peer, &plan, &mut machine)?,
     };
     control.write_all(&[State::TestStart.byte(), State::TestRunning.byte()])?;
@@ -194,8 +200,9 @@ pub(crate) fn read_document(control: &mut TcpStream, max: usize) -> anyhow::Resu
 }
 
 /// The plan's TCP streams: connections with the test's cookie from the client's address.
+/// `conns` is dropped on return, so later connections are refused.
 fn accept_tcp(
-    conns: &Receiver<TcpStream>,
+    conns: Receiver<TcpStream>,
     peer: IpAddr,
     plan: &TestPlan,
     machine: &mut ServerMachine,
@@ -344,4 +351,48 @@ pub fn spawn(
         std::thread::spawn(move || serve(listener, limits, stop, log)),
         local,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connected pair on loopback: (the server's end, the client's end).
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        (listener.accept().unwrap().0, client)
+    }
+
+    fn answer(mut client: TcpStream) -> Vec<u8> {
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = client.read_to_end(&mut got);
+        got
+    }
+
+    #[test]
+    fn connections_a_running_test_does_not_take_are_denied() {
+        let limits = ServerLimits::of_agent(&flowlab_control::Limits::default(), 4).params;
+        let log: Log = Arc::new(|_| {});
+        let (tx, rx) = mpsc::channel();
+        let cookie = [b'a'; COOKIE_SIZE];
+        let active: Active = Arc::new(Mutex::new(Some((cookie, tx))));
+        // Another test's cookie while one runs: busy.
+        let (server, client) = pair();
+        dispatch(server, [b'b'; COOKIE_SIZE], &active, limits, &log);
+        assert_eq!(answer(client), [0xff]);
+        // The running test's cookie: a stream, while the test takes streams.
+        let (server, client) = pair();
+        dispatch(server, cookie, &active, limits, &log);
+        assert!(rx.try_recv().is_ok());
+        // After it has its streams (the receiver gone): denied too.
+        drop(rx);
+        let (server, client_late) = pair();
+        dispatch(server, cookie, &active, limits, &log);
+        assert_eq!(answer(client_late), [0xff]);
+        drop(client);
+    }
 }

@@ -346,3 +346,48 @@ pub fn stream_results(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival(seq: u64, at_ns: u64) -> Arrived {
+        Arrived {
+            seq,
+            size: 100,
+            sent_ns: at_ns,
+            echoed_ns: None,
+            arrival_ns: at_ns + 1_000,
+            kernel_stamp: false,
+        }
+    }
+
+    #[test]
+    fn a_receivers_streams_are_told_as_iperf3_counts_them() {
+        let plan = TestPlan {
+            udp: true,
+            reverse: false,
+            streams: 2,
+            duration_s: 1,
+            block: 100,
+            rate_bps: Some(1_000_000),
+            counters_64bit: false,
+        };
+        let mut meter = ReceiverMeter::new(2, false, false);
+        // Stream 1: packets 1, 2 and 5 (numbered from 1 on the wire): 3 and 4 missing.
+        for (k, seq) in [0, 1, 4].into_iter().enumerate() {
+            meter.on_packet(0, arrival(seq, k as u64 * 1_000_000));
+        }
+        meter.on_packet(1, arrival(0, 0));
+        let results = stream_results(&plan, None, Some(&meter.report(None)));
+        let ids: Vec<f64> = results.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1.0, 3.0]);
+        let first = &results[0];
+        assert_eq!(
+            (first.bytes, first.packets, first.errors),
+            (300.0, 5.0, 2.0)
+        );
+        assert_eq!((first.end_time, first.retransmits), (0.002, -1.0));
+        assert_eq!((results[1].packets, results[1].errors), (1.0, 0.0));
+    }
+}

@@ -25,10 +25,9 @@ pub const MAX_UDP_BLOCK: u64 = 65535 - 8 - 20;
 /// Fewest bytes of a UDP datagram: the header with a 64-bit count (`MIN_UDP_BLOCKSIZE` is
 /// 4 + 4 + 8 + 4 in newer iperf3; 16 covers what either header needs).
 pub const MIN_UDP_BLOCK: u64 = 16;
-/// iperf3's defaults when the client leaves them out: TCP's 128 KiB block, UDP's 1 Mbit/s.
+/// iperf3's blocks when the client leaves `len` out.
 pub const DEFAULT_TCP_BLOCK: u64 = 128 * 1024;
 pub const DEFAULT_UDP_BLOCK: u64 = 1460;
-pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
 
 /// The document as iperf3 sends it. Numbers stay JSON numbers (cJSON prints large ones in
 /// exponent form) until checked into integers.
@@ -200,6 +199,7 @@ impl Params {
             parallel: number(plan.streams),
             reverse: plan.reverse.then_some(true),
             len: number(plan.block),
+            // Unlimited (-b 0) is left out, as iperf3 does.
             bandwidth: plan.rate_bps.map(Number::from),
             pacing_timer: number(1000),
             udp_counters_64bit: plan.counters_64bit.then(|| Number::from(1)),
@@ -236,8 +236,13 @@ impl Params {
             return Err(refuse(errno::NUM_STREAMS, "parallel 0"));
         }
         let block = self.block(udp, limits)?;
-        let rate = whole(&self.bandwidth, "bandwidth", u64::MAX >> 11)?.filter(|&r| r > 0);
-        let rate_bps = rate.or(udp.then_some(DEFAULT_UDP_RATE));
+        // No bandwidth (iperf3 -b 0; a UDP client sends its 1 Mbit/s default) is unlimited:
+        // UDP is then paced at the server's share of its limit.
+        let rate_bps = match whole(&self.bandwidth, "bandwidth", u64::MAX >> 11)? {
+            None | Some(0) if udp => limits.max_rate_bps.map(|max| (max / streams).max(1)),
+            None | Some(0) => None,
+            Some(rate) => Some(rate),
+        };
         let total = rate_bps.map(|r| r.saturating_mul(streams));
         if let (Some(total), Some(max)) = (total, limits.max_rate_bps) {
             if total > max {
@@ -382,14 +387,36 @@ mod tests {
     }
 
     #[test]
+    fn unlimited_udp_is_paced_at_the_servers_share_of_its_limit() {
+        // iperf3 -u -b 0 -P 4 sends no bandwidth.
+        let doc = br#"{"udp":true,"parallel":4}"#;
+        let plan = Params::parse(doc).unwrap().check(&LIMITS).unwrap();
+        assert_eq!(plan.rate_bps, Some(2_500_000_000));
+        let unlimited = ParamsLimits {
+            max_rate_bps: None,
+            ..LIMITS
+        };
+        let plan = Params::parse(doc).unwrap().check(&unlimited).unwrap();
+        assert_eq!(plan.rate_bps, None);
+        assert_eq!(Params::for_plan(&plan, "x").bandwidth, None);
+        let tcp = Params::parse(br#"{"tcp":true,"bandwidth":0}"#).unwrap();
+        assert_eq!(tcp.check(&LIMITS).unwrap().rate_bps, None);
+    }
+
+    #[test]
     fn what_the_client_leaves_out_takes_iperf3s_defaults() {
         let udp = Params::parse(br#"{"udp":true}"#)
             .unwrap()
             .check(&LIMITS)
             .unwrap();
         assert_eq!(
-            (udp.duration_s, udp.streams, udp.block, udp.rate_bps),
-            (10, 1, DEFAULT_UDP_BLOCK, Some(DEFAULT_UDP_RATE))
+            (udp.duration_s, udp.streams, udp.block),
+            (10, 1, DEFAULT_UDP_BLOCK)
         );
+        let tcp = Params::parse(br#"{"tcp":true}"#)
+            .unwrap()
+            .check(&LIMITS)
+            .unwrap();
+        assert_eq!((tcp.block, tcp.rate_bps), (DEFAULT_TCP_BLOCK, None));
     }
 }

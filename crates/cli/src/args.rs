@@ -349,7 +349,7 @@ pub struct TestArgs {
     #[arg(long, conflicts_with_all = STAMP_CONFLICTS)]
     pub stamp: bool,
     /// Run against an iperf3 server (iperf3 -s) at the target, HOST[:PORT] (port 5201).
-    #[arg(long, conflicts_with_all = ["stamp", "mode", "traffic", "preset"])]
+    #[arg(long, conflicts_with_all = ["stamp", "mode", "traffic", "preset", "key_file"])]
     pub iperf3: bool,
 }
 

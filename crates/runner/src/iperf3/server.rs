@@ -172,14 +172,14 @@ fn run_test(
         .then(|| UdpSocket::bind(control.local_addr()?))
         .transpose()?;
     control.write_all(&answer)?;
-    let streams = match udp {
+    let (streams, start) = match udp {
         Some(socket) => {
             drop(stream_conns);
-            accept_udp(socket, peer, &plan, &mut machine)?
+            accept_udp(socket, peer, &mut machine)?
         }
-        None => accept_tcp(stream_conns, peer, &plan, &mut machine)?,
+        None => accept_tcp(stream_conns, peer, &mut machine)?,
     };
-    control.write_all(&[State::TestStart.byte(), State::TestRunning.byte()])?;
+    control.write_all(&start)?;
     let (ours, summary) = run_streams(&mut control, &mut machine, &streams, &plan, limits)?;
     let theirs = read_document(&mut control, MAX_RESULTS_JSON).context("no client results")?;
     let (_, answer) = machine.on_client_results(&theirs, &ours)?;
@@ -199,17 +199,17 @@ pub(crate) fn read_document(control: &mut TcpStream, max: usize) -> anyhow::Resu
     Ok(document)
 }
 
-/// The plan's TCP streams: connections with the test's cookie from the client's address.
-/// `conns` is dropped on return, so later connections are refused.
+/// The test's TCP streams: connections with its cookie from the client's address, until
+/// the machine has them all; with the bytes that start the test. `conns` is dropped on
+/// return, so later connections are refused.
 fn accept_tcp(
     conns: Receiver<TcpStream>,
     peer: IpAddr,
-    plan: &TestPlan,
     machine: &mut ServerMachine,
-) -> anyhow::Result<Streams> {
+) -> anyhow::Result<(Streams, [u8; 2])> {
     let deadline = Instant::now() + SETUP_TIMEOUT;
     let mut streams = Vec::new();
-    while streams.len() < plan.streams as usize {
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let conn = conns
             .recv_timeout(left)
@@ -217,36 +217,39 @@ fn accept_tcp(
         if conn.peer_addr()?.ip() != peer {
             continue;
         }
-        machine.on_stream()?;
         streams.push(conn);
+        if let Some(start) = machine.on_stream()? {
+            return Ok((Streams::Tcp(streams), start));
+        }
     }
-    Ok(Streams::Tcp(streams))
 }
 
-/// The plan's UDP streams: a connect datagram from each of the client's stream sockets,
-/// answered; datagrams from other addresses are ignored.
+/// The test's UDP streams: a connect datagram from each of the client's stream sockets,
+/// answered, until the machine has them all; with the bytes that start the test.
+/// Datagrams from other addresses are ignored.
 fn accept_udp(
     socket: UdpSocket,
     peer: IpAddr,
-    plan: &TestPlan,
     machine: &mut ServerMachine,
-) -> anyhow::Result<Streams> {
+) -> anyhow::Result<(Streams, [u8; 2])> {
     let deadline = Instant::now() + SETUP_TIMEOUT;
     let mut peers: Vec<SocketAddr> = Vec::new();
     let mut buf = [0u8; 64];
-    while peers.len() < plan.streams as usize {
+    loop {
+        let late = || anyhow::anyhow!("UDP streams not opened in time");
         let left = deadline.saturating_duration_since(Instant::now());
-        anyhow::ensure!(!left.is_zero(), "UDP streams not opened in time");
+        anyhow::ensure!(!left.is_zero(), late());
         socket.set_read_timeout(Some(left))?;
-        let (n, from) = socket.recv_from(&mut buf)?;
+        let (n, from) = socket.recv_from(&mut buf).map_err(|_| late())?;
         if from.ip() != peer || buf[..n] != CONNECT_MSG || peers.contains(&from) {
             continue;
         }
-        machine.on_stream()?;
         socket.send_to(&CONNECT_REPLY, from)?;
         peers.push(from);
+        if let Some(start) = machine.on_stream()? {
+            return Ok((Streams::UdpServer(socket, peers), start));
+        }
     }
-    Ok(Streams::UdpServer(socket, peers))
 }
 
 /// Runs the streams until the client's TEST_END (or its duration and a grace period),

@@ -154,6 +154,9 @@ pub struct ServeArgs {
     /// tests' summaries) at http://ADDR:PORT/metrics; without it nothing listens for them.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Also answer iperf3 clients, beside the agent, on [ADDR:]PORT (5201), with its limits.
+    #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "5201")]
+    pub iperf3: Option<String>,
     /// Run the STAMP reflector alone, without the agent.
     #[arg(long, requires = "stamp")]
     pub stamp_only: bool,
@@ -368,6 +371,9 @@ pub struct TestArgs {
     /// --count; reports two-way delay, one-way delays (valid with synchronised clocks) and loss.
     #[arg(long)]
     pub stamp: bool,
+    /// Run against an iperf3 server (iperf3 -s) at the target, HOST[:PORT] (port 5201).
+    #[arg(long, conflicts_with_all = ["stamp", "mode", "traffic", "preset", "key_file"])]
+    pub iperf3: bool,
 }
 
 #[derive(Args, Debug)]

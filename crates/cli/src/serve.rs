@@ -43,6 +43,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_per_source: args.max_connections_per_source as usize,
         },
     };
+    flowlab_runner::iperf3::serve_beside(args.iperf3.as_deref(), args.bind, &config, args.quiet)?;
     flowlab_sys::signal::interrupt_flag();
     eprint!("{}", format::agent_banner(listener.local_addr()?, &config));
     if let Some(metrics) = &metrics {

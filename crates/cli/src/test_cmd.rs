@@ -140,9 +140,15 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Output::JsonStream,
         _ => Output::Human,
     };
-    let mut observer = flowlab_runner::live::test_observer(output, args.live);
-    let run = flowlab_runner::test::run_test(&options, &mut *observer)?;
-    drop(observer); // the live view leaves the cursor under it for the result
+    let run = match args.iperf3 {
+        true => flowlab_runner::iperf3::client::run(&options)?,
+        false => {
+            let mut observer = flowlab_runner::live::test_observer(output, args.live);
+            let run = flowlab_runner::test::run_test(&options, &mut *observer)?;
+            drop(observer); // the live view leaves the cursor under it for the result
+            run
+        }
+    };
     flowlab_runner::test::save(&run, args.output.as_deref(), args.packet_log.as_deref())?;
     // Before printing: a closed stdout (`| head`) must not lose the result.
     let db = (!args.no_store).then_some(args.db.as_deref());

@@ -22,7 +22,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(spec.rate_bps.is_none_or(|r| r >= 1 && r <= MAX_RATE_BPS));
         assert!(spec.duration_ns.is_some() || spec.count.is_some());
         assert!(spec.interval_ns.is_none_or(|i| i >= 10_000_000));
-        assert!(spec.echo_every.is_none_or(|n| (1..=MAX_ECHO_EVERY).contains(&n)));
+        assert!(spec
+            .echo_every
+            .is_none_or(|n| (1..=MAX_ECHO_EVERY).contains(&n)));
         // A warm-up leaves part of the test to measure.
         assert!(spec
             .omit_ns

@@ -18,7 +18,9 @@ fuzz_target!(|data: &[u8]| {
             let mut out = vec![0u8; data.len().min(mode.packet_len())];
             assert!(reflector.emit(&mut out, mode));
             assert_eq!(ReflectorRepr::parse(&out, mode), Ok(reflector));
-            let _ = reflector.receive_timestamp.to_unix_ns(reflector.error_estimate.ptp());
+            let _ = reflector
+                .receive_timestamp
+                .to_unix_ns(reflector.error_estimate.ptp());
             let _ = reflector.error_estimate.error_ns();
             let _ = reflector.sender_error_estimate.error_ns();
         }

@@ -1,6 +1,12 @@
 use super::*;
 use serde_json::json;
 
+impl Store {
+    fn sqlite(&self) -> &Connection {
+        self.db.as_sqlite().expect("a SQLite store")
+    }
+}
+
 fn env() -> Environment {
     Environment {
         hostname: "h".into(),
@@ -146,7 +152,8 @@ fn migrates_a_version_1_database() {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     {
         let c = Connection::open(&path).unwrap();
-        c.execute_batch(schema::V1).unwrap();
+        c.execute_batch(&schema::Dialect::Sqlite.render(schema::V1))
+            .unwrap();
         c.execute_batch(
             "INSERT INTO runs (kind, created_at_ns, status, params_json) VALUES ('test', 5, 'complete', '{\"rate\":1000}');
              INSERT INTO points (run_id, ordinal, params_json, repetition, result_json) VALUES (1, 0, '{}', 0, '{\"old\":true}');
@@ -199,7 +206,7 @@ fn newer_schema_is_refused() {
 fn locked_database_is_a_clear_error() {
     let path = temp_path("locked");
     let mut s = Store::open(&path).unwrap();
-    s.conn.busy_timeout(Duration::from_millis(100)).unwrap();
+    s.sqlite().busy_timeout(Duration::from_millis(100)).unwrap();
     s.lock_wait = Duration::from_millis(500);
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
@@ -216,7 +223,7 @@ fn locked_database_is_a_clear_error() {
 fn lock_held_past_the_busy_timeout_is_waited_out() {
     let path = temp_path("outlasted");
     let mut s = Store::open(&path).unwrap();
-    s.conn.busy_timeout(Duration::from_millis(50)).unwrap();
+    s.sqlite().busy_timeout(Duration::from_millis(50)).unwrap();
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
     let release = std::thread::spawn(move || {
@@ -262,12 +269,12 @@ fn failed_point_leaves_nothing_half_written() {
     let r = s.load_run(run).unwrap();
     assert_eq!(r.points.len(), 1);
     let n: i64 = s
-        .conn
+        .sqlite()
         .query_row("SELECT COUNT(*) FROM metrics", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 1);
     let n: i64 = s
-        .conn
+        .sqlite()
         .query_row("SELECT COUNT(*) FROM packets", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 0);
@@ -310,10 +317,10 @@ fn full_disk_is_a_clear_error_and_keeps_earlier_runs() {
     )
     .unwrap();
     let pages: i64 = s
-        .conn
+        .sqlite()
         .query_row("PRAGMA page_count", [], |r| r.get(0))
         .unwrap();
-    s.conn
+    s.sqlite()
         .query_row(
             &format!("PRAGMA max_page_count = {}", pages + 2),
             [],
@@ -376,7 +383,7 @@ fn assert_all_stored(path: &Path, runs: &[RunId], points: usize) {
             .all(|p| p.packets == 1 && p.metrics.len() == 1));
     }
     let mode: String = s
-        .conn
+        .sqlite()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");

@@ -560,8 +560,9 @@ fn insert_point(
         "SELECT COUNT(*) FROM points WHERE run_id = ?1",
         &[run.into()],
     )?;
+    let host = |end: &str| result[end]["host"].as_str().map_or(Sql::Null, Sql::from);
     tx.query_int(
-        "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+        "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns, client_host, agent_host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
         &[
             run.into(),
             ordinal.into(),
@@ -569,6 +570,8 @@ fn insert_point(
             repetition.into(),
             result.to_string().into(),
             now_ns().into(),
+            host("client"),
+            host("agent"),
         ],
     )
 }

@@ -7,7 +7,7 @@ use crate::db::{Db, Lock};
 use crate::{Result, StoreError};
 
 /// The layout this code writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Which database a migration is written out for. The migrations name the few words that
 /// differ in braces; everything else is the same SQL.
@@ -95,7 +95,16 @@ CREATE INDEX metrics_by_run ON metrics(run_id, name);
 CREATE INDEX packets_by_point ON packets(point_id, flow, seq);
 ";
 
-const MIGRATIONS: [&str; 2] = [V1, V2];
+/// Version 3: each point's two ends by host name, and an index by time, so a dashboard over an
+/// archive of many agents finds a pair's points without parsing result documents. Points stored
+/// before it have no hosts.
+const V3: &str = "
+ALTER TABLE points ADD COLUMN client_host TEXT;
+ALTER TABLE points ADD COLUMN agent_host TEXT;
+CREATE INDEX points_by_time ON points(created_at_ns);
+";
+
+const MIGRATIONS: [&str; 3] = [V1, V2, V3];
 
 /// Brings the database to `SCHEMA_VERSION` in one exclusive transaction, so processes opening
 /// a new database at once never both create it.

@@ -82,6 +82,34 @@ fn round_trip_of_a_sweep() {
     assert_eq!(s.done_points(run).unwrap().len(), 2);
 }
 
+/// Each point's two ends are kept as columns, for queries over many agents.
+#[test]
+fn points_keep_their_hosts() {
+    let mut s = Store::open_in_memory().unwrap();
+    let run = s.begin_run("test", &json!({}), &env()).unwrap();
+    let ends = json!({"client": {"host": "site-a"}, "agent": {"host": "site-b"}});
+    let p = s.add_point(run, &json!({}), 0, &ends, &[], None).unwrap();
+    let q = s
+        .add_point(run, &json!({}), 0, &json!({}), &[], None)
+        .unwrap();
+    let hosts = |id: PointId| {
+        s.sqlite()
+            .query_row(
+                "SELECT client_host, agent_host FROM points WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                    ))
+                },
+            )
+            .unwrap()
+    };
+    assert_eq!(hosts(p), (Some("site-a".into()), Some("site-b".into())));
+    assert_eq!(hosts(q), (None, None));
+}
+
 #[test]
 fn exports() {
     let mut s = Store::open_in_memory().unwrap();
@@ -163,7 +191,7 @@ fn migrates_a_version_1_database() {
         .unwrap();
     }
     let mut s = Store::open(&path).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 2);
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
     let old = s.load_run(1).unwrap();
     assert_eq!(old.info.status, RunStatus::Complete);
     assert_eq!(old.info.params, json!({"rate": 1000}));

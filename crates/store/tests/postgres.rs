@@ -27,7 +27,7 @@ fn packet(seq: u64) -> PacketRecord {
         seq,
         size: 1200,
         sent_ns: Some(1_000 + seq),
-        received_ns: (seq % 3 != 0).then_some(2_000 + seq),
+        received_ns: (!seq.is_multiple_of(3)).then_some(2_000 + seq),
         echoed_ns: None,
     }
 }

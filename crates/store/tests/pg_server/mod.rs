@@ -4,6 +4,9 @@
 //! `postgres` user (Debian's package makes it), else `nobody`. Shared by the store's tests and
 //! the CLI's (`#[path]`).
 
+// Each test binary uses only part of it.
+#![allow(dead_code)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -28,7 +28,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use pg::is_postgres_url;
+pub use pg::{hide_password, is_postgres_url};
 pub use schema::SCHEMA_VERSION;
 
 /// A run's id: a small integer users type (`flowlab show 12`).

@@ -32,6 +32,16 @@ pub fn is_postgres_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
+/// `arg` with the password of a PostgreSQL URL in it left out (`--db=postgres://u:pw@h/d`), so
+/// a recorded command line never keeps one.
+pub fn hide_password(arg: &str) -> String {
+    let schemes = ["postgres://", "postgresql://"];
+    match schemes.iter().filter_map(|s| arg.find(s)).min() {
+        Some(at) => format!("{}{}", &arg[..at], without_password(&arg[at..])),
+        None => arg.to_string(),
+    }
+}
+
 /// Connects to the database at `url` (libpq's URL form).
 pub(crate) fn connect(url: &str) -> Result<Db> {
     let shown = without_password(url);
@@ -286,6 +296,16 @@ mod tests {
         for (url, shown) in cases {
             assert_eq!(without_password(url), shown, "{url}");
         }
+    }
+
+    #[test]
+    fn command_lines_lose_their_passwords() {
+        assert_eq!(
+            hide_password("--db=postgres://u:pw@h/d"),
+            "--db=postgres://u@h/d"
+        );
+        assert_eq!(hide_password("postgresql://u:pw@h"), "postgresql://u@h");
+        assert_eq!(hide_password("--rate=10M"), "--rate=10M");
     }
 
     #[test]

@@ -10,7 +10,8 @@ use flowlab_store::RunId;
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
-    /// Results database (default: $FLOWLAB_DB or ~/.local/share/flowlab/history.sqlite3).
+    /// Results database, a file or postgres://USER@HOST/DB (default: $FLOWLAB_DB or
+    /// ~/.local/share/flowlab/history.sqlite3).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Show at most this many runs, newest first.

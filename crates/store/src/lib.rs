@@ -596,8 +596,8 @@ fn insert_metrics(
                 (*value).into(),
             ])
         });
-    tx.execute_each(
-        "INSERT INTO metrics (run_id, point_id, repetition, name, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+    tx.insert_rows(
+        "INSERT INTO metrics (run_id, point_id, repetition, name, value)",
         rows,
     )
 }
@@ -615,8 +615,8 @@ fn insert_packets(tx: &mut Tx<'_>, point: PointId, packets: &[PacketRecord]) -> 
             opt_i64(r.echoed_ns)?,
         ])
     });
-    tx.execute_each(
-        "INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    tx.insert_rows(
+        "INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns)",
         rows,
     )
 }

@@ -181,20 +181,6 @@ pub(crate) fn execute(
         .map_err(|e| classify(path, e))
 }
 
-pub(crate) fn execute_each(
-    client: &mut impl GenericClient,
-    path: &str,
-    sql: &str,
-    rows: impl Iterator<Item = Result<Vec<Sql>>>,
-) -> Result<()> {
-    let c = |e| classify(path, e);
-    let stmt = client.prepare(&numbered(sql)).map_err(c)?;
-    for args in rows {
-        client.execute(&stmt, &refs(&args?)).map_err(c)?;
-    }
-    Ok(())
-}
-
 pub(crate) fn execute_batch(client: &mut impl GenericClient, path: &str, sql: &str) -> Result<()> {
     client.batch_execute(sql).map_err(|e| classify(path, e))
 }

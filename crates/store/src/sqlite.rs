@@ -62,20 +62,6 @@ pub(crate) fn execute(conn: &Connection, path: &str, sql: &str, args: &[Sql]) ->
     Ok(n as u64)
 }
 
-pub(crate) fn execute_each(
-    conn: &Connection,
-    path: &str,
-    sql: &str,
-    rows: impl Iterator<Item = Result<Vec<Sql>>>,
-) -> Result<()> {
-    let c = |e| classify(path, e);
-    let mut stmt = conn.prepare_cached(sql).map_err(c)?;
-    for args in rows {
-        stmt.execute(params_from_iter(args?)).map_err(c)?;
-    }
-    Ok(())
-}
-
 pub(crate) fn execute_batch(conn: &Connection, path: &str, sql: &str) -> Result<()> {
     conn.execute_batch(sql).map_err(|e| classify(path, e))
 }

@@ -112,8 +112,9 @@ pub(crate) enum Lock {
 
 enum Backend {
     Sqlite(rusqlite::Connection),
-    /// Reads take `&self` in the store's API, and the client needs `&mut` for every statement.
-    Postgres(RefCell<postgres::Client>),
+    /// The client and the statements prepared on it. Reads take `&self` in the store's API,
+    /// and the client needs `&mut` for every statement.
+    Postgres(RefCell<(postgres::Client, pg::Prepared)>),
 }
 
 /// An open database and the name it is shown by in messages.
@@ -132,7 +133,7 @@ impl Db {
 
     pub(crate) fn postgres(client: postgres::Client, shown: String) -> Db {
         Db {
-            backend: Backend::Postgres(RefCell::new(client)),
+            backend: Backend::Postgres(RefCell::new((client, pg::Prepared::new()))),
             path: shown,
         }
     }
@@ -165,7 +166,10 @@ impl Db {
     ) -> Result<Vec<T>> {
         let rows = match &self.backend {
             Backend::Sqlite(c) => sqlite::query(c, &self.path, sql, args)?,
-            Backend::Postgres(c) => pg::query(&mut *c.borrow_mut(), &self.path, sql, args)?,
+            Backend::Postgres(c) => {
+                let (client, prepared) = &mut *c.borrow_mut();
+                pg::query(client, prepared, &self.path, sql, args)?
+            }
         };
         decode_all(&self.path, rows, decode)
     }
@@ -174,7 +178,7 @@ impl Db {
     pub(crate) fn schema_version(&self) -> Result<i64> {
         match &self.backend {
             Backend::Sqlite(c) => sqlite::schema_version(c, &self.path),
-            Backend::Postgres(c) => pg::schema_version(&mut *c.borrow_mut(), &self.path),
+            Backend::Postgres(c) => pg::schema_version(&mut c.borrow_mut().0, &self.path),
         }
     }
 
@@ -194,7 +198,8 @@ impl Db {
                 Ok(value)
             }
             Backend::Postgres(c) => {
-                let inner = TxInner::Postgres(pg::begin(c.get_mut(), path, lock)?);
+                let (client, prepared) = c.get_mut();
+                let inner = TxInner::Postgres(pg::begin(client, path, lock)?, prepared);
                 let mut tx = Tx { inner, path };
                 let value = f(&mut tx)?;
                 tx.commit()?;
@@ -206,7 +211,7 @@ impl Db {
 
 enum TxInner<'a> {
     Sqlite(rusqlite::Transaction<'a>),
-    Postgres(postgres::Transaction<'a>),
+    Postgres(postgres::Transaction<'a>, &'a mut pg::Prepared),
 }
 
 /// A transaction in progress (see `Db::transaction`).
@@ -220,7 +225,7 @@ impl Tx<'_> {
     pub(crate) fn execute(&mut self, sql: &str, args: &[Sql]) -> Result<u64> {
         match &mut self.inner {
             TxInner::Sqlite(t) => sqlite::execute(t, self.path, sql, args),
-            TxInner::Postgres(t) => pg::execute(t, self.path, sql, args),
+            TxInner::Postgres(t, prepared) => pg::execute(t, prepared, self.path, sql, args),
         }
     }
 
@@ -258,7 +263,7 @@ impl Tx<'_> {
     ) -> Result<Vec<T>> {
         let rows = match &mut self.inner {
             TxInner::Sqlite(t) => sqlite::query(t, self.path, sql, args)?,
-            TxInner::Postgres(t) => pg::query(t, self.path, sql, args)?,
+            TxInner::Postgres(t, prepared) => pg::query(t, prepared, self.path, sql, args)?,
         };
         decode_all(self.path, rows, decode)
     }
@@ -276,14 +281,14 @@ impl Tx<'_> {
     pub(crate) fn schema_version(&mut self) -> Result<i64> {
         match &mut self.inner {
             TxInner::Sqlite(t) => sqlite::schema_version(t, self.path),
-            TxInner::Postgres(t) => pg::schema_version_locked(t, self.path),
+            TxInner::Postgres(t, _) => pg::schema_version_locked(t, self.path),
         }
     }
 
     pub(crate) fn set_schema_version(&mut self, version: i64) -> Result<()> {
         match &mut self.inner {
             TxInner::Sqlite(t) => sqlite::set_schema_version(t, self.path, version),
-            TxInner::Postgres(t) => pg::set_schema_version(t, self.path, version),
+            TxInner::Postgres(t, _) => pg::set_schema_version(t, self.path, version),
         }
     }
 
@@ -291,14 +296,14 @@ impl Tx<'_> {
     pub(crate) fn execute_batch(&mut self, sql: &str) -> Result<()> {
         match &mut self.inner {
             TxInner::Sqlite(t) => sqlite::execute_batch(t, self.path, sql),
-            TxInner::Postgres(t) => pg::execute_batch(t, self.path, sql),
+            TxInner::Postgres(t, _) => pg::execute_batch(t, self.path, sql),
         }
     }
 
     fn commit(self) -> Result<()> {
         match self.inner {
             TxInner::Sqlite(t) => t.commit().map_err(|e| sqlite::classify(self.path, e)),
-            TxInner::Postgres(t) => t.commit().map_err(|e| pg::classify(self.path, e)),
+            TxInner::Postgres(t, _) => t.commit().map_err(|e| pg::classify(self.path, e)),
         }
     }
 }

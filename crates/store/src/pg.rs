@@ -5,6 +5,7 @@
 //! No TLS: the client speaks plain TCP or a Unix socket, so an archive across an untrusted
 //! network is reached through a tunnel or a TLS-terminating proxy (docs/fleet.md).
 
+use std::collections::HashMap;
 use std::error::Error;
 use std::str::FromStr;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use postgres::error::SqlState;
 use postgres::types::{IsNull, ToSql, Type, WrongType};
-use postgres::{Client, Config, GenericClient, NoTls, Transaction};
+use postgres::{Client, Config, GenericClient, NoTls, Statement, Transaction};
 
 use crate::db::{Db, Lock, Row, Sql};
 use crate::{Result, StoreError};
@@ -26,6 +27,10 @@ const VERSION_TABLE: &str = "flowlab_schema";
 /// Held for the length of a migration so two hosts opening a new archive at once take turns
 /// (the number spells "flowlab" in ASCII).
 const MIGRATION_LOCK: i64 = 0x66_6c6f_776c_6162;
+
+/// Statements prepared on a connection, by their SQL: each is parsed once a connection, so
+/// running one again costs one round trip instead of two.
+pub(crate) type Prepared = HashMap<String, Statement>;
 
 /// Whether `--db` (or `FLOWLAB_DB`) names a PostgreSQL database rather than a file.
 pub fn is_postgres_url(location: &str) -> bool {
@@ -147,14 +152,30 @@ fn value(row: &postgres::Row, i: usize) -> std::result::Result<Sql, String> {
     Ok(value.unwrap_or(Sql::Null))
 }
 
+/// `sql` prepared on `client`'s connection, once.
+fn prepare(
+    client: &mut impl GenericClient,
+    prepared: &mut Prepared,
+    sql: &str,
+) -> std::result::Result<Statement, postgres::Error> {
+    if let Some(statement) = prepared.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = client.prepare(&numbered(sql))?;
+    prepared.insert(sql.to_string(), statement.clone());
+    Ok(statement)
+}
+
 pub(crate) fn query(
     client: &mut impl GenericClient,
+    prepared: &mut Prepared,
     path: &str,
     sql: &str,
     args: &[Sql],
 ) -> Result<Vec<Row>> {
+    let statement = prepare(client, prepared, sql).map_err(|e| classify(path, e))?;
     let rows = client
-        .query(&numbered(sql), &refs(args))
+        .query(&statement, &refs(args))
         .map_err(|e| classify(path, e))?;
     rows.iter()
         .map(|r| {
@@ -172,12 +193,14 @@ pub(crate) fn query(
 
 pub(crate) fn execute(
     client: &mut impl GenericClient,
+    prepared: &mut Prepared,
     path: &str,
     sql: &str,
     args: &[Sql],
 ) -> Result<u64> {
+    let statement = prepare(client, prepared, sql).map_err(|e| classify(path, e))?;
     client
-        .execute(&numbered(sql), &refs(args))
+        .execute(&statement, &refs(args))
         .map_err(|e| classify(path, e))
 }
 
@@ -218,14 +241,9 @@ pub(crate) fn schema_version_locked(tx: &mut Transaction<'_>, path: &str) -> Res
 }
 
 pub(crate) fn set_schema_version(tx: &mut Transaction<'_>, path: &str, version: i64) -> Result<()> {
-    execute_batch(tx, path, &format!("DELETE FROM {VERSION_TABLE}"))?;
-    execute(
-        tx,
-        path,
-        &format!("INSERT INTO {VERSION_TABLE} (version) VALUES (?1)"),
-        &[Sql::Int(version)],
-    )
-    .map(drop)
+    let sql =
+        format!("DELETE FROM {VERSION_TABLE}; INSERT INTO {VERSION_TABLE} VALUES ({version})");
+    execute_batch(tx, path, &sql)
 }
 
 /// Turns PostgreSQL's error codes into the one-line errors users can act on.

@@ -114,7 +114,7 @@ enum Backend {
     Sqlite(rusqlite::Connection),
     /// The client and the statements prepared on it. Reads take `&self` in the store's API,
     /// and the client needs `&mut` for every statement.
-    Postgres(RefCell<(postgres::Client, pg::Prepared)>),
+    Postgres(Box<RefCell<(postgres::Client, pg::Prepared)>>),
 }
 
 /// An open database and the name it is shown by in messages.
@@ -133,7 +133,7 @@ impl Db {
 
     pub(crate) fn postgres(client: postgres::Client, shown: String) -> Db {
         Db {
-            backend: Backend::Postgres(RefCell::new((client, pg::Prepared::new()))),
+            backend: Backend::Postgres(Box::new(RefCell::new((client, pg::Prepared::new())))),
             path: shown,
         }
     }

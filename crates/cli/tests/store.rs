@@ -195,7 +195,9 @@ fn a_full_disk_fails_sweep_and_test_and_keeps_their_results() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_one_line_error(&o, "disk full");
     // The sweep's expected time, then the table of what it measured.
-    let table = stdout(&o).split_once('\n').map(|(_, rest)| rest.to_string());
+    let table = stdout(&o)
+        .split_once('\n')
+        .map(|(_, rest)| rest.to_string());
     assert!(
         table.is_some_and(|t| t.starts_with("throughput\n")),
         "{}",

@@ -356,8 +356,7 @@ pub struct TestArgs {
     /// constant rate, --key-file at both ends): forged or altered packets are dropped.
     #[arg(long, requires = "key_file")]
     pub auth_packets: bool,
-    /// The results database, a file or postgres://USER@HOST/DB (default: $FLOWLAB_DB, else
-    /// ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long, group = "flowlab")]
     pub db: Option<PathBuf>,
     /// Do not store this test in the results database.
@@ -397,8 +396,7 @@ pub struct DemoArgs {
     /// Where to write the HTML report.
     #[arg(long, default_value = "flowlab-demo.html")]
     pub report: PathBuf,
-    /// The results database, a file or postgres://USER@HOST/DB (default: $FLOWLAB_DB, else
-    /// ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long)]
     pub db: Option<PathBuf>,
 }
@@ -436,8 +434,7 @@ pub struct SweepArgs {
     /// Continue an interrupted sweep: run only the points run RUN lacks (same flags needed).
     #[arg(long, value_name = "RUN")]
     pub resume: Option<RunId>,
-    /// Results database, a file or postgres://USER@HOST/DB (default: $FLOWLAB_DB or
-    /// ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Metrics in the final table.

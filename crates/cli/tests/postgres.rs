@@ -68,8 +68,10 @@ fn an_experiment_stored_in_postgresql_reads_back_as_from_sqlite() {
         return;
     };
     let pg = server.database("cli");
-    let file = std::env::temp_dir().join(format!("flowlab-pg-cli-{}.sqlite3", std::process::id()));
-    let lite = file.to_str().unwrap();
+    let file = SqliteFile(
+        std::env::temp_dir().join(format!("flowlab-pg-cli-{}.sqlite3", std::process::id())),
+    );
+    let lite = file.0.to_str().unwrap();
     for db in [pg.as_str(), lite] {
         let out = flowlab_on(db, &["run", EXPERIMENT, "--sim", NETWORK]);
         assert!(out.contains("stored as run 1"), "{out}");
@@ -98,7 +100,15 @@ fn an_experiment_stored_in_postgresql_reads_back_as_from_sqlite() {
         "{show}"
     );
     assert!(!format!("{show}{}", String::from_utf8_lossy(&o.stdout)).contains("hunter2"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{lite}{suffix}"));
+}
+
+/// A SQLite file of the test, removed with its WAL files however the test ends.
+struct SqliteFile(std::path::PathBuf);
+
+impl Drop for SqliteFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
     }
 }

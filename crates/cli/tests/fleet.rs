@@ -221,10 +221,10 @@ fn the_manifests_command_lines_are_flowlab_flags() {
 /// limits; and the example mesh is what the generator writes for the example sites.
 #[test]
 fn the_mesh_generator_covers_every_pair_one_test_per_agent_at_a_time() {
-    if find_tool("FLOWLAB_PYTHON", "python3").is_none() {
+    let Some(python) = find_tool("FLOWLAB_PYTHON", "python3") else {
         eprintln!("skipped: python3 not found");
         return;
-    }
+    };
     let tmp = std::env::temp_dir().join(format!("flowlab-mesh-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
@@ -233,7 +233,7 @@ fn the_mesh_generator_covers_every_pair_one_test_per_agent_at_a_time() {
         .collect();
     std::fs::write(tmp.join("sites.txt"), sites).unwrap();
     let generate = |sites: &Path, out: &Path, shards: &str| {
-        let o = Command::new("python3")
+        let o = Command::new(&python)
             .arg(Path::new(WORKSPACE).join("contrib/k8s/mesh.py"))
             .args([sites.as_os_str(), out.as_os_str()])
             .args(["--shards", shards])

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use etherparse::{EtherType, LaxSlicedPacket, TransportSlice};
 use pcap_file::pcap::PcapParser;
 use pcap_file::TsResolution;
 
@@ -180,66 +181,23 @@ pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<Emission>, TrafficError> {
     Ok(out)
 }
 
-fn be16(d: &[u8], off: usize) -> Option<u16> {
-    let b = d.get(off..off + 2)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
-}
-
-/// UDP payload length of a captured frame, if it is IPv4/IPv6 UDP (first fragment only).
+/// UDP payload length of a captured frame, from the UDP header's length field, if it is
+/// IPv4/IPv6 UDP and not fragmented (etherparse's lax slicing accepts truncated frames).
 fn udp_payload(linktype: u32, frame: &[u8]) -> Option<u32> {
-    let (ethertype, ip) = match linktype {
-        LINKTYPE_ETHERNET => {
-            let mut off = 12;
-            let mut et = be16(frame, off)?;
-            // VLAN tags (802.1Q, 802.1ad).
-            while et == 0x8100 || et == 0x88a8 {
-                off += 4;
-                et = be16(frame, off)?;
-            }
-            (et, frame.get(off + 2..)?)
+    let packet = match linktype {
+        LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(frame).ok()?,
+        LINKTYPE_LINUX_SLL => {
+            let protocol = frame.get(14..16)?;
+            let protocol = EtherType(u16::from_be_bytes([protocol[0], protocol[1]]));
+            LaxSlicedPacket::from_ether_type(protocol, frame.get(16..)?)
         }
-        LINKTYPE_LINUX_SLL => (be16(frame, 14)?, frame.get(16..)?),
-        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
-            let version = frame.first()? >> 4;
-            (if version == 6 { 0x86dd } else { 0x0800 }, frame)
-        }
+        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => LaxSlicedPacket::from_ip(frame).ok()?,
         _ => return None,
     };
-    let udp = match ethertype {
-        0x0800 => {
-            let first = *ip.first()?;
-            if first >> 4 != 4 {
-                return None;
-            }
-            let ihl = usize::from(first & 0x0f) * 4;
-            let flags_frag = be16(ip, 6)?;
-            let fragmented = flags_frag & 0x3fff != 0;
-            if ihl < 20 || *ip.get(9)? != 17 || fragmented {
-                return None;
-            }
-            ip.get(ihl..)?
-        }
-        0x86dd => {
-            if ip.first()? >> 4 != 6 {
-                return None;
-            }
-            let mut next = *ip.get(6)?;
-            let mut off = 40;
-            // Skip hop-by-hop, routing and destination options; a fragment header means
-            // the payload is not a whole UDP datagram.
-            while matches!(next, 0 | 43 | 60) {
-                next = *ip.get(off)?;
-                off += (usize::from(*ip.get(off + 1)?) + 1) * 8;
-            }
-            if next != 17 {
-                return None;
-            }
-            ip.get(off..)?
-        }
-        _ => return None,
-    };
-    let len = be16(udp, 4)?;
-    (len >= 8).then(|| u32::from(len - 8))
+    match packet.transport? {
+        TransportSlice::Udp(udp) => udp.length().checked_sub(8).map(u32::from),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -450,6 +408,21 @@ mod tests {
             assert!(e.starts_with(want), "{e}");
         }
         assert_eq!(parse_pcap(&good).unwrap().len(), 2);
+    }
+
+    /// Linux cooked captures are read through their protocol field; a fragment of a datagram
+    /// is not a whole UDP payload and counts its original frame length.
+    #[test]
+    fn cooked_captures_and_fragments() {
+        let mut cooked = vec![0u8; 14];
+        cooked.extend([0x08, 0x00]);
+        cooked.extend(&ethernet_ipv4_udp(300)[14..]);
+        let b = pcap(PCAP_US, true, LINKTYPE_LINUX_SLL, &[(0, 0, cooked, 344)]);
+        assert_eq!(parse_pcap(&b).unwrap()[0].size, 300);
+        let mut fragment = ethernet_ipv4_udp(300);
+        fragment[14 + 6] |= 0x20; // more fragments
+        let b = pcap(PCAP_US, true, LINKTYPE_ETHERNET, &[(0, 0, fragment, 342)]);
+        assert_eq!(parse_pcap(&b).unwrap()[0].size, 342);
     }
 
     /// A capture cut at a small snap length (tcpdump -s 64) keeps each record's original

@@ -27,6 +27,7 @@ mod params;
 mod search;
 mod table;
 
+pub use fit::wrap;
 pub use search::search_text;
 
 pub fn protocol_name(p: Protocol) -> &'static str {

@@ -43,6 +43,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
         (true, _, _) | (_, _, Some(Proto::Tcp)) => Some(Protocol::Tcp),
         (_, true, _) | (_, _, Some(Proto::Udp)) => Some(Protocol::Udp),
         (_, _, Some(Proto::Raw)) => Some(Protocol::Raw),
+        (_, _, Some(Proto::Icmp)) => Some(Protocol::Icmp),
         (_, _, None) => None,
     };
     point.extend(protocol.map(|p| (Param::Protocol, V::Protocol(p))));
@@ -88,6 +89,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
             mss: args.mss,
             window_clamp: args.window_clamp,
             read_rate_bps: args.read_rate,
+            dont_fragment: args.dont_fragment,
         },
         seed: args.seed,
         authenticated_packets: args.auth_packets,

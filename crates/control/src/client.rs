@@ -323,7 +323,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
                 })
             })
             .collect::<Result<Vec<_>, _>>()?,
-        Protocol::Tcp => Vec::new(),
+        Protocol::Tcp | Protocol::Icmp => Vec::new(),
     };
     spec.client_udp_ports = udp
         .iter()
@@ -383,6 +383,9 @@ fn connect_data(
         ))
     };
     match spec.protocol {
+        Protocol::Icmp => Err(ClientError::Setup(
+            "ICMP echo runs without an agent (flowlab_runner::icmp)".into(),
+        )),
         Protocol::Raw => {
             let interface = accepted.raw_interface.as_ref().ok_or_else(bad_reply)?;
             let mac = accepted

@@ -14,8 +14,8 @@ use flowlab_wire::PROBE_HEADER_LEN;
 
 mod defaults;
 pub use defaults::{
-    default_rate_bps, default_size, DEFAULT_DURATION_NS, DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE,
-    DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
+    default_rate_bps, default_size, icmp_rate_bps, DEFAULT_DURATION_NS, DEFAULT_ICMP_SIZE,
+    DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE, DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
 };
 mod param;
 pub use param::{Param, ParamValue, ValueKind};
@@ -24,6 +24,10 @@ pub use path::{EgressPath, CEILING_WITHOUT_LINK_SPEED_BPS, MAX_OVER_LINK_SPEED};
 
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+/// Largest ICMP echo data over IPv4 (65535 - 20 - 8), as ping's -s.
+pub const MAX_ICMP_DATA: u32 = 65_507;
+/// flowlab's stamp at the start of an echo's data.
+const ICMP_STAMP_LEN: usize = flowlab_wire::icmp::STAMP_LEN;
 /// Largest TCP message (a request or response of a transaction, or a framed model message).
 pub const MAX_TCP_MESSAGE: u32 = flowlab_traffic::rr::MAX_MESSAGE_SIZE;
 /// Shortest live-report period: shorter ones report noise and cost a message per few packets.
@@ -85,6 +89,9 @@ pub enum Protocol {
     Tcp,
     /// Native link-layer frames (AF_PACKET, flowlab's EtherType): no IP, no UDP.
     Raw,
+    /// ICMP echo to any host, no agent needed: `size` is the echo's data bytes (ping's -s),
+    /// always a round trip (loopback).
+    Icmp,
 }
 
 /// Which way the test traffic flows.
@@ -189,6 +196,10 @@ pub struct SocketOptions {
     /// The receiving application reads at most this many bit/s (a slow reader): its socket
     /// buffer fills, delay grows by the buffer's worth, then the buffer drops packets.
     pub read_rate_bps: Option<u64>,
+    /// ICMP echo: set don't-fragment, so the kernel refuses requests above the path MTU
+    /// rather than fragmenting them (ping's `-M do`).
+    #[serde(default)]
+    pub dont_fragment: bool,
 }
 
 impl TestSpec {
@@ -200,6 +211,7 @@ impl TestSpec {
         self.check_rate()?;
         self.check_flows()?;
         self.check_raw()?;
+        self.check_icmp()?;
         self.socket.validate(self.protocol)?;
         self.check_traffic()?;
         self.check_authenticated()?;
@@ -271,8 +283,15 @@ impl TestSpec {
             Protocol::Udp => (MAX_UDP_PAYLOAD, "the UDP maximum"),
             Protocol::Tcp => (MAX_TCP_MESSAGE, "the TCP message maximum"),
             Protocol::Raw => (MAX_UDP_PAYLOAD, "the native frame maximum"),
+            Protocol::Icmp => (MAX_ICMP_DATA, "the ICMP echo maximum"),
         };
-        if self.size < PROBE_HEADER_LEN as u32 {
+        if self.protocol == Protocol::Icmp && self.size < ICMP_STAMP_LEN as u32 {
+            return refuse(format!(
+                "echo data of {} B is below flowlab's {ICMP_STAMP_LEN}-byte stamp (send time, sequence)",
+                self.size
+            ));
+        }
+        if self.protocol != Protocol::Icmp && self.size < PROBE_HEADER_LEN as u32 {
             return refuse(format!(
                 "packet size {} B is below the {PROBE_HEADER_LEN}-byte probe header",
                 self.size
@@ -354,7 +373,7 @@ impl TestSpec {
                 ))
             }
             Protocol::Udp if ports.contains(&0) => refuse("client UDP port 0 is not a port"),
-            Protocol::Tcp | Protocol::Raw if !ports.is_empty() => {
+            Protocol::Tcp | Protocol::Raw | Protocol::Icmp if !ports.is_empty() => {
                 refuse("client UDP ports apply to UDP tests only")
             }
             _ => Ok(()),
@@ -366,6 +385,45 @@ impl TestSpec {
             (Some(raw), Protocol::Raw) => raw.validate(),
             (Some(_), _) => refuse("a native-frame endpoint applies to --proto raw only"),
             (None, _) => Ok(()),
+        }
+    }
+
+    /// ICMP echo: one paced flow of requests, each answered by the host's kernel.
+    fn check_icmp(&self) -> Result<(), SpecError> {
+        if self.protocol != Protocol::Icmp {
+            return match self.socket.dont_fragment {
+                true => refuse("--dont-fragment applies to --proto icmp only"),
+                false => Ok(()),
+            };
+        }
+        let s = &self.socket;
+        let refusal = [
+            (
+                self.direction != Direction::Loopback,
+                "an echo is a round trip: --reverse and --mode oneway do not apply",
+            ),
+            (
+                self.flows != 1,
+                "one flow of echo requests: use several tests for more",
+            ),
+            (
+                self.traffic.is_some(),
+                "echo requests are paced at --rate: traffic models do not apply",
+            ),
+            (
+                self.rate_bps.is_none(),
+                "echo requests are paced: give a --rate, not max",
+            ),
+            (self.busy_poll, "--busy-poll does not apply"),
+            (
+                s.kernel_pacing || s.zerocopy || s.tx_timestamps,
+                "--kernel-pacing, --zerocopy and --tx-timestamps do not apply",
+            ),
+            (s.read_rate_bps.is_some(), "--read-rate does not apply"),
+        ];
+        match refusal.iter().find(|(on, _)| *on) {
+            Some((_, why)) => refuse(format!("ICMP echo: {why}")),
+            None => Ok(()),
         }
     }
 
@@ -389,8 +447,8 @@ impl TestSpec {
     fn check_transactions(&self, rr: &TransactionConfig) -> Result<(), SpecError> {
         let kind = if rr.connect_each { "crr" } else { "rr" };
         match self.protocol {
-            Protocol::Raw => {
-                return refuse(format!("{kind} runs over TCP or UDP, not native frames"))
+            Protocol::Raw | Protocol::Icmp => {
+                return refuse(format!("{kind} runs over TCP or UDP"))
             }
             Protocol::Udp if rr.connect_each => {
                 return refuse(
@@ -520,6 +578,61 @@ fn is_interface_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn icmp_echo_is_one_paced_round_trip_of_stamped_data() {
+        let icmp = || TestSpec::new(Protocol::Icmp, Direction::Loopback);
+        let refused = |spec: TestSpec| spec.validate().unwrap_err().0;
+        icmp().validate().unwrap();
+        let big = TestSpec {
+            size: 4096,
+            socket: SocketOptions {
+                dont_fragment: true,
+                ..SocketOptions::default()
+            },
+            ..icmp()
+        };
+        big.validate().unwrap();
+        assert_eq!(
+            refused(TestSpec { size: 15, ..icmp() }),
+            "echo data of 15 B is below flowlab's 16-byte stamp (send time, sequence)"
+        );
+        assert_eq!(
+            refused(TestSpec {
+                size: 65_508,
+                ..icmp()
+            }),
+            "packet size 65508 B exceeds the ICMP echo maximum of 65507 B"
+        );
+        let oneway = TestSpec {
+            direction: Direction::Oneway,
+            ..icmp()
+        };
+        assert!(refused(oneway).starts_with("ICMP echo: an echo is a round trip"));
+        assert_eq!(
+            refused(TestSpec { flows: 2, ..icmp() }),
+            "ICMP echo: one flow of echo requests: use several tests for more"
+        );
+        assert_eq!(
+            refused(TestSpec {
+                rate_bps: None,
+                ..icmp()
+            }),
+            "ICMP echo: echo requests are paced: give a --rate, not max"
+        );
+        let udp_df = TestSpec {
+            socket: big.socket.clone(),
+            ..TestSpec::new(Protocol::Udp, Direction::Oneway)
+        };
+        assert_eq!(
+            refused(udp_df),
+            "--dont-fragment applies to --proto icmp only"
+        );
+        assert_eq!(
+            Param::Protocol.parse_value("ICMP").unwrap(),
+            ParamValue::Protocol(Protocol::Icmp)
+        );
+    }
 
     /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
     #[test]

@@ -79,6 +79,7 @@ impl DataSockets {
                     .map(|s| DataSockets::Raw(vec![s], interface.local.mac))
                     .map_err(|e| raw_error(&interface.local.name, &e))
             }
+            Protocol::Icmp => Err("ICMP echo needs no agent: the host's kernel answers".into()),
         }
     }
 

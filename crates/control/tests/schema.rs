@@ -504,6 +504,11 @@ fn built_documents_match_the_schema() {
     });
     check_document(&mut validator, &result);
 
+    // ICMP echo: no agent, the client's side both ways, don't-fragment set.
+    let mut result = built(Protocol::Icmp, Direction::Loopback, false);
+    result.spec.socket.dont_fragment = true;
+    check_document(&mut validator, &result);
+
     // Every type of the document was exercised by a non-null value.
     let defined: BTreeSet<&str> = schema["$defs"]
         .as_object()

@@ -215,6 +215,16 @@ pub struct TestArgs {
     /// any host, one a second unless --rate (docs/icmp.md).
     #[arg(long, value_enum, group = "flowlab")]
     pub proto: Option<Proto>,
+    /// Send one UDP flow to the multicast group TARGET (GROUP or GROUP:PORT, port 5001)
+    /// that every agent of --agents joins and receives (docs/multicast.md).
+    #[arg(long, requires = "agents", group = "flowlab")]
+    pub multicast: bool,
+    /// --multicast: the receiving agents, HOST[:PORT],...
+    #[arg(long, value_delimiter = ',', requires = "multicast")]
+    pub agents: Vec<String>,
+    /// --multicast: TTL (IPv4) or hop limit (IPv6) of the group's packets.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub ttl: u8,
     /// --proto icmp: set don't-fragment; requests above the path MTU are refused, not
     /// fragmented (ping's -M do).
     #[arg(long, group = "flowlab")]

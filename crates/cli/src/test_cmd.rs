@@ -117,6 +117,18 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         return crate::stamp_cmd::run_test(&args);
     }
     let spec = spec_from_args(&args)?;
+    if args.multicast {
+        let request = flowlab_runner::multicast::MulticastRequest {
+            group: args.target.clone(),
+            agents: args.agents.clone(),
+            ttl: args.ttl,
+            spec,
+            key: args.key_file.as_deref().map(load_key).transpose()?,
+            drain: args.drain,
+            bind: args.bind,
+        };
+        return flowlab_runner::multicast::run_and_print(&request, args.json);
+    }
     if let Some(cpus) = &args.cpus {
         flowlab_runner::host::pin_cpus(&cpus.0)?;
     }

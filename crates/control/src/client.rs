@@ -314,7 +314,9 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         raw_interface = Some(interface);
     }
     let udp = match spec.protocol {
+        // A multicast receiver hears the group, not a socket of this end.
         Protocol::Raw => Vec::new(),
+        Protocol::Udp if spec.multicast.is_some() => Vec::new(),
         Protocol::Udp => (0..spec.flows)
             .map(|flow| {
                 let at = data_addr(local_ip, options.cport, flow)?;
@@ -436,6 +438,9 @@ fn connect_data(
         }
     }
 }
+
+mod multicast;
+pub use multicast::{run_multicast, MulticastOptions};
 
 /// Runs one test. Errors before the start are returned; later ones are kept in the result
 /// together with everything measured up to them.

@@ -149,6 +149,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        multicast: None,
     }
 }
 
@@ -699,6 +700,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        multicast: None,
     }
 }
 

@@ -17,6 +17,7 @@ pub mod host;
 pub mod icmp;
 pub mod iperf3;
 pub mod live;
+pub mod multicast;
 pub mod observer;
 pub mod outcome;
 pub mod output;

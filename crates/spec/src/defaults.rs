@@ -42,6 +42,7 @@ impl TestSpec {
             authenticated_packets: false,
             echo_every: None,
             omit_ns: None,
+            multicast: None,
         }
     }
 }

@@ -154,6 +154,23 @@ pub struct TestSpec {
     /// after them only; the sender's figures still cover the whole test.
     #[serde(default)]
     pub omit_ns: Option<u64>,
+    /// One-way UDP to a multicast group (`--multicast`): the client sends once to the group,
+    /// and each agent asked joins it and only receives.
+    #[serde(default)]
+    pub multicast: Option<MulticastGroup>,
+}
+
+/// A multicast group a test's packets go to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MulticastGroup {
+    /// An IPv4 (224.0.0.0/4) or IPv6 (ff00::/8) group address.
+    pub group: std::net::IpAddr,
+    pub port: u16,
+    /// IPv4 TTL or IPv6 hop limit of the packets (`--ttl`): 1 stays on the link.
+    pub hops: u8,
+    /// The session every probe carries: the client's choice, the same at every receiver.
+    pub session: u32,
 }
 
 /// Where native link-layer frames go.
@@ -212,6 +229,7 @@ impl TestSpec {
         self.check_flows()?;
         self.check_raw()?;
         self.check_icmp()?;
+        self.check_multicast()?;
         self.socket.validate(self.protocol)?;
         self.check_traffic()?;
         self.check_authenticated()?;
@@ -423,6 +441,29 @@ impl TestSpec {
         ];
         match refusal.iter().find(|(on, _)| *on) {
             Some((_, why)) => refuse(format!("ICMP echo: {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Multicast: one UDP flow the client sends to a group; receivers only receive.
+    fn check_multicast(&self) -> Result<(), SpecError> {
+        let Some(m) = &self.multicast else {
+            return Ok(());
+        };
+        let refusal = [
+            (!m.group.is_multicast(), "the group must be a multicast address (224.0.0.0/4, ff00::/8)"),
+            (m.port == 0, "the group needs a port"),
+            (m.hops == 0, "a TTL of 0 leaves nothing on the wire: give 1 or more"),
+            (self.protocol != Protocol::Udp, "multicast is UDP"),
+            (self.direction != Direction::Oneway, "the client sends and the agents receive: --reverse and --mode loopback do not apply"),
+            (self.flows != 1, "one flow to one group"),
+            (!self.client_udp_ports.is_empty(), "receivers take the group's port, not the client's"),
+            (self.echo_every.is_some(), "receivers only receive: --echo-every does not apply"),
+            (self.authenticated_packets, "each agent has its own session key: --auth-packets does not apply"),
+            (self.transactions().is_some(), "request/response needs a single answering agent"),
+        ];
+        match refusal.iter().find(|(on, _)| *on) {
+            Some((_, why)) => refuse(format!("multicast: {why}")),
             None => Ok(()),
         }
     }

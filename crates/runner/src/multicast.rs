@@ -1,0 +1,157 @@
+//! `flowlab test --multicast GROUP[:PORT] --agents A,B,C`: one UDP flow to a group, each
+//! agent joined to it as a receiver, and each receiver's loss and delay side by side.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use flowlab_control::client::{run_multicast, MulticastOptions};
+use flowlab_control::TestRun;
+use flowlab_spec::{MulticastGroup, TestSpec};
+use flowlab_units::{format_duration_ns, format_rate};
+
+use crate::test::usage_error;
+
+/// iperf2's port, so `iperf -s -u -B GROUP` hears flowlab's sender as typed.
+pub const DEFAULT_PORT: u16 = 5001;
+
+/// A multicast test as the flags give it.
+#[derive(Debug, Clone)]
+pub struct MulticastRequest {
+    /// `GROUP`, `GROUP:PORT`, `[GROUP6]:PORT`.
+    pub group: String,
+    pub agents: Vec<String>,
+    /// IPv4 TTL or IPv6 hop limit.
+    pub ttl: u8,
+    /// The flow (UDP, one way) the group gets.
+    pub spec: TestSpec,
+    pub key: Option<Vec<u8>>,
+    pub drain: Duration,
+    pub bind: Option<IpAddr>,
+}
+
+/// `GROUP`, `GROUP:PORT` or `[GROUP6]:PORT` (port 5001 when none) as a group and port.
+pub fn parse_group(text: &str) -> Result<(IpAddr, u16), String> {
+    let bad =
+        || format!("invalid multicast group '{text}': expected GROUP, GROUP:PORT or [GROUP6]:PORT");
+    let (group, port) = match text.parse::<SocketAddr>() {
+        Ok(at) => (at.ip(), at.port()),
+        Err(_) => (text.parse::<IpAddr>().map_err(|_| bad())?, DEFAULT_PORT),
+    };
+    match group.is_multicast() {
+        true => Ok((group, port)),
+        false => Err(format!(
+            "invalid multicast group '{text}': {group} is not a multicast address (224.0.0.0/4, ff00::/8)"
+        )),
+    }
+}
+
+/// The request's test: its flow with the group set, validated (a usage error if refused).
+pub fn spec_of(request: &MulticastRequest) -> anyhow::Result<TestSpec> {
+    let (group, port) = parse_group(&request.group).map_err(usage_error)?;
+    let spec = TestSpec {
+        multicast: Some(MulticastGroup {
+            group,
+            port,
+            hops: request.ttl,
+            session: rand::random(),
+        }),
+        ..request.spec.clone()
+    };
+    spec.validate()
+        .map_err(|e| usage_error(format!("invalid test: {e}")))?;
+    if request.agents.is_empty() {
+        return Err(usage_error(
+            "a multicast test needs receivers: --agents A,B,C",
+        ));
+    }
+    Ok(spec)
+}
+
+/// Runs the request: one result per receiving agent.
+pub fn run(request: &MulticastRequest) -> anyhow::Result<Vec<TestRun>> {
+    let options = MulticastOptions {
+        agents: request.agents.clone(),
+        spec: spec_of(request)?,
+        key: request.key.clone(),
+        drain: request.drain,
+        bind: request.bind,
+    };
+    flowlab_sys::signal::interrupt_flag();
+    Ok(run_multicast(&options)?)
+}
+
+/// Runs the request and prints its results: a JSON array of one document per receiver, or
+/// the receivers side by side. Exit status 1 when any receiver's test failed.
+pub fn run_and_print(request: &MulticastRequest, json: bool) -> anyhow::Result<ExitCode> {
+    let runs = run(request)?;
+    let text = match json {
+        true => {
+            let documents: Vec<_> = runs.iter().map(|r| &r.result).collect();
+            serde_json::to_string_pretty(&documents)? + "\n"
+        }
+        false => render(&runs),
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    let failed = runs.iter().any(|r| r.result.error.is_some());
+    Ok(ExitCode::from(u8::from(failed)))
+}
+
+/// The receivers side by side: what each got of what was sent, and its delay.
+pub fn render(runs: &[TestRun]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    let s = &first.result.summary;
+    let (group, hops) = first
+        .result
+        .spec
+        .multicast
+        .as_ref()
+        .map_or((String::new(), 0), |m| {
+            (SocketAddr::new(m.group, m.port).to_string(), m.hops)
+        });
+    let _ = writeln!(
+        out,
+        "Multicast to {group} (TTL {hops}): {} packets, {} sent at {}",
+        s.packets_sent,
+        flowlab_units::format_bytes(s.bytes_sent as f64),
+        format_rate(s.sender_throughput_bps)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<22} {:>9} {:>7} {:>8} {:>10} {:>10}",
+        "receiver", "received", "lost", "loss", "delay p50", "delay max"
+    );
+    for run in runs {
+        out.push_str(&receiver_line(run));
+    }
+    out.push_str("  delay: one-way, relative to each receiver's fastest packet (no clock sync)\n");
+    out
+}
+
+fn receiver_line(run: &TestRun) -> String {
+    let r = &run.result;
+    let s = &r.summary;
+    let delay = |pick: fn(&flowlab_stats::LatencySummary) -> f64| {
+        s.relative_one_way_delay
+            .as_ref()
+            .map_or("-".to_string(), |d| format_duration_ns(pick(d)))
+    };
+    let mut line = format!(
+        "  {:<22} {:>9} {:>7} {:>7.3}% {:>10} {:>10}\n",
+        r.target,
+        s.packets_received,
+        s.packets_lost,
+        s.loss_pct,
+        delay(|d| d.p50_ns),
+        delay(|d| d.max_ns),
+    );
+    if let Some(e) = &r.error {
+        let _ = writeln!(line, "    error: {e}");
+    }
+    line
+}

@@ -155,3 +155,51 @@ fn receiver_line(run: &TestRun) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_parse_as_people_type_them() {
+        let v4: IpAddr = "239.1.2.3".parse().unwrap();
+        assert_eq!(parse_group("239.1.2.3"), Ok((v4, DEFAULT_PORT)));
+        assert_eq!(parse_group("239.1.2.3:6000"), Ok((v4, 6000)));
+        let v6: IpAddr = "ff15::1".parse().unwrap();
+        assert_eq!(parse_group("[ff15::1]:6000"), Ok((v6, 6000)));
+        assert_eq!(parse_group("ff15::1"), Ok((v6, DEFAULT_PORT)));
+        assert_eq!(
+            parse_group("10.0.0.1"),
+            Err("invalid multicast group '10.0.0.1': 10.0.0.1 is not a multicast address (224.0.0.0/4, ff00::/8)".into())
+        );
+        assert!(parse_group("239.1.2.3:x")
+            .unwrap_err()
+            .contains("expected GROUP"));
+    }
+
+    #[test]
+    fn a_request_needs_receivers_and_a_valid_flow() {
+        let request = MulticastRequest {
+            group: "239.1.2.3:6000".into(),
+            agents: vec!["10.0.0.2".into()],
+            ttl: 3,
+            spec: TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway),
+            key: None,
+            drain: Duration::ZERO,
+            bind: None,
+        };
+        let spec = spec_of(&request).unwrap();
+        let m = spec.multicast.unwrap();
+        assert_eq!((m.port, m.hops), (6000, 3));
+        let alone = MulticastRequest {
+            agents: Vec::new(),
+            ..request.clone()
+        };
+        let e = spec_of(&alone).unwrap_err();
+        assert!(e.is::<crate::test::UsageError>());
+        assert_eq!(
+            e.to_string(),
+            "a multicast test needs receivers: --agents A,B,C"
+        );
+    }
+}

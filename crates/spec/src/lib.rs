@@ -675,6 +675,53 @@ mod tests {
         );
     }
 
+    #[test]
+    fn multicast_is_one_udp_flow_the_client_sends_to_a_group() {
+        let group = |addr: &str| MulticastGroup {
+            group: addr.parse().unwrap(),
+            port: 5001,
+            hops: 1,
+            session: 9,
+        };
+        let to = |addr: &str| TestSpec {
+            multicast: Some(group(addr)),
+            ..TestSpec::new(Protocol::Udp, Direction::Oneway)
+        };
+        to("239.1.2.3").validate().unwrap();
+        to("ff15::1234").validate().unwrap();
+        let refused = |spec: TestSpec| spec.validate().unwrap_err().0;
+        assert_eq!(
+            refused(to("10.0.0.1")),
+            "multicast: the group must be a multicast address (224.0.0.0/4, ff00::/8)"
+        );
+        let reverse = TestSpec {
+            direction: Direction::Reverse,
+            ..to("239.1.2.3")
+        };
+        assert!(refused(reverse).starts_with("multicast: the client sends and the agents receive"));
+        let echo = TestSpec {
+            echo_every: Some(10),
+            ..to("239.1.2.3")
+        };
+        assert_eq!(
+            refused(echo),
+            "multicast: receivers only receive: --echo-every does not apply"
+        );
+        let ported = TestSpec {
+            client_udp_ports: vec![4000],
+            ..to("239.1.2.3")
+        };
+        assert!(refused(ported).starts_with("multicast: receivers take the group's port"));
+        let mut silent = to("239.1.2.3");
+        silent.multicast.as_mut().unwrap().hops = 0;
+        assert!(refused(silent).starts_with("multicast: a TTL of 0"));
+        let tcp = TestSpec {
+            protocol: Protocol::Tcp,
+            ..to("239.1.2.3")
+        };
+        assert_eq!(refused(tcp), "multicast: multicast is UDP");
+    }
+
     /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
     #[test]
     fn echo_every_is_bounded_and_for_one_way_udp_only() {

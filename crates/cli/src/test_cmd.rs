@@ -127,7 +127,8 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
             drain: args.drain,
             bind: args.bind,
         };
-        return flowlab_runner::multicast::run_and_print(&request, args.json);
+        let db = (!args.no_store).then_some(args.db.as_deref());
+        return flowlab_runner::multicast::run_and_print(&request, args.json, db);
     }
     if let Some(cpus) = &args.cpus {
         flowlab_runner::host::pin_cpus(&cpus.0)?;

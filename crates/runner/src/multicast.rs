@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -83,10 +84,16 @@ pub fn run(request: &MulticastRequest) -> anyhow::Result<Vec<TestRun>> {
     Ok(run_multicast(&options)?)
 }
 
-/// Runs the request and prints its results: a JSON array of one document per receiver, or
-/// the receivers side by side. Exit status 1 when any receiver's test failed.
-pub fn run_and_print(request: &MulticastRequest, json: bool) -> anyhow::Result<ExitCode> {
+/// Runs the request, stores it in `db` (`None`: not at all) as one run with a point per
+/// receiver, and prints its results: a JSON array of one document per receiver, or the
+/// receivers side by side. Exit status 1 when any receiver's test failed or the store did.
+pub fn run_and_print(
+    request: &MulticastRequest,
+    json: bool,
+    db: Option<Option<&Path>>,
+) -> anyhow::Result<ExitCode> {
     let runs = run(request)?;
+    let stored = db.is_none_or(|db| store(db, request, &runs));
     let text = match json {
         true => {
             let documents: Vec<_> = runs.iter().map(|r| &r.result).collect();
@@ -96,7 +103,27 @@ pub fn run_and_print(request: &MulticastRequest, json: bool) -> anyhow::Result<E
     };
     std::io::stdout().write_all(text.as_bytes())?;
     let failed = runs.iter().any(|r| r.result.error.is_some());
-    Ok(ExitCode::from(u8::from(failed)))
+    Ok(ExitCode::from(u8::from(failed || !stored)))
+}
+
+/// Stores the receivers' results as the points of one run; says where, or why not.
+fn store(db: Option<&Path>, request: &MulticastRequest, runs: &[TestRun]) -> bool {
+    let params =
+        serde_json::json!({ "group": request.group, "spec": runs.first().map(|r| &r.result.spec) });
+    let points: Vec<_> = runs
+        .iter()
+        .map(|r| (serde_json::json!({ "receiver": r.result.target }), 0, r))
+        .collect();
+    match crate::record::store_test_run(db, "multicast", &params, &points) {
+        Ok(id) => {
+            eprintln!("flowlab: stored as run {id} (flowlab show {id})");
+            true
+        }
+        Err(e) => {
+            eprintln!("flowlab: error: result not stored: {e:#}");
+            false
+        }
+    }
 }
 
 /// The receivers side by side: what each got of what was sent, and its delay.

@@ -385,9 +385,7 @@ fn connect_data(
         ))
     };
     match spec.protocol {
-        Protocol::Icmp => Err(ClientError::Setup(
-            "ICMP echo runs without an agent (flowlab_runner::icmp)".into(),
-        )),
+        Protocol::Icmp => Err(ClientError::Setup("ICMP echo runs without an agent".into())),
         Protocol::Raw => {
             let interface = accepted.raw_interface.as_ref().ok_or_else(bad_reply)?;
             let mac = accepted
@@ -439,6 +437,7 @@ fn connect_data(
     }
 }
 
+mod icmp;
 mod multicast;
 pub use multicast::{run_multicast, MulticastOptions};
 
@@ -448,6 +447,9 @@ pub fn run_test(
     options: &TestOptions,
     on_interval: &mut dyn FnMut(&IntervalReport),
 ) -> Result<TestRun, ClientError> {
+    if options.spec.protocol == Protocol::Icmp {
+        return icmp::run(options, on_interval);
+    }
     let addr = resolve(&options.target)?;
     let mut accepted = negotiate(options, addr)?;
     let data = connect_data(&mut accepted, addr.ip(), options)?;

@@ -14,7 +14,6 @@ pub mod emulated;
 pub mod experiment;
 pub mod format;
 pub mod host;
-pub mod icmp;
 pub mod iperf3;
 pub mod live;
 pub mod multicast;

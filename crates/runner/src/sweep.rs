@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use flowlab_control::TestOptions;
+use flowlab_control::{run_test, TestOptions};
 use flowlab_results::PacketRecord;
 use flowlab_spec::{Direction, Param, ParamValue, Protocol, TestSpec, ValueKind};
 use flowlab_store::{Point as StoredPoint, Run, RunId, RunStatus, Store};
@@ -350,7 +350,7 @@ impl PointRunner for NetworkPoints {
             bind: None,
             cport: None,
         };
-        let test = match crate::test::measure(&options, &mut |_| {}) {
+        let test = match run_test(&options, &mut |_| {}) {
             Ok(t) => t,
             Err(e) => return Ok(PointOutcome::Failed(e.to_string())),
         };

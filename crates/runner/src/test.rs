@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use flowlab_control::client::Family;
 use flowlab_control::{ClientError, TestOptions, TestRun};
-use flowlab_spec::{EgressPath, Protocol, TestSpec};
+use flowlab_spec::{EgressPath, TestSpec};
 use flowlab_traffic::TrafficSpec;
 
 use crate::observer::{Event, Observer};
@@ -24,24 +24,12 @@ pub fn run_test(
         .traffic
         .as_ref()
         .is_some_and(|t| t.transactions().is_some());
-    measure(options, &mut |report| {
+    flowlab_control::run_test(options, &mut |report| {
         observer.on(Event::Interval {
             report,
             transactions,
         })
     })
-}
-
-/// Runs a test without an observer's events: ICMP echo by itself (no agent), any other
-/// through the agent.
-pub fn measure(
-    options: &TestOptions,
-    on_interval: &mut dyn FnMut(&flowlab_results::IntervalReport),
-) -> Result<TestRun, ClientError> {
-    match options.spec.protocol {
-        Protocol::Icmp => crate::icmp::run(options, on_interval),
-        _ => flowlab_control::run_test(options, on_interval),
-    }
 }
 
 /// A usage error (exit status 2): a flag's value refused, such as `--size 0`, a malformed

@@ -1,4 +1,4 @@
-//! `flowlab test --proto icmp HOST`: ICMP echo requests to any host, no agent needed, paced
+//! ICMP echo (`flowlab test --proto icmp HOST`): requests to any host, no agent needed, paced
 //! as a UDP test is (`size` bytes of data at `rate`, so one a second by default), with the
 //! round trips, loss, duplicates and reordering measured by the same meters and written as
 //! the same result document (the client's side only). The socket is `flowlab_sys::icmp`'s
@@ -12,9 +12,8 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use flowlab_control::client::split_target;
-use flowlab_control::result::{Summary2, TestResult, SCHEMA_VERSION};
-use flowlab_control::{ClientError, TestOptions, TestRun};
+use super::{split_target, ClientError, TestOptions, TestRun};
+use crate::result::{Summary2, TestResult, SCHEMA_VERSION};
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::{IntervalReport, Role, SideReport};
 use flowlab_spec::TestSpec;

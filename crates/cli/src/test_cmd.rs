@@ -6,6 +6,7 @@ use std::time::Duration;
 use flowlab_control::client::Family;
 use flowlab_control::{load_key, TestOptions};
 use flowlab_runner::format;
+use flowlab_runner::multicast::MulticastRequest;
 use flowlab_runner::sweep::PointBase;
 use flowlab_spec::{Direction, Param, ParamValue, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
@@ -117,19 +118,6 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         return crate::stamp_cmd::run_test(&args);
     }
     let spec = spec_from_args(&args)?;
-    if args.multicast {
-        let request = flowlab_runner::multicast::MulticastRequest {
-            group: args.target.clone(),
-            agents: args.agents.clone(),
-            ttl: args.ttl,
-            spec,
-            key: args.key_file.as_deref().map(load_key).transpose()?,
-            drain: args.drain,
-            bind: args.bind,
-        };
-        let db = (!args.no_store).then_some(args.db.as_deref());
-        return flowlab_runner::multicast::run_and_print(&request, args.json, db);
-    }
     if let Some(cpus) = &args.cpus {
         flowlab_runner::host::pin_cpus(&cpus.0)?;
     }
@@ -148,6 +136,11 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         bind: args.bind,
         cport: args.cport,
     };
+    if args.multicast {
+        let db = (!args.no_store).then_some(args.db.as_deref());
+        let request = MulticastRequest::new(options, &args.agents, args.ttl);
+        return flowlab_runner::multicast::run_and_print(&request, args.json, db);
+    }
     flowlab_runner::test::check_path_rate(&options.target, [&options.spec], args.force_rate)?;
     flowlab_sys::signal::interrupt_flag();
     let output = match (args.json, args.json_stream) {

@@ -6,10 +6,9 @@ use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use flowlab_control::client::{run_multicast, MulticastOptions};
-use flowlab_control::TestRun;
+use flowlab_control::{TestOptions, TestRun};
 use flowlab_spec::{MulticastGroup, TestSpec};
 use flowlab_units::{format_duration_ns, format_rate};
 
@@ -21,16 +20,22 @@ pub const DEFAULT_PORT: u16 = 5001;
 /// A multicast test as the flags give it.
 #[derive(Debug, Clone)]
 pub struct MulticastRequest {
-    /// `GROUP`, `GROUP:PORT`, `[GROUP6]:PORT`.
-    pub group: String,
+    /// The test's options as for any test, with the group (`GROUP`, `GROUP:PORT`,
+    /// `[GROUP6]:PORT`) as the target and the flow (UDP, one way) it gets as the spec.
+    pub test: TestOptions,
     pub agents: Vec<String>,
     /// IPv4 TTL or IPv6 hop limit.
     pub ttl: u8,
-    /// The flow (UDP, one way) the group gets.
-    pub spec: TestSpec,
-    pub key: Option<Vec<u8>>,
-    pub drain: Duration,
-    pub bind: Option<IpAddr>,
+}
+
+impl MulticastRequest {
+    pub fn new(test: TestOptions, agents: &[String], ttl: u8) -> MulticastRequest {
+        MulticastRequest {
+            test,
+            agents: agents.to_vec(),
+            ttl,
+        }
+    }
 }
 
 /// `GROUP`, `GROUP:PORT` or `[GROUP6]:PORT` (port 5001 when none) as a group and port.
@@ -51,7 +56,7 @@ pub fn parse_group(text: &str) -> Result<(IpAddr, u16), String> {
 
 /// The request's test: its flow with the group set, validated (a usage error if refused).
 pub fn spec_of(request: &MulticastRequest) -> anyhow::Result<TestSpec> {
-    let (group, port) = parse_group(&request.group).map_err(usage_error)?;
+    let (group, port) = parse_group(&request.test.target).map_err(usage_error)?;
     let spec = TestSpec {
         multicast: Some(MulticastGroup {
             group,
@@ -59,7 +64,7 @@ pub fn spec_of(request: &MulticastRequest) -> anyhow::Result<TestSpec> {
             hops: request.ttl,
             session: rand::random(),
         }),
-        ..request.spec.clone()
+        ..request.test.spec.clone()
     };
     spec.validate()
         .map_err(|e| usage_error(format!("invalid test: {e}")))?;
@@ -76,9 +81,9 @@ pub fn run(request: &MulticastRequest) -> anyhow::Result<Vec<TestRun>> {
     let options = MulticastOptions {
         agents: request.agents.clone(),
         spec: spec_of(request)?,
-        key: request.key.clone(),
-        drain: request.drain,
-        bind: request.bind,
+        key: request.test.key.clone(),
+        drain: request.test.drain,
+        bind: request.test.bind,
     };
     flowlab_sys::signal::interrupt_flag();
     Ok(run_multicast(&options)?)
@@ -108,8 +113,8 @@ pub fn run_and_print(
 
 /// Stores the receivers' results as the points of one run; says where, or why not.
 fn store(db: Option<&Path>, request: &MulticastRequest, runs: &[TestRun]) -> bool {
-    let params =
-        serde_json::json!({ "group": request.group, "spec": runs.first().map(|r| &r.result.spec) });
+    let spec = runs.first().map(|r| &r.result.spec);
+    let params = serde_json::json!({ "group": request.test.target, "spec": spec });
     let points: Vec<_> = runs
         .iter()
         .map(|r| (serde_json::json!({ "receiver": r.result.target }), 0, r))
@@ -206,15 +211,17 @@ mod tests {
 
     #[test]
     fn a_request_needs_receivers_and_a_valid_flow() {
-        let request = MulticastRequest {
-            group: "239.1.2.3:6000".into(),
-            agents: vec!["10.0.0.2".into()],
-            ttl: 3,
+        let test = TestOptions {
+            target: "239.1.2.3:6000".into(),
             spec: TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway),
             key: None,
-            drain: Duration::ZERO,
+            drain: std::time::Duration::ZERO,
+            interface: None,
+            agent_interface: None,
             bind: None,
+            cport: None,
         };
+        let request = MulticastRequest::new(test, &["10.0.0.2".to_string()], 3);
         let spec = spec_of(&request).unwrap();
         let m = spec.multicast.unwrap();
         assert_eq!((m.port, m.hops), (6000, 3));

@@ -342,19 +342,11 @@ impl<'a> Pinger<'a> {
         // A reply carries no stamp of the far end: its delay is a round trip, not one way.
         receiver.relative_delay = None;
         let side = SideReport {
-            role: Role::Sender,
-            host: flowlab_sys::host::hostname(),
-            cpu: None,
-            role_cpu: None,
             sender: Some(self.sent.report()),
             receiver: Some(receiver),
-            echo: None,
-            transactions: None,
-            responder: None,
-            tcp_info: None,
-            host_qdisc_drops: None,
             error,
             notes,
+            ..SideReport::new(Role::Sender, flowlab_sys::host::hostname())
         };
         (side, packets)
     }

@@ -97,19 +97,11 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
     let client = SideReport {
-        role: Role::Sender,
-        host: flowlab_sys::host::hostname(),
         cpu: time.cpu_load(),
-        role_cpu: None,
         sender: Some(outcome.report),
-        receiver: None,
-        echo: None,
-        transactions: None,
-        responder: None,
-        tcp_info: None,
-        host_qdisc_drops: None,
         error: outcome.error,
         notes,
+        ..SideReport::new(Role::Sender, flowlab_sys::host::hostname())
     };
     let interrupted = flowlab_sys::signal::is_interrupted();
     Ok(receivers

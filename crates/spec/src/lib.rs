@@ -821,7 +821,7 @@ mod tests {
         // A request of before it reads as one without a warm-up.
         let json = serde_json::to_string(&udp()).unwrap();
         assert!(
-            json.ends_with(r#""echo_every":null,"omit_ns":null}"#),
+            json.ends_with(r#""echo_every":null,"omit_ns":null,"multicast":null}"#),
             "{json}"
         );
         let older = json.replace(r#","omit_ns":null"#, "");

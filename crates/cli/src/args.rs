@@ -172,6 +172,8 @@ pub enum Proto {
     Tcp,
     /// Native link-layer frames (AF_PACKET).
     Raw,
+    /// ICMP echo to any host (no agent): --size is the echo's data, as ping's -s.
+    Icmp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -208,10 +210,25 @@ pub struct TestArgs {
     /// Send TCP messages of --size bytes.
     #[arg(long, conflicts_with = "proto", group = "flowlab")]
     pub tcp: bool,
-    /// udp, tcp, or raw: native link-layer frames with flowlab's EtherType (no IP, no UDP),
-    /// on the interface of the control connection (needs root).
+    /// udp, tcp, raw: native link-layer frames with flowlab's EtherType (no IP, no UDP),
+    /// on the interface of the control connection (needs root), or icmp: echo requests to
+    /// any host, one a second unless --rate (docs/icmp.md).
     #[arg(long, value_enum, group = "flowlab")]
     pub proto: Option<Proto>,
+    /// Send one UDP flow to the multicast group TARGET (GROUP or GROUP:PORT, port 5001)
+    /// that every agent of --agents joins and receives (docs/multicast.md).
+    #[arg(long, requires = "agents", group = "flowlab")]
+    pub multicast: bool,
+    /// --multicast: the receiving agents, HOST[:PORT],...
+    #[arg(long, value_delimiter = ',', requires = "multicast")]
+    pub agents: Vec<String>,
+    /// --multicast: TTL (IPv4) or hop limit (IPv6) of the group's packets.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub ttl: u8,
+    /// --proto icmp: set don't-fragment; requests above the path MTU are refused, not
+    /// fragmented (ping's -M do).
+    #[arg(long, group = "flowlab")]
+    pub dont_fragment: bool,
     /// --proto raw: this end's interface, if not the one holding the control connection.
     #[arg(long, group = "flowlab")]
     pub interface: Option<String>,

@@ -148,6 +148,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        multicast: None,
     }
 }
 
@@ -493,6 +494,21 @@ fn built_documents_match_the_schema() {
     });
     check_document(&mut validator, &result);
 
+    // Multicast: the group each receiving agent joined.
+    let mut result = built(Protocol::Udp, Direction::Oneway, true);
+    result.spec.multicast = Some(flowlab_spec::MulticastGroup {
+        group: "239.1.2.3".parse().unwrap(),
+        port: 5001,
+        hops: 1,
+        session: 7,
+    });
+    check_document(&mut validator, &result);
+
+    // ICMP echo: no agent, the client's side both ways, don't-fragment set.
+    let mut result = built(Protocol::Icmp, Direction::Loopback, false);
+    result.spec.socket.dont_fragment = true;
+    check_document(&mut validator, &result);
+
     // Every type of the document was exercised by a non-null value.
     let defined: BTreeSet<&str> = schema["$defs"]
         .as_object()
@@ -706,6 +722,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        multicast: None,
     }
 }
 

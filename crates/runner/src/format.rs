@@ -35,6 +35,15 @@ pub fn protocol_name(p: Protocol) -> &'static str {
         Protocol::Udp => "UDP",
         Protocol::Tcp => "TCP",
         Protocol::Raw => "native frames",
+        Protocol::Icmp => "ICMP echo",
+    }
+}
+
+/// The test's direction, or for ICMP echo who answers.
+fn mode_name(spec: &TestSpec) -> &'static str {
+    match spec.protocol {
+        Protocol::Icmp => "round trips, the host's kernel answers",
+        _ => direction_name(spec.direction),
     }
 }
 
@@ -127,7 +136,7 @@ pub fn headline(options: &TestOptions) -> String {
     let s = &options.spec;
     let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
         Some(_) => "request/response",
-        None => direction_name(s.direction),
+        None => mode_name(s),
     };
     let line = format!(
         "flowlab {}: {} {} to {}, {}",
@@ -560,7 +569,7 @@ pub fn render(r: &TestResult) -> String {
         protocol_name(r.spec.protocol),
         match &s.transactions {
             Some(_) => "request/response",
-            None => direction_name(r.spec.direction),
+            None => mode_name(&r.spec),
         },
         r.agent_address
     );
@@ -576,11 +585,13 @@ pub fn render(r: &TestResult) -> String {
         s.client_cpu.as_ref(),
         s.client_role_cpu.as_ref(),
     );
-    out += &cpu_lines(
-        &format!("CPU agent ({})", side_name(r.agent.as_ref())),
-        s.agent_cpu.as_ref(),
-        s.agent_role_cpu.as_ref(),
-    );
+    if r.spec.protocol != Protocol::Icmp {
+        out += &cpu_lines(
+            &format!("CPU agent ({})", side_name(r.agent.as_ref())),
+            s.agent_cpu.as_ref(),
+            s.agent_role_cpu.as_ref(),
+        );
+    }
     let sending = match r.spec.direction {
         Direction::Reverse => r.agent.as_ref(),
         Direction::Oneway | Direction::Loopback => r.client.as_ref(),

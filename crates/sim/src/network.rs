@@ -309,6 +309,9 @@ impl SimNetwork {
             TestProtocol::Raw => {
                 return Err(SimError("native frames are not simulated".into()));
             }
+            TestProtocol::Icmp => {
+                return Err(SimError("ICMP echoes are not simulated".into()));
+            }
         };
         let start_ns = f.start_offset_ns;
         Ok(FlowSpec {

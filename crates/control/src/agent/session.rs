@@ -285,7 +285,8 @@ impl Session<'_> {
         drop(ticket);
         stats.tests_run.fetch_add(1, Ordering::Relaxed);
         let ctx = RunContext {
-            session,
+            // A multicast sender's probes carry the session every receiver was told.
+            session: spec.multicast.as_ref().map_or(session, |m| m.session),
             send_cap_bps: config.limits.max_rate_bps,
             return_cookie: cookie,
             packet_key: packet_key.filter(|_| spec.authenticated_packets),

@@ -435,7 +435,8 @@ fn sweep_curve(report: &SimReport, probe: &Probe, xs: &[f64]) -> anyhow::Result<
 }
 
 /// The figure's published points (markers) over flowlab's curve (a line): `curve` if not
-/// empty, else the simulated values of the figure's rows.
+/// empty, else the simulated values of the figure's rows; the rows' emulated values as
+/// markers too, where a lab measured them.
 pub fn plot(
     figure: &Figure,
     outcomes: &[Outcome],
@@ -443,6 +444,7 @@ pub fn plot(
 ) -> anyhow::Result<String> {
     let mut published = figure.marks.to_vec();
     let mut simulated = Vec::new();
+    let mut emulated = Vec::new();
     for &(x, item) in figure.points {
         let Some(o) = outcomes.iter().find(|o| o.row.item == item) else {
             continue;
@@ -451,11 +453,12 @@ pub fn plot(
             published.push((x, p));
         }
         simulated.extend(o.simulated.map(|s| (x, s)));
+        emulated.extend(o.emulated.map(|e| (x, e)));
     }
     if !curve.is_empty() {
         simulated = std::mem::take(&mut curve);
     }
-    let series = [
+    let mut series = vec![
         Series {
             label: "published",
             points: published,
@@ -467,6 +470,13 @@ pub fn plot(
             joined: true,
         },
     ];
+    if !emulated.is_empty() {
+        series.push(Series {
+            label: "flowlab (emulated)",
+            points: emulated,
+            joined: false,
+        });
+    }
     overlay(figure.title, figure.x_label, figure.y_label, &series)
         .map_err(|e| anyhow!("plot {}: {e}", figure.file))
 }
@@ -561,19 +571,23 @@ fn markdown(outcomes: &[Outcome], figures: &[&Figure], emulated: &EmulatedData) 
 /// The labs that answer rows: what each runs, and when it was measured.
 fn lab_runs(emulated: &EmulatedData) -> String {
     let mut md = String::from(
-        "| lab (examples/lab) | experiment (examples/experiments) | run from | trials | measured (UTC) | rows |\n\
-         | --- | --- | --- | --- | --- | --- |\n",
+        "| lab (examples/lab) | experiment (examples/experiments) | run from | trials | measured (UTC) | load average | rows |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for run in LAB_RUNS {
         let rows = emulated_probes().filter(|p| p.run == run.key).count();
+        let measured = emulated.run(run.key);
         let _ = writeln!(
             md,
-            "| `{}` | `{}` | {} | {} | {} | {rows} |",
+            "| `{}` | `{}` | {} | {} | {} | {} | {rows} |",
             run.lab_file,
             run.experiment_file,
             run.controller,
             run.trials,
-            emulated.measured(run.key).unwrap_or("not run"),
+            measured.map_or("not run", |m| &m.measured),
+            measured
+                .and_then(|m| m.load_average)
+                .map_or("–".into(), |l| format!("{l:.1}")),
         );
     }
     md.push('\n');

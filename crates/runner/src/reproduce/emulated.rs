@@ -25,12 +25,15 @@ pub struct EmulatedData {
     pub cells: Vec<MeasuredCell>,
 }
 
-/// One lab run: when it ran.
+/// One lab run: when it ran, and how busy the machine was (the emulator's timing, and so
+/// delays and bursts, suffer on a loaded machine).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredRun {
     pub key: String,
     /// UTC, `YYYY-MM-DD HH:MM:SS`.
     pub measured: String,
+    /// The one-minute load average as the run ended.
+    pub load_average: Option<f64>,
 }
 
 /// One row's emulated value.
@@ -62,10 +65,9 @@ impl EmulatedData {
         self.cells.iter().find(|c| c.item == item).map(|c| c.value)
     }
 
-    /// When lab run `key` was measured.
-    pub fn measured(&self, key: &str) -> Option<&str> {
-        let run = self.runs.iter().find(|r| r.key == key)?;
-        Some(&run.measured)
+    /// How lab run `key` was measured.
+    pub fn run(&self, key: &str) -> Option<&MeasuredRun> {
+        self.runs.iter().find(|r| r.key == key)
     }
 
     /// `newer`'s runs and cells in place of these.
@@ -135,6 +137,7 @@ pub fn measure(
         data.runs.push(MeasuredRun {
             key: run.key.into(),
             measured: crate::format::format_time(flowlab_sys::clock::realtime_ns() as i64),
+            load_average: flowlab_sys::tuning::load_average(),
         });
         for p in probes {
             let value = read(&outcome, p)

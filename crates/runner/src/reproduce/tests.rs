@@ -230,6 +230,13 @@ fn a_figure_plots_published_points_over_the_simulated_curve() {
     };
     let svg = plot(&fig, &rows, Vec::new()).unwrap();
     assert!(svg.contains("published") && svg.contains("flowlab (simulated)"));
+    assert!(!svg.contains("emulated"), "no lab measured the row");
+    let measured = Outcome {
+        emulated: Some(130.0),
+        ..rows.into_iter().next().unwrap()
+    };
+    let svg = plot(&fig, &[measured], Vec::new()).unwrap();
+    assert!(svg.contains("flowlab (emulated)"));
 }
 
 /// The checked-in docs/reproductions.md is what `flowlab reproduce` writes, as far as can be

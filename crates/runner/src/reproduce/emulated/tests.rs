@@ -66,6 +66,7 @@ fn run(key: &str, measured: &str) -> MeasuredRun {
     MeasuredRun {
         key: key.into(),
         measured: measured.into(),
+        load_average: Some(6.5),
     }
 }
 
@@ -83,7 +84,7 @@ fn a_measurement_replaces_what_it_measured_again() {
     });
     assert_eq!(data.runs, [run("atl", "old"), run("aip", "new")]);
     assert_eq!((data.value("a"), data.value("b")), (Some(1.0), Some(3.0)));
-    assert_eq!(data.measured("aip"), Some("new"));
+    assert_eq!(data.run("aip"), Some(&run("aip", "new")));
     assert_eq!(data.value("c"), None);
     let dir = std::env::temp_dir().join(format!("flowlab-emulated-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

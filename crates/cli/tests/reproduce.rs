@@ -22,8 +22,10 @@ fn an_emulated_row_lands_within_its_tolerance_of_the_simulated_value() {
         run_dir: run_dir.clone(),
         tag: (std::process::id() % 1000).to_string(),
     };
-    let data = emulated::measure(&plan, &how, &mut |_| {}).unwrap();
+    let measured = emulated::measure(&plan, &how, &mut |_| {}).unwrap();
     let _ = std::fs::remove_dir_all(run_dir);
+    assert!(measured.failures.is_empty(), "{:?}", measured.failures);
+    let data = measured.data;
     let lab = data.value(item).expect("the row measured");
     let rows = reproduce::outcomes(&["001"], |r| r.item == item).unwrap();
     let simulated = rows[0].simulated.unwrap();

@@ -117,38 +117,68 @@ pub fn planned(chosen: impl Fn(&str) -> bool) -> Vec<(&'static LabRun, Vec<Emula
         .collect()
 }
 
+/// What the labs measured, and why those that failed did (`lab FILE: why`).
+pub struct Measurement {
+    pub data: EmulatedData,
+    pub failures: Vec<String>,
+}
+
 /// Brings each lab of `plan` up in turn, runs its experiment and reads its rows. Refuses
-/// at once without root; a lab that cannot come up (a missing qdisc) fails the whole run.
+/// at once without root; a lab that cannot come up (a missing qdisc) or a flow that fails
+/// fails its run alone.
 pub fn measure(
     plan: &[(&LabRun, Vec<EmulatedProbe>)],
     how: &Emulation,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<EmulatedData> {
+) -> anyhow::Result<Measurement> {
     flowlab_netns::netns_available()
         .map_err(|why| anyhow!("--emulated brings labs up in network namespaces: {why}"))?;
-    let mut data = EmulatedData::default();
+    let mut measured = Measurement {
+        data: EmulatedData::default(),
+        failures: Vec::new(),
+    };
     for (run, probes) in plan {
         progress(&format!(
             "lab {} with {}: {}",
             run.lab_file, run.experiment_file, run.trials
         ));
-        let up = LabUp::new(run, how)?;
-        let outcome = run_on(&up.state, run)?;
-        data.runs.push(MeasuredRun {
-            key: run.key.into(),
-            measured: crate::format::format_time(flowlab_sys::clock::realtime_ns() as i64),
-            load_average: flowlab_sys::tuning::load_average(),
-        });
-        for p in probes {
-            let value = read(&outcome, p)
-                .with_context(|| format!("lab {}, row {:?}", run.lab_file, p.item))?;
-            data.cells.push(MeasuredCell {
-                item: p.item.into(),
-                value,
-            });
+        match measure_run(run, probes, how) {
+            Ok((record, cells)) => {
+                measured.data.runs.push(record);
+                measured.data.cells.extend(cells);
+            }
+            Err(e) => measured
+                .failures
+                .push(format!("lab {}: {e:#}", run.lab_file)),
         }
     }
-    Ok(data)
+    Ok(measured)
+}
+
+/// One lab up, its experiment run, its rows read, the lab down.
+fn measure_run(
+    run: &LabRun,
+    probes: &[EmulatedProbe],
+    how: &Emulation,
+) -> anyhow::Result<(MeasuredRun, Vec<MeasuredCell>)> {
+    let up = LabUp::new(run, how)?;
+    let outcome = run_on(&up.state, run)?;
+    let record = MeasuredRun {
+        key: run.key.into(),
+        measured: crate::format::format_time(flowlab_sys::clock::realtime_ns() as i64),
+        load_average: flowlab_sys::tuning::load_average(),
+    };
+    let cells = probes
+        .iter()
+        .map(|p| {
+            let value = read(&outcome, p).with_context(|| format!("row {:?}", p.item))?;
+            Ok(MeasuredCell {
+                item: p.item.into(),
+                value,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok((record, cells))
 }
 
 /// A lab brought up for one run, taken down when dropped.

@@ -69,14 +69,14 @@ pub const LAB_RUNS: &[LabRun] = &[
         "aquila-atm",
         "reproduce-004",
         "a",
-        "10 s with the background, then 10 s without"
+        "10 s beside a 1.4 Mbit/s background, then 10 s alone"
     ),
     lab_run!(
         "aip",
         "aquila-ip",
         "reproduce-004",
         "a",
-        "10 s with the background, then 10 s without"
+        "10 s beside a 1.4 Mbit/s background, then 10 s alone"
     ),
 ];
 
@@ -172,12 +172,14 @@ macro_rules! premium {
 }
 
 const TCP_ROWS: [EmulatedProbe; 3] = [
+    // Linux doubles the buffer asked for and advertises a share of it that is not the
+    // model's exact 64 KiB window: the lab's window-limited rate is its own.
     probe(
         "§3.4: standard TCP, 64 KiB window, 6 Mb/s PVC, 190 ms",
         "atl",
         "tcp-64KiB",
         Metric::GoodputMbps,
-        TCP,
+        None,
     ),
     probe(
         "Table 1: RFC 1323 TCP, 140000-byte buffer, 6 Mb/s PVC",

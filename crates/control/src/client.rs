@@ -559,19 +559,16 @@ pub fn run_test(
     }
     let (client_role, _) = roles(&spec);
     let client = SideReport {
-        role: client_role,
-        host: flowlab_sys::host::hostname(),
         cpu: client_outcome.time.cpu_load(),
         role_cpu: client_outcome.role_cpu(),
         sender: client_outcome.sender,
         receiver: client_outcome.receiver,
-        echo: None,
         transactions: client_outcome.transactions,
-        responder: None,
         tcp_info: client_outcome.tcp_info,
         host_qdisc_drops: qdisc_watch.and_then(|w| w.finish(addr.ip())),
         error: client_outcome.error.clone(),
         notes,
+        ..SideReport::new(client_role, flowlab_sys::host::hostname())
     };
     let agent = session_state.agent_report.map(|b| *b);
     let packets = if spec.packet_log {

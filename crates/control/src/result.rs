@@ -429,23 +429,12 @@ mod tests {
 
     fn side(role: Role, drops: Option<u64>) -> SideReport {
         SideReport {
-            role,
-            host: "h".into(),
-            cpu: None,
-            role_cpu: None,
-            sender: None,
-            receiver: None,
-            echo: None,
-            transactions: None,
-            responder: None,
-            tcp_info: None,
             host_qdisc_drops: drops.map(|drops| flowlab_results::HostQdiscDrops {
                 interface: "veth0".into(),
                 qdisc: "tbf".into(),
                 drops,
             }),
-            error: None,
-            notes: Vec::new(),
+            ..SideReport::new(role, "h".into())
         }
     }
 

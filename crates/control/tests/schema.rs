@@ -259,8 +259,6 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
     let tcp = protocol == Protocol::Tcp;
     let (sent, unique) = (105, 101);
     let side = |role: Role, user: f64| SideReport {
-        role,
-        host: "vm".into(),
         cpu: Some(cpu(user)),
         role_cpu: Some(flowlab_results::RoleCpu {
             user_pct: user / 2.0,
@@ -270,15 +268,7 @@ fn built(protocol: Protocol, direction: Direction, with_agent: bool) -> TestResu
             wall_ns: 1_000_000_000,
             ns_per_packet: Some(285_714.3),
         }),
-        sender: None,
-        receiver: None,
-        echo: None,
-        transactions: None,
-        responder: None,
-        tcp_info: None,
-        host_qdisc_drops: None,
-        error: None,
-        notes: Vec::new(),
+        ..SideReport::new(role, "vm".into())
     };
     let (mut client, mut agent) = match direction {
         Direction::Oneway => (side(Role::Sender, 1.4), side(Role::Receiver, 0.5)),

@@ -7,6 +7,7 @@ mod derived;
 use std::time::Duration;
 
 use flowlab_traffic::{TrafficSpec, TransactionConfig};
+use flowlab_units::format_rate;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -323,7 +324,9 @@ impl TestSpec {
         match self.rate_bps {
             Some(0) => refuse("rate must be above 0 bit/s"),
             Some(r) if r > MAX_RATE_BPS => refuse(format!(
-                "rate {r} bit/s exceeds the highest rate of {MAX_RATE_BPS} bit/s"
+                "rate {} exceeds the highest rate of {}",
+                format_rate(r as f64),
+                format_rate(MAX_RATE_BPS as f64)
             )),
             _ => Ok(()),
         }
@@ -477,9 +480,10 @@ impl SocketOptions {
             Some(_) if protocol == Protocol::Tcp => refuse(
                 "--read-rate models a slow UDP reader; TCP's own flow control slows its sender",
             ),
-            Some(r) if r == 0 || r > MAX_RATE_BPS => {
-                refuse(format!("read rate must be 1..={MAX_RATE_BPS} bit/s"))
-            }
+            Some(r) if r == 0 || r > MAX_RATE_BPS => refuse(format!(
+                "read rate must be 1 bit/s to {}",
+                format_rate(MAX_RATE_BPS as f64)
+            )),
             _ => Ok(()),
         }
     }

@@ -320,19 +320,8 @@ fn run_test(
         .filter(|_| matches!(role, Role::Sender | Role::Echo))
         .and_then(QdiscWatch::start);
     let mut report = SideReport {
-        role,
-        host: flowlab_sys::host::hostname(),
-        cpu: None,
-        role_cpu: None,
-        sender: None,
-        receiver: None,
-        echo: None,
-        transactions: None,
-        responder: None,
-        tcp_info: None,
-        host_qdisc_drops: None,
-        error: None,
         notes: data.configure(spec, role == Role::Sender),
+        ..SideReport::new(role, flowlab_sys::host::hostname())
     };
     if let (None, Some(cap)) = (spec.rate_bps, limits.max_rate_bps) {
         report.notes.push(format!(

@@ -297,11 +297,11 @@ pub const ROWS: &[Row] = &[
         Published::Text("35, 62, 50, 70, 73 % (64 to 1024 bytes); 86 % (2048 or 4096)"),
         "the scanned column has six values for seven sizes: §3.2 puts 70 % \
             at 512 and 73 % at 1024 bytes, so the three before are 64 to 256 \
-            bytes and 86 % is 2048 or 4096. No scenario yet: with flow b's \
-            loops (4 passes) loading the port towards ws1 too, 5.4 % of its \
-            cells lost, ping-cell-loss.toml lost exactly the pings it loses \
-            with one direction loaded, so no echo met a loss there; why is \
-            not yet found",
+            bytes and 86 % is 2048 or 4096. No scenario yet: the simulator \
+            loses no ping echo at a loaded port (ping-cell-loss.toml with its \
+            loops moved to the port towards ws1, the echoes' way, drops 7.9 % \
+            of that port's cells and loses no ping), so loops in both \
+            directions would give the one-direction column",
     ),
     cells_per_ping!(64, 3, CELLS),
     cells_per_ping!(256, 7, CELLS),

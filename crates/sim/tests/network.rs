@@ -37,6 +37,7 @@ fn udp(rate_bps: u64, size: u32, duration_ns: u64) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        pacing: Default::default(),
     }
 }
 

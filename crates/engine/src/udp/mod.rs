@@ -22,8 +22,8 @@ use crate::packet_auth::PacketAuth;
 
 use crate::readiness::{DatagramSend, DatagramSocket, Readiness};
 use crate::{
-    stopped, wait_until, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget,
-    SenderOutcome, MAX_BATCH,
+    stopped, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget, SenderOutcome,
+    MAX_BATCH,
 };
 use send::{Sender, Step};
 
@@ -84,6 +84,7 @@ pub fn udp_ping<S: DatagramSocket>(
             (None, false)
         }
     };
+    let mut poll_at = None;
     'test: while !stopped(stop_receiving) {
         for (i, sock) in socks.iter().enumerate() {
             loop {
@@ -115,7 +116,8 @@ pub fn udp_ping<S: DatagramSocket>(
         while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
             on_interval(meter.take_interval(index, start, end));
         }
-        let now = clock::monotonic_ns();
+        // After a wait for packets the qdisc holds to their time, the deadline has come.
+        let now = clock::monotonic_ns().max(poll_at.take().unwrap_or(0));
         let mut next_send = None;
         if let (true, Some(s)) = (sending, sender.as_mut()) {
             if stopped(stop_sending) {
@@ -133,22 +135,26 @@ pub fn udp_ping<S: DatagramSocket>(
         if spec.busy_poll {
             continue;
         }
-        match next_send {
-            // Close to a deadline: spin to it (echoes keep their kernel stamps meanwhile).
-            Some(t) if t <= now + crate::spin_budget() => {
-                let spun = wait_until(t);
-                if let Some(s) = sender.as_mut() {
-                    s.meter.on_pacing_spin(spun);
-                }
+        let margin = match (next_send, sender.as_mut()) {
+            (Some(t), Some(s)) => s.waiter.margin_ns(t),
+            _ => 0,
+        };
+        match (next_send, sender.as_mut()) {
+            // Close to a deadline: wait for it as the plan says (echoes keep their kernel
+            // stamps meanwhile).
+            (Some(t), Some(s)) if t <= now.saturating_add(margin) => {
+                let waited = s.waiter.wait(t);
+                s.meter.on_pacing_spin(waited.spun_ns);
+                poll_at = Some(waited.poll_at_ns);
             }
-            Some(t) => {
+            (Some(t), _) => {
                 let wait = t
-                    .saturating_sub(crate::spin_budget() + now)
+                    .saturating_sub(now.saturating_add(margin))
                     .min(crate::POLL_PERIOD.as_nanos() as u64);
                 // A failed wait returns at once; the next read reports the error.
                 let _ = wait_readable(&fds, std::time::Duration::from_nanos(wait));
             }
-            None => {
+            (None, _) => {
                 let _ = wait_readable(&fds, crate::POLL_PERIOD);
             }
         }

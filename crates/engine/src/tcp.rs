@@ -339,7 +339,7 @@ pub fn tcp_receive(
     let mut buf = vec![0u8; 256 * 1024];
     let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
     let mut error = None;
-    match Readiness::new(streams, spec.busy_poll) {
+    match Readiness::new(streams, crate::setup::busy_poll(spec)) {
         Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) && open.iter().any(|&o| o) {
@@ -430,7 +430,7 @@ pub fn tcp_echo(
         .collect();
     let mut open = vec![true; streams.len()];
     let mut error = None;
-    match Readiness::new(streams, spec.busy_poll) {
+    match Readiness::new(streams, crate::setup::busy_poll(spec)) {
         Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) && open.iter().any(|&o| o) {

@@ -132,7 +132,7 @@ pub fn udp_ping<S: DatagramSocket>(
                 sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
-        if spec.busy_poll {
+        if crate::setup::busy_poll(spec) {
             continue;
         }
         let margin = match (next_send, sender.as_mut()) {
@@ -222,7 +222,7 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool)
         if gro {
             gro_on &= udp::enable_gro(sock).is_ok();
         }
-        if spec.busy_poll {
+        if crate::setup::busy_poll(spec) {
             let _ = flowlab_sys::socket::set_busy_poll(sock, crate::BUSY_POLL_US);
         }
     }
@@ -265,7 +265,7 @@ pub fn udp_receive<S: DatagramSocket>(
     let mut scratch = TrainScratch::default();
     let mut error = None;
     // An echo must not wait for a timer: it would add up to the period to its round trip.
-    let coalesce = !spec.busy_poll
+    let coalesce = !crate::setup::busy_poll(spec)
         && echoer.is_none()
         && read_rate.is_none()
         && prepared.kernel_stamps
@@ -273,7 +273,7 @@ pub fn udp_receive<S: DatagramSocket>(
     let ready = if coalesce {
         Readiness::coalesced(socks, COALESCE_PERIOD)
     } else {
-        Readiness::new(socks, spec.busy_poll)
+        Readiness::new(socks, crate::setup::busy_poll(spec))
     };
     match ready {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
@@ -490,7 +490,7 @@ pub fn udp_echo<S: DatagramSocket>(
     let mut echoer = Echoer::new(ctx, 1);
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut error = None;
-    match Readiness::new(socks, spec.busy_poll) {
+    match Readiness::new(socks, crate::setup::busy_poll(spec)) {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) {

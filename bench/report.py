@@ -708,6 +708,94 @@ def emu_capture_error(res, step):
             "max": errs[-1]}
 
 
+COST_RATES = (("500", 500, 1000), ("10k", 10_000, 200), ("100k", 100_000, 200))
+COST_TOOLS = ("flowlab_auto", "flowlab_precise", "flowlab_efficient", "iperf3", "irtt")
+
+
+def cost_cpu(res, step):
+    """(client CPU s, server CPU s) of a group-cost step, from GNU time and /proc ticks."""
+    client = server = None
+    t = res.text(step + ".time").split()
+    if len(t) >= 2:
+        try:
+            client = float(t[-2]) + float(t[-1])
+        except ValueError:
+            pass
+    lines = res.text(step + ".server_cpu").split()
+    if len(lines) == 3:
+        hz, before, after = (float(x) for x in lines)
+        server = (after - before) / hz
+    return client, server
+
+
+def cost_row(res, step, pps, size):
+    """One row of group cost: packets, CPU per packet at both ends, departure error."""
+    st = res.steps.get(step)
+    if st is None:
+        return None
+    r = {"load": st.get("load"), "others": st.get("others")}
+    if st["rc"] != 0:
+        r["err"] = res.reason(step)
+    if "flowlab" in step:
+        doc, _ = fl_summary(res, step)
+        snd = ((doc or {}).get("client") or {}).get("sender") or {}
+        r["packets"] = snd.get("packets_sent")
+        p = snd.get("pacing") or {}
+        r["pacing"] = f"{p.get('strategy', '—')}, {fpct(p.get('cpu_pct'))}" if p else "—"
+    elif "iperf3" in step:
+        ipr = iperf_udp(res, step, size)
+        r["packets"] = ipr.get("sent_pkts") if isinstance(ipr, dict) else None
+    else:
+        s = irtt_result(res, step)
+        r["packets"] = s.get("packets_sent") if isinstance(s, dict) else None
+    client, server = cost_cpu(res, step)
+    n = r.get("packets")
+    if n:
+        r["client_ns"] = client * 1e9 / n if client is not None else None
+        r["server_ns"] = server * 1e9 / n if server is not None else None
+    pc = res.path(step + ".out.pcap")
+    try:
+        g = gap_stats(pc, pps, size) if os.path.exists(pc) else None
+    except (ValueError, struct.error):
+        g = None
+    if g:
+        r["p50"], r["p99"] = g["p50"], g["p99"]
+    return r
+
+
+def cost_section(res, md):
+    """Group cost: every tool at 500, 10k and 100k packets/s, with CPU per packet."""
+    rows = []
+    for tag, pps, size in COST_RATES:
+        for tool in COST_TOOLS:
+            step = f"cost_{tool}_{tag}"
+            r = cost_row(res, step, pps, size)
+            if r is None:
+                continue
+            rows.append([f"{pps:,}/s, {size} B", tool.replace("_", " --pacing "),
+                         fcount(r.get("packets")), fns(r.get("client_ns")),
+                         fns(r.get("server_ns")), fns(r.get("p50")), fns(r.get("p99")),
+                         r.get("pacing", ""), f"{r.get('load') or 0:.2f}",
+                         r.get("err", "")])
+    if not rows:
+        return
+    md.append("## c'. What pacing costs: CPU per packet at both ends (issue 18)\n")
+    md.append(table(["rate, payload", "tool", "packets sent", "client CPU/packet",
+                     "server CPU/packet", "departure error p50", "p99", "flowlab pacing: "
+                     "strategy, waits' CPU", "load", "error"], rows))
+    md.append("")
+    md.append(
+        "Group `cost` of `bench/run`: each row one run of `FLB_COST_SECONDS` (default 5 s) "
+        "between the namespaces, captured leaving `flb-va`. CPU per packet: the client's user "
+        "+ system time (GNU `time`, the process and its children) and the server's (its "
+        "`/proc/PID/stat` ticks before and after; 10 ms ticks, so short rows are coarse), each "
+        "over the packets the client sent. irtt echoes every packet, so its figures are per "
+        "round trip (both ends send). Departure error: |gap − nominal| between consecutive "
+        "departures on the sending veth (nanosecond tcpdump stamps), as in c.; tcpdump's own "
+        "CPU is in neither end's figure but competes for the 2 cores. `load`: the 1-minute "
+        "load average when the row started (other engineers' builds share this machine).\n")
+
+
 def emu_section(res, md, overview, meta):
     if not any(k.startswith("emu_") for k in res.steps):
         return
@@ -1264,6 +1352,8 @@ def build(out, doc_path):
         "CPU. Capture drops: `dropped by kernel` as tcpdump reports it, and datagrams the "
         "filter accepted but tcpdump never wrote.\n")
     overview.summary += cmp_.summary
+
+    cost_section(res, md)
 
     # -------------------------------------------------------------------------- d. RTT
     md.append("## d. Round trip of a 64-byte UDP echo\n")

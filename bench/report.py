@@ -1545,6 +1545,14 @@ def build(out, doc_path):
         cmp_.add("received packets/s (all flows)", fs.get("receiver_packets_per_sec"), None, None,
                  measurement="e. 1000 flows")
         cmp_.add("loss", fs.get("loss_pct"), None, None, fmt=fpct, measurement="e. 1000 flows")
+        rc = (fdoc.get("client") or {}).get("role_cpu") or {}
+        cmp_.add("sender CPU (the client's sending threads), % of a core",
+                 (rc.get("user_pct") or 0) + (rc.get("system_pct") or 0) if rc else None, None,
+                 None, fmt=fpct, measurement="e. 1000 flows")
+        pc = ((fdoc.get("client") or {}).get("sender") or {}).get("pacing") or {}
+        cmp_.add("of which pacing waits (strategy)",
+                 f"{fpct(pc.get('cpu_pct'))} ({pc.get('mode')}: {pc.get('strategy')})" if pc
+                 else None, None, None, measurement="e. 1000 flows")
         if se.get("p99_ns") and se["p99_ns"] > TARGET_FLOWS_NOTE_NS:
             bt = ((fdoc.get("client") or {}).get("sender") or {}).get("batching") or {}
             notes.append(

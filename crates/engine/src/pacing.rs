@@ -99,10 +99,12 @@ impl Waiter {
         }
         let cpu_before = cpu::thread_cpu_ns();
         let (now, spun_ns) = clock::pace_until_counting_spin(spin_to, spin_to - wake_at);
-        self.cpu_ns += cpu::thread_cpu_ns().saturating_sub(cpu_before);
+        let cpu_ns = cpu::thread_cpu_ns().saturating_sub(cpu_before);
+        self.cpu_ns += cpu_ns;
         self.sleeps += 1;
+        let late_ns = (now - spun_ns).saturating_sub(wake_at);
         self.planner
-            .on_wake((now - spun_ns).saturating_sub(wake_at));
+            .on_wake(late_ns, cpu_ns.saturating_sub(spun_ns));
         self.waited(strategy, until_ns, target, now, spun_ns)
     }
 

@@ -119,18 +119,36 @@ pub const SPIN_SLACK_NS: u64 = 5_000;
 /// A spin never exceeds this (a host whose wake-ups take longer is too busy to pace).
 pub const MAX_SPIN_NS: u64 = 1_000_000;
 
-/// The rule. `spacing_ns`: mean time between deadlines; `latency_ns`: the wake-up latency at
-/// the mode's percentile; `kernel_timed`: the socket hands packets to a qdisc that sends
-/// each at its transmit time (SO_TXTIME under fq).
-pub fn choose(mode: PacingMode, spacing_ns: u64, latency_ns: u64, kernel_timed: bool) -> Strategy {
-    let wanted = (latency_ns + SPIN_SLACK_NS).min(MAX_SPIN_NS);
-    if kernel_timed && mode != PacingMode::Precise {
-        return Strategy::KernelTime { lead_ns: wanted };
-    }
-    if mode == PacingMode::Precise && spacing_ns <= wanted {
+/// What the rule weighs, all learned by the [`PacingPlanner`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conditions {
+    /// Mean time between deadlines.
+    pub spacing_ns: u64,
+    /// The wake-up latency at the mode's percentile.
+    pub latency_ns: u64,
+    /// CPU one sleep costs (the calls and the switches; 0 until measured).
+    pub sleep_cpu_ns: u64,
+    /// The socket hands packets to a qdisc that sends each at its transmit time (SO_TXTIME
+    /// under fq).
+    pub kernel_timed: bool,
+}
+
+/// The rule. Where a sleep costs more CPU than spinning through the gap, spin (cheaper and
+/// exact); else sleep, and spin a margin that covers the latency as far as the mode's budget
+/// pays for it after the sleep's own cost.
+pub fn choose(mode: PacingMode, c: &Conditions) -> Strategy {
+    if c.sleep_cpu_ns >= c.spacing_ns {
         return Strategy::Spin;
     }
-    let affordable = (mode.cpu_budget() * spacing_ns as f64) as u64;
+    let wanted = (c.latency_ns + SPIN_SLACK_NS).min(MAX_SPIN_NS);
+    if c.kernel_timed && mode != PacingMode::Precise {
+        return Strategy::KernelTime { lead_ns: wanted };
+    }
+    if mode == PacingMode::Precise && c.spacing_ns <= wanted {
+        return Strategy::Spin;
+    }
+    let affordable =
+        ((mode.cpu_budget() * c.spacing_ns as f64) as u64).saturating_sub(c.sleep_cpu_ns);
     match wanted.min(affordable) {
         margin if margin < MIN_SPIN_NS => Strategy::Sleep,
         margin_ns => Strategy::SleepSpin { margin_ns },
@@ -145,6 +163,8 @@ const REPLAN_EVERY: u32 = 32;
 pub const FIRST_LATENCY_GUESS_NS: u64 = 60_000;
 /// Weight of a new gap in the mean spacing of deadlines.
 const SPACING_WEIGHT: f64 = 1.0 / 64.0;
+/// Weight of a new sleep's CPU in its mean.
+const SLEEP_CPU_WEIGHT: f64 = 1.0 / 16.0;
 
 /// One sender's pacing: the mode, the latency its sleeps showed lately and the spacing of
 /// its deadlines, turned into a [`Strategy`] every [`REPLAN_EVERY`] sleeps.
@@ -157,6 +177,7 @@ pub struct PacingPlanner {
     since_plan: u32,
     spacing_ns: f64,
     last_deadline_ns: Option<u64>,
+    sleep_cpu_ns: Option<f64>,
     strategy: Strategy,
 }
 
@@ -173,11 +194,15 @@ impl PacingPlanner {
             since_plan: 0,
             spacing_ns,
             last_deadline_ns: None,
+            sleep_cpu_ns: None,
             strategy: choose(
                 mode,
-                spacing_ns as u64,
-                FIRST_LATENCY_GUESS_NS,
-                kernel_timed,
+                &Conditions {
+                    spacing_ns: spacing_ns as u64,
+                    latency_ns: FIRST_LATENCY_GUESS_NS,
+                    sleep_cpu_ns: 0,
+                    kernel_timed,
+                },
             ),
         }
     }
@@ -205,8 +230,12 @@ impl PacingPlanner {
         self.strategy
     }
 
-    /// A sleep asked to end at some time ended `late_ns` after it.
-    pub fn on_wake(&mut self, late_ns: u64) {
+    /// A sleep asked to end at some time ended `late_ns` after it, and cost `cpu_ns` (the
+    /// thread's CPU over the sleep, its spin left out).
+    pub fn on_wake(&mut self, late_ns: u64, cpu_ns: u64) {
+        let cpu = cpu_ns as f64;
+        let mean = self.sleep_cpu_ns.get_or_insert(cpu);
+        *mean += (cpu - *mean) * SLEEP_CPU_WEIGHT;
         if self.samples.len() < WINDOW {
             self.samples.push(late_ns);
         } else {
@@ -219,12 +248,13 @@ impl PacingPlanner {
             let latency = self
                 .latency_quantile(self.mode.latency_quantile())
                 .unwrap_or(FIRST_LATENCY_GUESS_NS);
-            self.strategy = choose(
-                self.mode,
-                self.spacing_ns as u64,
-                latency,
-                self.kernel_timed,
-            );
+            let conditions = Conditions {
+                spacing_ns: self.spacing_ns as u64,
+                latency_ns: latency,
+                sleep_cpu_ns: self.sleep_cpu_ns.unwrap_or(0.0) as u64,
+                kernel_timed: self.kernel_timed,
+            };
+            self.strategy = choose(self.mode, &conditions);
         }
     }
 
@@ -248,12 +278,22 @@ mod tests {
 
     const US: u64 = 1_000;
 
+    /// Deadlines `spacing` apart, wake-ups `latency` late, sleeps free.
+    fn at(spacing_ns: u64, latency_ns: u64, kernel_timed: bool) -> Conditions {
+        Conditions {
+            spacing_ns,
+            latency_ns,
+            sleep_cpu_ns: 0,
+            kernel_timed,
+        }
+    }
+
     /// A planner fed `n` latencies drawn from `latencies` in turn, at deadlines `spacing` apart.
     fn learned(mode: PacingMode, spacing: u64, latencies: &[u64], n: usize) -> PacingPlanner {
         let mut p = PacingPlanner::new(mode, spacing, false);
         for i in 0..n {
             p.strategy(1_000_000 + i as u64 * spacing);
-            p.on_wake(latencies[i % latencies.len()]);
+            p.on_wake(latencies[i % latencies.len()], 0);
         }
         p
     }
@@ -314,18 +354,42 @@ mod tests {
     fn dense_deadlines_spin_when_precise_and_sleep_otherwise() {
         // 100k packets/s: 10 us apart, wake-ups take 30 us.
         assert_eq!(
-            choose(PacingMode::Precise, 10 * US, 30 * US, false),
+            choose(PacingMode::Precise, &at(10 * US, 30 * US, false)),
             Strategy::Spin
         );
         assert_eq!(
-            choose(PacingMode::Efficient, 10 * US, 30 * US, false),
+            choose(PacingMode::Efficient, &at(10 * US, 30 * US, false)),
             Strategy::Sleep
         );
         // Auto's 5 % of 10 us is 500 ns: not worth spinning.
         assert_eq!(
-            choose(PacingMode::Auto, 10 * US, 30 * US, false),
+            choose(PacingMode::Auto, &at(10 * US, 30 * US, false)),
             Strategy::Sleep
         );
+    }
+
+    #[test]
+    fn sleeps_dearer_than_the_gap_turn_into_spins_and_eat_the_budget() {
+        // 100k packets/s where a sleep costs 20 us of CPU: spinning the 10 us is cheaper.
+        let dear = Conditions {
+            sleep_cpu_ns: 20 * US,
+            ..at(10 * US, 30 * US, false)
+        };
+        for mode in PacingMode::ALL {
+            assert_eq!(choose(mode, &dear), Strategy::Spin, "{mode}");
+        }
+        // 10k packets/s: auto's 5 us of budget is spent on the sleep's 13 us: no spin.
+        let ten_k = Conditions {
+            sleep_cpu_ns: 13 * US,
+            ..at(100 * US, 30 * US, false)
+        };
+        assert_eq!(choose(PacingMode::Auto, &ten_k), Strategy::Sleep);
+        // The planner learns the cost from its sleeps.
+        let mut p = PacingPlanner::new(PacingMode::Auto, 10 * US, false);
+        for _ in 0..REPLAN_EVERY {
+            p.on_wake(30 * US, 20 * US);
+        }
+        assert_eq!(p.current(), Strategy::Spin);
     }
 
     #[test]
@@ -341,7 +405,7 @@ mod tests {
         );
         // Never more than the cap.
         assert_eq!(
-            choose(PacingMode::Precise, 1_000_000 * US, 5_000 * US, false),
+            choose(PacingMode::Precise, &at(1_000_000 * US, 5_000 * US, false)),
             Strategy::SleepSpin {
                 margin_ns: MAX_SPIN_NS
             }
@@ -351,13 +415,13 @@ mod tests {
     #[test]
     fn kernel_transmit_times_replace_the_spin_unless_precise() {
         assert_eq!(
-            choose(PacingMode::Auto, 2_000 * US, 40 * US, true),
+            choose(PacingMode::Auto, &at(2_000 * US, 40 * US, true)),
             Strategy::KernelTime {
                 lead_ns: 40 * US + SPIN_SLACK_NS
             }
         );
         assert!(matches!(
-            choose(PacingMode::Precise, 2_000 * US, 40 * US, true),
+            choose(PacingMode::Precise, &at(2_000 * US, 40 * US, true)),
             Strategy::SleepSpin { .. }
         ));
     }
@@ -378,7 +442,7 @@ mod tests {
         }
         assert!(p.spacing_ns() < 110 * US, "{}", p.spacing_ns());
         for _ in 0..REPLAN_EVERY {
-            p.on_wake(30 * US);
+            p.on_wake(30 * US, 0);
         }
         let Strategy::SleepSpin { margin_ns } = p.strategy(2_000_000 * US) else {
             panic!()
@@ -390,10 +454,10 @@ mod tests {
     fn quantiles_read_the_window_only() {
         let mut p = PacingPlanner::new(PacingMode::Auto, 1_000, false);
         for _ in 0..WINDOW {
-            p.on_wake(1_000_000);
+            p.on_wake(1_000_000, 0);
         }
         for _ in 0..WINDOW {
-            p.on_wake(7);
+            p.on_wake(7, 0);
         }
         assert_eq!(p.latency_quantile(1.0), Some(7));
         assert_eq!(p.latency_quantile(0.0), Some(7));

@@ -30,18 +30,16 @@ pub(crate) struct Waiter {
     waits: u64,
     sleeps: u64,
     cpu_ns: u64,
-    /// Waits per strategy, in the order of [`strategy_index`].
+    /// Waits per strategy, in the order of [`STRATEGIES`].
     by_strategy: [u64; 4],
     last: Strategy,
 }
 
+/// The strategies' names, in the order of `Waiter::by_strategy`.
+const STRATEGIES: [&str; 4] = ["spin", "sleep_spin", "sleep", "kernel_txtime"];
+
 fn strategy_index(s: Strategy) -> usize {
-    match s {
-        Strategy::Spin => 0,
-        Strategy::SleepSpin { .. } => 1,
-        Strategy::Sleep => 2,
-        Strategy::KernelTime { .. } => 3,
-    }
+    STRATEGIES.iter().position(|&n| n == s.name()).unwrap_or(0)
 }
 
 impl Waiter {
@@ -69,7 +67,7 @@ impl Waiter {
     pub(crate) fn margin_ns(&mut self, until_ns: u64) -> u64 {
         match self.planner.strategy(until_ns) {
             Strategy::Spin => u64::MAX,
-            s => s.margin_ns(0),
+            s => s.margin_ns(),
         }
     }
 
@@ -122,23 +120,17 @@ impl Waiter {
             return None;
         }
         let wall = clock::monotonic_ns().saturating_sub(self.started_ns).max(1);
-        let most = (0..4).max_by_key(|&i| self.by_strategy[i]).unwrap_or(1);
-        let strategy = if self.waits == 0 {
-            self.last
-        } else {
-            [
-                Strategy::Spin,
-                Strategy::SleepSpin { margin_ns: 0 },
-                Strategy::Sleep,
-                Strategy::KernelTime { lead_ns: 0 },
-            ][most]
+        let most = (0..STRATEGIES.len()).max_by_key(|&i| self.by_strategy[i]);
+        let strategy = match most {
+            Some(i) if self.waits > 0 => STRATEGIES[i],
+            _ => self.last.name(),
         };
         Some(PacingReport {
             mode: self.planner.mode(),
-            strategy: strategy.name().to_string(),
+            strategy: strategy.to_string(),
             margin_ns: match self.last {
                 Strategy::Spin => self.planner.spacing_ns(),
-                s => s.margin_ns(0),
+                s => s.margin_ns(),
             },
             waits: self.waits,
             sleeps: self.sleeps,

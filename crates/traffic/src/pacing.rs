@@ -101,12 +101,12 @@ impl Strategy {
         }
     }
 
-    /// How long before the deadline the sleep ends (the spin margin or the kernel's lead).
-    pub fn margin_ns(self, spacing_ns: u64) -> u64 {
+    /// How long before the deadline a sleep ends (the spin margin or the kernel's lead); 0
+    /// for [`Strategy::Spin`], which never sleeps.
+    pub fn margin_ns(self) -> u64 {
         match self {
-            Strategy::Spin => spacing_ns,
+            Strategy::Spin | Strategy::Sleep => 0,
             Strategy::SleepSpin { margin_ns } => margin_ns,
-            Strategy::Sleep => 0,
             Strategy::KernelTime { lead_ns } => lead_ns,
         }
     }

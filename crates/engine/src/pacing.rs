@@ -146,6 +146,7 @@ impl Waiter {
 mod tests {
     use super::*;
     use flowlab_spec::{Direction, Protocol};
+    use flowlab_traffic::pacing::{FIRST_LATENCY_GUESS_NS, SPIN_SLACK_NS};
     use flowlab_traffic::PacingMode;
 
     /// Keeps the spinning tests from competing with each other for the cores.
@@ -185,6 +186,19 @@ mod tests {
         assert!(auto.cpu_ns > 0);
         // Within budget (5 %) plus the sleeps' own cost, loosely: a loaded host is slower.
         assert!(auto.cpu_pct < 30.0, "{auto:?}");
+    }
+
+    #[test]
+    fn kernel_timed_waits_wake_early_and_poll_at_the_deadline() {
+        let mut waiter = Waiter::new(&spec(PacingMode::Auto, 4_000_000), 1, true);
+        let due = clock::monotonic_ns() + 5_000_000;
+        let w = waiter.wait(due);
+        // The qdisc holds the packets to their time: the sender polls as if it had come.
+        assert!(w.poll_at_ns >= due);
+        assert_eq!(w.spun_ns, 0, "no spin: the kernel keeps the time");
+        let r = waiter.report().expect("a paced test");
+        assert_eq!((r.strategy.as_str(), r.sleeps), ("kernel_txtime", 1));
+        assert_eq!(r.margin_ns, FIRST_LATENCY_GUESS_NS + SPIN_SLACK_NS);
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub fn udp_ping<S: DatagramSocket>(
         }
     };
     let mut poll_at = None;
+    let busy_poll = crate::setup::busy_poll(spec);
     'test: while !stopped(stop_receiving) {
         for (i, sock) in socks.iter().enumerate() {
             loop {
@@ -132,7 +133,7 @@ pub fn udp_ping<S: DatagramSocket>(
                 sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
-        if crate::setup::busy_poll(spec) {
+        if busy_poll {
             continue;
         }
         let margin = match (next_send, sender.as_mut()) {
@@ -217,12 +218,13 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool)
             let _ = udp::set_buffer_sizes(sock, None, Some(each));
         }
     }
+    let busy_poll = crate::setup::busy_poll(spec);
     for sock in socks {
         kernel_stamps &= udp::enable_rx_timestamps(sock).is_ok();
         if gro {
             gro_on &= udp::enable_gro(sock).is_ok();
         }
-        if crate::setup::busy_poll(spec) {
+        if busy_poll {
             let _ = flowlab_sys::socket::set_busy_poll(sock, crate::BUSY_POLL_US);
         }
     }

@@ -172,6 +172,8 @@ pub enum Proto {
     Tcp,
     /// Native link-layer frames (AF_PACKET).
     Raw,
+    /// ICMP echo to any host (no agent): --size is the echo's data, as ping's -s.
+    Icmp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -208,10 +210,25 @@ pub struct TestArgs {
     /// Send TCP messages of --size bytes.
     #[arg(long, conflicts_with = "proto", group = "flowlab")]
     pub tcp: bool,
-    /// udp, tcp, or raw: native link-layer frames with flowlab's EtherType (no IP, no UDP),
-    /// on the interface of the control connection (needs root).
+    /// udp, tcp, raw: native link-layer frames with flowlab's EtherType (no IP, no UDP),
+    /// on the interface of the control connection (needs root), or icmp: echo requests to
+    /// any host, one a second unless --rate (docs/icmp.md).
     #[arg(long, value_enum, group = "flowlab")]
     pub proto: Option<Proto>,
+    /// Send one UDP flow to the multicast group TARGET (GROUP or GROUP:PORT, port 5001)
+    /// that every agent of --agents joins and receives (docs/multicast.md).
+    #[arg(long, requires = "agents", group = "flowlab")]
+    pub multicast: bool,
+    /// --multicast: the receiving agents, HOST[:PORT],...
+    #[arg(long, value_delimiter = ',', requires = "multicast")]
+    pub agents: Vec<String>,
+    /// --multicast: TTL (IPv4) or hop limit (IPv6) of the group's packets.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..))]
+    pub ttl: u8,
+    /// --proto icmp: set don't-fragment; requests above the path MTU are refused, not
+    /// fragmented (ping's -M do).
+    #[arg(long, group = "flowlab")]
+    pub dont_fragment: bool,
     /// --proto raw: this end's interface, if not the one holding the control connection.
     #[arg(long, group = "flowlab")]
     pub interface: Option<String>,
@@ -360,7 +377,7 @@ pub struct TestArgs {
     /// constant rate, --key-file at both ends): forged or altered packets are dropped.
     #[arg(long, requires = "key_file")]
     pub auth_packets: bool,
-    /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long, group = "flowlab")]
     pub db: Option<PathBuf>,
     /// Do not store this test in the results database.
@@ -400,7 +417,7 @@ pub struct DemoArgs {
     /// Where to write the HTML report.
     #[arg(long, default_value = "flowlab-demo.html")]
     pub report: PathBuf,
-    /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long)]
     pub db: Option<PathBuf>,
 }
@@ -438,7 +455,7 @@ pub struct SweepArgs {
     /// Continue an interrupted sweep: run only the points run RUN lacks (same flags needed).
     #[arg(long, value_name = "RUN")]
     pub resume: Option<RunId>,
-    /// Results database (default: $FLOWLAB_DB or ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Metrics in the final table.

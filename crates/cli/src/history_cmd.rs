@@ -10,7 +10,7 @@ use flowlab_store::RunId;
 
 #[derive(clap::Args, Debug)]
 pub struct HistoryArgs {
-    /// Results database (default: $FLOWLAB_DB or ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Show at most this many runs, newest first.

@@ -23,7 +23,7 @@ pub struct RunArgs {
     /// Pre-shared key of the agents.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
-    /// The results database (default: $FLOWLAB_DB, else ~/.local/share/flowlab/history.sqlite3).
+    /// The results database, a file or postgres:// URL (default: $FLOWLAB_DB or XDG data dir).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Also write the HTML report of the run here.

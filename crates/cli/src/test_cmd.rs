@@ -6,6 +6,7 @@ use std::time::Duration;
 use flowlab_control::client::Family;
 use flowlab_control::{load_key, TestOptions};
 use flowlab_runner::format;
+use flowlab_runner::multicast::MulticastRequest;
 use flowlab_runner::sweep::PointBase;
 use flowlab_spec::{Direction, Param, ParamValue, Protocol, SocketOptions, TestSpec};
 use flowlab_traffic::TrafficSpec;
@@ -43,6 +44,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
         (true, _, _) | (_, _, Some(Proto::Tcp)) => Some(Protocol::Tcp),
         (_, true, _) | (_, _, Some(Proto::Udp)) => Some(Protocol::Udp),
         (_, _, Some(Proto::Raw)) => Some(Protocol::Raw),
+        (_, _, Some(Proto::Icmp)) => Some(Protocol::Icmp),
         (_, _, None) => None,
     };
     point.extend(protocol.map(|p| (Param::Protocol, V::Protocol(p))));
@@ -89,6 +91,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
             mss: args.mss,
             window_clamp: args.window_clamp,
             read_rate_bps: args.read_rate,
+            dont_fragment: args.dont_fragment,
         },
         seed: args.seed,
         authenticated_packets: args.auth_packets,
@@ -134,6 +137,11 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         bind: args.bind,
         cport: args.cport,
     };
+    if args.multicast {
+        let db = (!args.no_store).then_some(args.db.as_deref());
+        let request = MulticastRequest::new(options, &args.agents, args.ttl);
+        return flowlab_runner::multicast::run_and_print(&request, args.json, db);
+    }
     flowlab_runner::test::check_path_rate(&options.target, [&options.spec], args.force_rate)?;
     flowlab_sys::signal::interrupt_flag();
     let output = match (args.json, args.json_stream) {

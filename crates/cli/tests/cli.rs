@@ -462,7 +462,8 @@ fn parallel_flows_each_keep_their_own_accounting() {
             320.0,
             "{args:?}"
         );
-        assert!(sent >= 300.0, "{args:?}: only {sent} sent");
+        // Most slots are kept even on a loaded machine; a broken sender keeps none.
+        assert!(sent >= 200.0, "{args:?}: only {sent} sent");
         assert_eq!(f64_at(&v, "/summary/packets_received"), sent, "{args:?}");
         assert_eq!(f64_at(&v, "/summary/duplicates"), 0.0, "{args:?}");
         // Each end reports its process's peak memory: more than a binary's few pages.

@@ -314,7 +314,9 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         raw_interface = Some(interface);
     }
     let udp = match spec.protocol {
+        // A multicast receiver hears the group, not a socket of this end.
         Protocol::Raw => Vec::new(),
+        Protocol::Udp if spec.multicast.is_some() => Vec::new(),
         Protocol::Udp => (0..spec.flows)
             .map(|flow| {
                 let at = data_addr(local_ip, options.cport, flow)?;
@@ -323,7 +325,7 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
                 })
             })
             .collect::<Result<Vec<_>, _>>()?,
-        Protocol::Tcp => Vec::new(),
+        Protocol::Tcp | Protocol::Icmp => Vec::new(),
     };
     spec.client_udp_ports = udp
         .iter()
@@ -383,6 +385,7 @@ fn connect_data(
         ))
     };
     match spec.protocol {
+        Protocol::Icmp => Err(ClientError::Setup("ICMP echo runs without an agent".into())),
         Protocol::Raw => {
             let interface = accepted.raw_interface.as_ref().ok_or_else(bad_reply)?;
             let mac = accepted
@@ -434,12 +437,19 @@ fn connect_data(
     }
 }
 
+mod icmp;
+mod multicast;
+pub use multicast::{run_multicast, MulticastOptions};
+
 /// Runs one test. Errors before the start are returned; later ones are kept in the result
 /// together with everything measured up to them.
 pub fn run_test(
     options: &TestOptions,
     on_interval: &mut dyn FnMut(&IntervalReport),
 ) -> Result<TestRun, ClientError> {
+    if options.spec.protocol == Protocol::Icmp {
+        return icmp::run(options, on_interval);
+    }
     let addr = resolve(&options.target)?;
     let mut accepted = negotiate(options, addr)?;
     let data = connect_data(&mut accepted, addr.ip(), options)?;
@@ -559,19 +569,16 @@ pub fn run_test(
     }
     let (client_role, _) = roles(&spec);
     let client = SideReport {
-        role: client_role,
-        host: flowlab_sys::host::hostname(),
         cpu: client_outcome.time.cpu_load(),
         role_cpu: client_outcome.role_cpu(),
         sender: client_outcome.sender,
         receiver: client_outcome.receiver,
-        echo: None,
         transactions: client_outcome.transactions,
-        responder: None,
         tcp_info: client_outcome.tcp_info,
         host_qdisc_drops: qdisc_watch.and_then(|w| w.finish(addr.ip())),
         error: client_outcome.error.clone(),
         notes,
+        ..SideReport::new(client_role, flowlab_sys::host::hostname())
     };
     let agent = session_state.agent_report.map(|b| *b);
     let packets = if spec.packet_log {

@@ -63,6 +63,7 @@ impl TestSummary {
                 flowlab_spec::Protocol::Udp => "udp",
                 flowlab_spec::Protocol::Tcp => "tcp",
                 flowlab_spec::Protocol::Raw => "raw",
+                flowlab_spec::Protocol::Icmp => "icmp",
             },
             role: role_name(report.role),
             bytes_sent: sender.map_or(0, |s| s.bytes_sent) + echoed + responses,

@@ -210,6 +210,7 @@ mod tests {
             echo_every: None,
             omit_ns: None,
             pacing: Default::default(),
+            multicast: None,
         }
     }
 
@@ -220,8 +221,14 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"nodelay":null,"mss":null,"window_clamp":null,"read_rate_bps":null},"traffic":null,"seed":1,"authenticated_packets":false,"echo_every":null,"omit_ns":null}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"nodelay":null,"mss":null,"window_clamp":null,"read_rate_bps":null,"dont_fragment":false},"traffic":null,"seed":1,"authenticated_packets":false,"echo_every":null,"omit_ns":null,"multicast":null}}"#
         );
+        // A request of an earlier client, without don't-fragment and multicast, reads the same.
+        let older = body
+            .replace(r#","dont_fragment":false"#, "")
+            .replace(r#","multicast":null"#, "");
+        let older: Message = serde_json::from_str(&older).unwrap();
+        assert_eq!(older, m);
         let mut d = FrameDecoder::new();
         d.push(&encoded[..7]);
         assert_eq!(d.next_message(), Ok(None));

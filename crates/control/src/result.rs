@@ -136,6 +136,10 @@ fn header_overhead(
             ETHERNET_OVERHEAD as f64,
             "Ethernet 14 + FCS 4 bytes per frame (native frames: no IP, no UDP)".to_string(),
         ),
+        Protocol::Icmp => (
+            (8 + ip + ETHERNET_OVERHEAD) as f64,
+            format!("ICMP 8 + {ip_name} + Ethernet 14 + FCS 4 bytes per echo (IP fragments not counted)"),
+        ),
         Protocol::Udp => (
             (8 + ip + ETHERNET_OVERHEAD) as f64,
             format!("UDP 8 + {ip_name} + Ethernet 14 + FCS 4 bytes per datagram (IP fragments not counted)"),
@@ -205,8 +209,8 @@ impl Summary2 {
                     s.tcp_unreceived_at_end = Some(unreceived);
                     r.packets.lost
                 }
-                (Protocol::Udp | Protocol::Raw, Some(_)) => unreceived,
-                (Protocol::Udp | Protocol::Raw, None) => r.packets.lost,
+                (Protocol::Udp | Protocol::Raw | Protocol::Icmp, Some(_)) => unreceived,
+                (Protocol::Udp | Protocol::Raw | Protocol::Icmp, None) => r.packets.lost,
             };
             s.reordered = r.packets.reordered;
             s.duplicates = r.packets.duplicates;
@@ -429,23 +433,12 @@ mod tests {
 
     fn side(role: Role, drops: Option<u64>) -> SideReport {
         SideReport {
-            role,
-            host: "h".into(),
-            cpu: None,
-            role_cpu: None,
-            sender: None,
-            receiver: None,
-            echo: None,
-            transactions: None,
-            responder: None,
-            tcp_info: None,
             host_qdisc_drops: drops.map(|drops| flowlab_results::HostQdiscDrops {
                 interface: "veth0".into(),
                 qdisc: "tbf".into(),
                 drops,
             }),
-            error: None,
-            notes: Vec::new(),
+            ..SideReport::new(role, "h".into())
         }
     }
 

@@ -14,6 +14,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use rand_chacha::ChaCha8Rng;
+use rand_distr::{Pareto, StandardNormal};
 
 use crate::loss::{LossModel, LossProcess};
 use crate::{unit_f64, Cause, Event, Frame, LinkModel, StageReport, Verdict};
@@ -40,14 +41,11 @@ impl Distribution {
     fn sample(self, rng: &mut ChaCha8Rng) -> f64 {
         match self {
             Distribution::Uniform => 2.0 * unit_f64(rng) - 1.0,
-            Distribution::Normal => {
-                // Box-Muller; 1 - u is in (0, 1], so the logarithm is finite.
-                let (u, v) = (1.0 - unit_f64(rng), unit_f64(rng));
-                (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-            }
+            Distribution::Normal => rand_distr::Distribution::sample(&StandardNormal, rng),
             Distribution::Pareto => {
-                // x = (1 - u)^(-1/3) has mean 3/2 and standard deviation √3/2.
-                let x = (1.0 - unit_f64(rng)).powf(-1.0 / 3.0);
+                // Scale 1, shape 3: mean 3/2 and standard deviation √3/2.
+                let law = Pareto::new(1.0, 3.0).expect("constant, valid parameters");
+                let x: f64 = rand_distr::Distribution::sample(&law, rng);
                 (x - 1.5) / (3f64.sqrt() / 2.0)
             }
         }

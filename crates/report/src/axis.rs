@@ -54,7 +54,8 @@ pub fn wants_log(values: impl Iterator<Item = f64>) -> bool {
 }
 
 /// Ticks of a log axis over `lo..hi`: 1, 2 and 5 of each decade, or the decades alone when
-/// that would be more than `max` ticks (flent's and gnuplot's habit).
+/// that would be more than `max` ticks (flent's and gnuplot's habit), or every second, third,
+/// ... decade when even those are too many.
 pub fn log_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo && hi.is_finite()) {
         return Vec::new();
@@ -68,10 +69,12 @@ pub fn log_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
             .collect()
     };
     let fine = within(&[1.0, 2.0, 5.0]);
-    match fine.len() > max {
-        true => within(&[1.0]),
-        false => fine,
+    if fine.len() <= max {
+        return fine;
     }
+    let whole = within(&[1.0]);
+    let every = whole.len().div_ceil(max.max(1));
+    whole.into_iter().step_by(every).collect()
 }
 
 const PREFIXES: [&str; 9] = ["p", "n", "µ", "m", "", "k", "M", "G", "T"];
@@ -256,6 +259,10 @@ mod tests {
         );
         assert_eq!(log_ticks(1e-5, 1.0, 8), [1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0]);
         assert!(log_ticks(0.0, 1.0, 8).is_empty());
+        // 26 decades: every third, so at most 9 ticks.
+        let sparse = log_ticks(1e-15, 1e10, 9);
+        assert!(sparse.len() <= 9 && sparse.len() >= 8, "{sparse:?}");
+        assert_eq!((sparse[0], sparse[1]), (1e-15, 1e-12));
         assert!("ln"
             .parse::<Scale>()
             .unwrap_err()

@@ -177,17 +177,11 @@ impl Figure {
         let areas = root.split_evenly((self.panels.len().max(1), 1));
         for (panel, area) in self.panels.iter().zip(&areas) {
             let (data, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
-            let ys = || {
-                panel.series.iter().flat_map(|s| {
-                    let errors = s.errors.iter().flat_map(|(lo, hi)| [*lo, *hi]);
-                    s.points.iter().map(|p| p.1).chain(errors)
-                })
-            };
-            let y_log = panel.y.scale.is_log(ys());
-            let guides = panel.guides.iter().map(|g| g.1);
-            let y_range = span(ys().chain(guides), y_log, panel.y.from_zero);
-            let xr = x_range.clone();
+            let y_log = panel.y.scale.is_log(ys(panel));
             let shown = &on_axes(panel, x_log, y_log);
+            let guides = panel.guides.iter().map(|g| g.1);
+            let y_range = span(ys(shown).chain(guides), y_log, panel.y.from_zero);
+            let xr = x_range.clone();
             match (x_log, y_log) {
                 (false, false) => self.panel(&data, shown, lin(xr), lin(y_range)),
                 (false, true) => self.panel(&data, shown, lin(xr), log(y_range)),
@@ -257,8 +251,22 @@ impl Figure {
     }
 }
 
+/// Every y a panel's range must hold: its points and their intervals' bounds.
+fn ys(panel: &Panel) -> impl Iterator<Item = f64> + '_ {
+    panel.series.iter().flat_map(|s| {
+        let errors = s.errors.iter().flat_map(|(lo, hi)| [*lo, *hi]);
+        s.points.iter().map(|p| p.1).chain(errors)
+    })
+}
+
+/// How far beyond its points' extremes an interval reaches on a log y axis before its bar
+/// stops at the frame: Cox's bound over three runs can be 10^10 times the mean, and would
+/// otherwise squash every point into one decade of a 25-decade axis.
+const LOG_INTERVAL_REACH: f64 = 100.0;
+
 /// The panel without the points a log axis cannot show (zero or below), with their error
-/// bars: they would otherwise sit on the frame as if measured there.
+/// bars: they would otherwise sit on the frame as if measured there. On a log y axis the
+/// bars are cut at [`LOG_INTERVAL_REACH`] beyond the points.
 fn on_axes(panel: &Panel, x_log: bool, y_log: bool) -> Panel {
     let shown = |&(x, y): &(f64, f64)| (!x_log || x > 0.0) && (!y_log || y > 0.0);
     let mut panel = panel.clone();
@@ -268,6 +276,19 @@ fn on_axes(panel: &Panel, x_log: bool, y_log: bool) -> Panel {
             (s.points, s.errors) = pairs.filter(|(p, _)| shown(p)).unzip();
         } else {
             s.points.retain(shown);
+        }
+    }
+    let (lo, hi) = panel
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), p| {
+            (lo.min(p.1), hi.max(p.1))
+        });
+    if y_log && lo.is_finite() {
+        let (floor, ceiling) = (lo / LOG_INTERVAL_REACH, hi * LOG_INTERVAL_REACH);
+        for (low, high) in panel.series.iter_mut().flat_map(|s| &mut s.errors) {
+            (*low, *high) = (low.clamp(floor, ceiling), high.clamp(floor, ceiling));
         }
     }
     panel
@@ -583,6 +604,27 @@ mod tests {
     /// The texts of an SVG, which plotters writes each on a line of its own.
     fn texts(svg: &str) -> Vec<&str> {
         svg.lines().map(str::trim).collect()
+    }
+
+    /// Issue 16's demo report: a jitter interval of 0 to 4·10^13 µs over three runs spread
+    /// its log axis over 25 decades. Bars now stop two decades beyond the points, and so
+    /// does the axis.
+    #[test]
+    fn wild_intervals_do_not_stretch_a_log_axis() {
+        let mut series = line("jitter".into());
+        series.points = vec![(1.0, 1e-3), (2.0, 1e-2)];
+        series.errors = vec![(1e-20, 1e10), (5e-3, 2e-2)];
+        let mut fig = figure(vec![series]);
+        fig.panels[0].y.scale = Scale::Log;
+        let shown = on_axes(&fig.panels[0], false, true);
+        assert_eq!(shown.series[0].errors, [(1e-5, 1.0), (5e-3, 2e-2)]);
+        let svg = fig.svg().unwrap();
+        let texts = texts(&svg);
+        assert!(texts.contains(&"0.00001") && texts.contains(&"1"), "{svg}");
+        assert!(
+            !texts.contains(&"10") && !texts.contains(&"0.000001"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -370,6 +370,27 @@ pub struct SideReport {
     pub notes: Vec<String>,
 }
 
+impl SideReport {
+    /// An end that has measured nothing yet: a driver fills in what its role measures.
+    pub fn new(role: Role, host: String) -> Self {
+        SideReport {
+            role,
+            host,
+            cpu: None,
+            role_cpu: None,
+            sender: None,
+            receiver: None,
+            echo: None,
+            transactions: None,
+            responder: None,
+            tcp_info: None,
+            host_qdisc_drops: None,
+            error: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// One live interval of the receiving (or echo-receiving) end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalReport {

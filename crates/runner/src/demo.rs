@@ -51,6 +51,7 @@ fn spec(
         echo_every: None,
         omit_ns: None,
         pacing: Default::default(),
+        multicast: None,
     }
 }
 

@@ -256,9 +256,9 @@ pub fn render(diagnosis: &Diagnosis) -> String {
             Status::Note => "note",
             Status::Warn => "WARN",
         };
-        out += &format!("{status:<5} {:<15} {}\n", f.check, f.found);
+        out += &crate::format::wrap(&format!("{status:<5} {:<15} {}", f.check, f.found), 22);
         if let Some(change) = &f.change {
-            out += &format!("{:21} change: {change}\n", "");
+            out += &crate::format::wrap(&format!("{:21} change: {change}", ""), 30);
         }
     }
     let warnings = diagnosis

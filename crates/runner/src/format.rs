@@ -29,6 +29,7 @@ mod params;
 mod search;
 mod table;
 
+pub use fit::wrap;
 pub use search::search_text;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -36,6 +37,15 @@ pub fn protocol_name(p: Protocol) -> &'static str {
         Protocol::Udp => "UDP",
         Protocol::Tcp => "TCP",
         Protocol::Raw => "native frames",
+        Protocol::Icmp => "ICMP echo",
+    }
+}
+
+/// The test's direction, or for ICMP echo who answers.
+fn mode_name(spec: &TestSpec) -> &'static str {
+    match spec.protocol {
+        Protocol::Icmp => "round trips, the host's kernel answers",
+        _ => direction_name(spec.direction),
     }
 }
 
@@ -128,7 +138,7 @@ pub fn headline(options: &TestOptions) -> String {
     let s = &options.spec;
     let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
         Some(_) => "request/response",
-        None => direction_name(s.direction),
+        None => mode_name(s),
     };
     let line = format!(
         "flowlab {}: {} {} to {}, {}",
@@ -588,7 +598,7 @@ pub fn render(r: &TestResult) -> String {
         protocol_name(r.spec.protocol),
         match &s.transactions {
             Some(_) => "request/response",
-            None => direction_name(r.spec.direction),
+            None => mode_name(&r.spec),
         },
         r.agent_address
     );
@@ -604,11 +614,13 @@ pub fn render(r: &TestResult) -> String {
         s.client_cpu.as_ref(),
         s.client_role_cpu.as_ref(),
     );
-    out += &cpu_lines(
-        &format!("CPU agent ({})", side_name(r.agent.as_ref())),
-        s.agent_cpu.as_ref(),
-        s.agent_role_cpu.as_ref(),
-    );
+    if r.spec.protocol != Protocol::Icmp {
+        out += &cpu_lines(
+            &format!("CPU agent ({})", side_name(r.agent.as_ref())),
+            s.agent_cpu.as_ref(),
+            s.agent_role_cpu.as_ref(),
+        );
+    }
     let sending = match r.spec.direction {
         Direction::Reverse => r.agent.as_ref(),
         Direction::Oneway | Direction::Loopback => r.client.as_ref(),
@@ -909,34 +921,35 @@ pub fn trial_line(t: &TrialOutcome) -> String {
     )
 }
 
-/// The demo's first line: where its agent listens and what it runs.
+/// The demo's first lines: where its agent listens and what it runs, within 80 columns.
 pub fn demo_intro(agent: std::net::SocketAddr) -> String {
-    format!("flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, UDP and TCP, loopback) and Test 3 (round trip at {} packets/s)\n", crate::demo::TEST3_PACKETS_PER_SEC)
-}
-
-/// The demo's last line: where its run is stored and its report written.
-pub fn demo_stored(run: flowlab_store::RunId, report: &std::path::Path) -> String {
-    format!(
-        "Stored as run {run}. Report (round trip, loss and CPU against packet size, UDP and TCP, \
-         with 95% confidence intervals): {}",
-        report.display()
+    fit::wrap(
+        &format!(
+            "flowlab demo: an agent on {agent}; WS2NetTest Test 1 (2 Mb/s, sizes 100-8000 B, \
+             UDP and TCP, loopback) and Test 3 (round trip at {} packets/s); each row is the \
+             mean of {} runs.",
+            crate::demo::TEST3_PACKETS_PER_SEC,
+            crate::demo::REPETITIONS
+        ),
+        0,
     )
 }
 
-/// The head of the demo's table.
+/// The demo's last lines: where its run is stored and its report written.
+pub fn demo_stored(run: flowlab_store::RunId, report: &std::path::Path) -> String {
+    let text = format!(
+        "Stored as run {run}. Report (round trip, loss and CPU against packet size, UDP and TCP, \
+         with 95% confidence intervals): {}",
+        report.display()
+    );
+    fit::wrap(&text, 0).trim_end().to_string()
+}
+
+/// The head of the demo's table (79 columns, as [`demo_row`]).
 pub fn demo_header() -> String {
     format!(
-        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>8}  {:>10} {:>10}   (mean of {} runs)",
-        "test",
-        "prot",
-        "size",
-        "rtt mean",
-        "rtt p99",
-        "rtt max",
-        "loss",
-        "cpu client",
-        "cpu agent",
-        crate::demo::REPETITIONS
+        "{:<6} {:<4} {:>5}  {:>9} {:>9} {:>9}  {:>7}  {:>10} {:>9}",
+        "test", "prot", "size", "rtt mean", "rtt p99", "rtt max", "loss", "cpu client", "cpu agent",
     )
 }
 
@@ -959,7 +972,7 @@ pub fn demo_row(name: &str, runs: &[TestResult]) -> String {
     };
     let protocol = protocol_name(first.spec.protocol);
     format!(
-        "{:<6} {:<4} {:>6}  {:>10} {:>10} {:>10}  {:>7.2}%  {:>10} {:>10}",
+        "{:<6} {:<4} {:>5}  {:>9} {:>9} {:>9}  {:>6.2}%  {:>10} {:>9}",
         name,
         protocol,
         first.spec.size,
@@ -1276,6 +1289,52 @@ mod tests {
             "the following required arguments were not provided: <TARGET>"
         );
         assert_eq!(one_line_error(""), "");
+    }
+
+    /// The demo's text fits in 80 columns, its rows under its header's columns.
+    #[test]
+    fn the_demo_fits_in_80_columns() {
+        let agent = "127.0.0.1:37567".parse().unwrap();
+        let mut spec = TestSpec::new(Protocol::Tcp, Direction::Loopback);
+        spec.size = 8000;
+        let summary = flowlab_control::Summary2 {
+            round_trip: Some(delays(81_600.0, 11_700_000.0)),
+            loss_pct: 100.0,
+            ..Default::default()
+        };
+        let result = TestResult {
+            schema_version: SCHEMA_VERSION,
+            flowlab_version: "0".into(),
+            started_at_ns: 0,
+            target: "a".into(),
+            agent_address: "127.0.0.1:9470".into(),
+            spec,
+            summary,
+            client: None,
+            agent: None,
+            intervals: Vec::new(),
+            interrupted: false,
+            error: None,
+        };
+        let report = std::path::Path::new("/tmp/a/rather/long/directory/name/flowlab-demo.html");
+        let header = demo_header();
+        let row = demo_row("test1", &[result]);
+        let text = [
+            demo_intro(agent),
+            header.clone(),
+            row.clone(),
+            demo_stored(7, report),
+        ];
+        for line in text.join("\n").lines() {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        assert!(demo_intro(agent).contains("mean of 3 runs"));
+        assert_eq!(
+            header.chars().count(),
+            row.chars().count(),
+            "{header}\n{row}"
+        );
+        assert!(row.contains("100.00%") && row.contains("11.7 ms"), "{row}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod format;
 pub mod host;
 pub mod iperf3;
 pub mod live;
+pub mod multicast;
 pub mod observer;
 pub mod outcome;
 pub mod output;

@@ -86,7 +86,8 @@ pub fn store_test_run(
 }
 
 /// The command that started this process, as a shell would take it back (the program by its
-/// name, not its path): reports print it so a run can be reproduced.
+/// name, not its path): reports print it so a run can be reproduced. A database URL's password
+/// is left out.
 pub fn command_line() -> String {
     let mut args = std::env::args();
     let program = args.next().map(|p| {
@@ -97,7 +98,7 @@ pub fn command_line() -> String {
     program
         .into_iter()
         .chain(args)
-        .map(|a| shell_quote(&a))
+        .map(|a| shell_quote(&flowlab_store::hide_password(&a)))
         .collect::<Vec<_>>()
         .join(" ")
 }

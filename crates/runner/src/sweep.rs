@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use flowlab_control::{run_test, TestOptions};
 use flowlab_results::PacketRecord;
-use flowlab_spec::{Param, ParamValue, TestSpec, ValueKind};
+use flowlab_spec::{Direction, Param, ParamValue, Protocol, TestSpec, ValueKind};
 use flowlab_store::{Point as StoredPoint, Run, RunId, RunStatus, Store};
 use rand::seq::SliceRandom as _;
 use rand::SeedableRng as _;
@@ -271,6 +271,9 @@ impl PointBase {
             let paced = flowlab_spec::default_rate_bps(spec.protocol);
             spec.rate_bps = paced.filter(|_| !transactions);
         }
+        if spec.protocol == Protocol::Icmp {
+            icmp_defaults(&mut spec, free(Param::Rate));
+        }
         if free(Param::Duration) {
             let default = flowlab_spec::DEFAULT_DURATION_NS;
             spec.duration_ns = spec.count.is_none().then_some(default);
@@ -285,6 +288,17 @@ impl PointBase {
             }
         }
         Ok(spec)
+    }
+}
+
+/// An echo is a round trip, so the flags' one-way default becomes loopback; a rate left to
+/// the default sends one request a second at any size, as ping does.
+fn icmp_defaults(spec: &mut TestSpec, rate_free: bool) {
+    if spec.direction == Direction::Oneway {
+        spec.direction = Direction::Loopback;
+    }
+    if rate_free {
+        spec.rate_bps = Some(flowlab_spec::icmp_rate_bps(spec.size));
     }
 }
 

@@ -33,8 +33,9 @@ use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::EchoReport;
 use flowlab_stats::{rate_over_span, LatencyStats};
 use flowlab_traffic::EndCondition;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rand_distr::Exp1;
 
 use self::bg_model::ModelSource;
 use self::cell_loss::LineLoss;
@@ -1706,8 +1707,8 @@ impl<'m> Sim<'m> {
             bg.injected += 1;
             bg.k += 1;
             bg.next_ns = if spec.poisson {
-                let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-                let gap = -(1.0 - u).ln() * bg.mean_ns;
+                let unit: f64 = rand_distr::Distribution::sample(&Exp1, &mut self.rng);
+                let gap = unit * bg.mean_ns;
                 bg.next_ns.saturating_add(gap.round().max(0.0) as u64)
             } else {
                 spec.start_ns.saturating_add(bg.interval.times_floor(bg.k))

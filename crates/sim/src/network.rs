@@ -309,6 +309,9 @@ impl SimNetwork {
             TestProtocol::Raw => {
                 return Err(SimError("native frames are not simulated".into()));
             }
+            TestProtocol::Icmp => {
+                return Err(SimError("ICMP echoes are not simulated".into()));
+            }
         };
         let start_ns = f.start_offset_ns;
         Ok(FlowSpec {
@@ -339,24 +342,9 @@ impl SimNetwork {
             self.node_of(h)
                 .map_or_else(|_| h.to_string(), |n| self.model.nodes[n].name.clone())
         };
-        let side = |role, host: String| SideReport {
-            role,
-            host,
-            cpu: None,
-            role_cpu: None,
-            sender: None,
-            receiver: None,
-            echo: None,
-            transactions: None,
-            responder: None,
-            tcp_info: None,
-            host_qdisc_drops: None,
-            error: None,
-            notes: Vec::new(),
-        };
         let (mut client, mut agent) = (
-            side(Role::Sender, host(&f.from)),
-            side(Role::Receiver, host(&f.to)),
+            SideReport::new(Role::Sender, host(&f.from)),
+            SideReport::new(Role::Receiver, host(&f.to)),
         );
         match f.spec.direction {
             Direction::Oneway => {

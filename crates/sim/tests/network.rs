@@ -4,7 +4,7 @@
 use flowlab_experiment::{plan, trial_step, ResolvedFlow};
 use flowlab_results::{ReceiverReport, Role, SideReport};
 use flowlab_sim::{run_step, SimFlow, SimNetwork};
-use flowlab_spec::{Direction, Protocol, SocketOptions, TestSpec};
+use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_traffic::TrafficSpec;
 
 fn example(path: &str) -> String {
@@ -19,25 +19,11 @@ fn network(path: &str) -> SimNetwork {
 /// A UDP test as `flowlab test` sends it.
 fn udp(rate_bps: u64, size: u32, duration_ns: u64) -> TestSpec {
     TestSpec {
-        protocol: Protocol::Udp,
-        direction: Direction::Oneway,
         rate_bps: Some(rate_bps),
         size,
         duration_ns: Some(duration_ns),
-        count: None,
-        interval_ns: None,
-        flows: 1,
-        client_udp_ports: Vec::new(),
-        raw: None,
-        busy_poll: false,
-        packet_log: false,
-        socket: SocketOptions::default(),
-        traffic: None,
         seed: 1,
-        authenticated_packets: false,
-        echo_every: None,
-        omit_ns: None,
-        pacing: Default::default(),
+        ..TestSpec::new(Protocol::Udp, Direction::Oneway)
     }
 }
 

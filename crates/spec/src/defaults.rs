@@ -13,6 +13,8 @@ pub const DEFAULT_PACED_RATE_BPS: u64 = 1_000_000;
 pub const DEFAULT_UDP_SIZE: u32 = 1200;
 /// Native frame payload.
 pub const DEFAULT_RAW_SIZE: u32 = 1000;
+/// ICMP echo data: ping's default (64 bytes of ICMP with the header).
+pub const DEFAULT_ICMP_SIZE: u32 = 56;
 /// TCP write size. Measured on a veth, one connection: 256 kB writes gave 18-25 Gbit/s where
 /// 128 KiB and 256 KiB gave 12-15 (iperf3's 128 KiB: 14-16), and 500 kB or 1 MB 15-21.
 pub const DEFAULT_TCP_SIZE: u32 = 256_000;
@@ -20,8 +22,8 @@ pub const DEFAULT_TCP_SIZE: u32 = 256_000;
 impl TestSpec {
     /// A test of `protocol` in `direction` with every other field at its default: one flow
     /// for 10 s, UDP at 1 Mbit/s in 1200-byte packets, TCP at max rate in 256 kB writes,
-    /// native frames at 1 Mbit/s in 1000-byte frames; no traffic model, kernel socket
-    /// defaults, seed 0, `auto` pacing.
+    /// native frames at 1 Mbit/s in 1000-byte frames, ICMP echoes of 56 bytes one a second
+    /// (as ping); no traffic model, kernel socket defaults, seed 0, `auto` pacing.
     pub fn new(protocol: Protocol, direction: Direction) -> TestSpec {
         TestSpec {
             protocol,
@@ -43,6 +45,7 @@ impl TestSpec {
             echo_every: None,
             omit_ns: None,
             pacing: PacingMode::Auto,
+            multicast: None,
         }
     }
 }
@@ -52,7 +55,14 @@ pub fn default_rate_bps(protocol: Protocol) -> Option<u64> {
     match protocol {
         Protocol::Udp | Protocol::Raw => Some(DEFAULT_PACED_RATE_BPS),
         Protocol::Tcp => None,
+        Protocol::Icmp => Some(icmp_rate_bps(DEFAULT_ICMP_SIZE)),
     }
+}
+
+/// The rate of one ICMP echo request a second (ping's default interval) at `size` bytes of
+/// data: what an ICMP test's rate is when only its size is given.
+pub fn icmp_rate_bps(size: u32) -> u64 {
+    u64::from(size.max(1)) * 8
 }
 
 /// The default packet (or write) size of `protocol`.
@@ -61,6 +71,7 @@ pub fn default_size(protocol: Protocol) -> u32 {
         Protocol::Udp => DEFAULT_UDP_SIZE,
         Protocol::Raw => DEFAULT_RAW_SIZE,
         Protocol::Tcp => DEFAULT_TCP_SIZE,
+        Protocol::Icmp => DEFAULT_ICMP_SIZE,
     }
 }
 
@@ -83,7 +94,10 @@ mod tests {
         );
         let raw = TestSpec::new(Protocol::Raw, Direction::Loopback);
         assert_eq!((raw.rate_bps, raw.size), (Some(1_000_000), 1000));
-        for spec in [udp, tcp, raw] {
+        let icmp = TestSpec::new(Protocol::Icmp, Direction::Loopback);
+        assert_eq!((icmp.rate_bps, icmp.size), (Some(448), 56));
+        assert_eq!(icmp.packet_interval_ns(), Some(1_000_000_000));
+        for spec in [udp, tcp, raw, icmp] {
             spec.validate().unwrap();
         }
     }

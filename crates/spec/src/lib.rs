@@ -7,6 +7,7 @@ mod derived;
 use std::time::Duration;
 
 use flowlab_traffic::{PacingMode, TrafficSpec, TransactionConfig};
+use flowlab_units::format_rate;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -14,8 +15,8 @@ use flowlab_wire::PROBE_HEADER_LEN;
 
 mod defaults;
 pub use defaults::{
-    default_rate_bps, default_size, DEFAULT_DURATION_NS, DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE,
-    DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
+    default_rate_bps, default_size, icmp_rate_bps, DEFAULT_DURATION_NS, DEFAULT_ICMP_SIZE,
+    DEFAULT_PACED_RATE_BPS, DEFAULT_RAW_SIZE, DEFAULT_TCP_SIZE, DEFAULT_UDP_SIZE,
 };
 mod param;
 pub use param::{Param, ParamValue, ValueKind};
@@ -24,6 +25,10 @@ pub use path::{EgressPath, CEILING_WITHOUT_LINK_SPEED_BPS, MAX_OVER_LINK_SPEED};
 
 /// Largest UDP payload over IPv4 (65535 - 20 - 8); the IPv6 limit is higher, this one is safe.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+/// Largest ICMP echo data over IPv4 (65535 - 20 - 8), as ping's -s.
+pub const MAX_ICMP_DATA: u32 = 65_507;
+/// flowlab's stamp at the start of an echo's data.
+const ICMP_STAMP_LEN: usize = flowlab_wire::icmp::STAMP_LEN;
 /// Largest TCP message (a request or response of a transaction, or a framed model message).
 pub const MAX_TCP_MESSAGE: u32 = flowlab_traffic::rr::MAX_MESSAGE_SIZE;
 /// Shortest live-report period: shorter ones report noise and cost a message per few packets.
@@ -85,6 +90,9 @@ pub enum Protocol {
     Tcp,
     /// Native link-layer frames (AF_PACKET, flowlab's EtherType): no IP, no UDP.
     Raw,
+    /// ICMP echo to any host, no agent needed: `size` is the echo's data bytes (ping's -s),
+    /// always a round trip (loopback).
+    Icmp,
 }
 
 /// Which way the test traffic flows.
@@ -152,6 +160,23 @@ pub struct TestSpec {
     /// `efficient` within 1 %. Left out of requests when `auto`, so older agents take them.
     #[serde(default, skip_serializing_if = "PacingMode::is_auto")]
     pub pacing: PacingMode,
+    /// One-way UDP to a multicast group (`--multicast`): the client sends once to the group,
+    /// and each agent asked joins it and only receives.
+    #[serde(default)]
+    pub multicast: Option<MulticastGroup>,
+}
+
+/// A multicast group a test's packets go to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MulticastGroup {
+    /// An IPv4 (224.0.0.0/4) or IPv6 (ff00::/8) group address.
+    pub group: std::net::IpAddr,
+    pub port: u16,
+    /// IPv4 TTL or IPv6 hop limit of the packets (`--ttl`): 1 stays on the link.
+    pub hops: u8,
+    /// The session every probe carries: the client's choice, the same at every receiver.
+    pub session: u32,
 }
 
 /// Where native link-layer frames go.
@@ -194,6 +219,10 @@ pub struct SocketOptions {
     /// The receiving application reads at most this many bit/s (a slow reader): its socket
     /// buffer fills, delay grows by the buffer's worth, then the buffer drops packets.
     pub read_rate_bps: Option<u64>,
+    /// ICMP echo: set don't-fragment, so the kernel refuses requests above the path MTU
+    /// rather than fragmenting them (ping's `-M do`).
+    #[serde(default)]
+    pub dont_fragment: bool,
 }
 
 impl TestSpec {
@@ -205,6 +234,8 @@ impl TestSpec {
         self.check_rate()?;
         self.check_flows()?;
         self.check_raw()?;
+        self.check_icmp()?;
+        self.check_multicast()?;
         self.socket.validate(self.protocol)?;
         self.check_traffic()?;
         self.check_authenticated()?;
@@ -289,8 +320,15 @@ impl TestSpec {
             Protocol::Udp => (MAX_UDP_PAYLOAD, "the UDP maximum"),
             Protocol::Tcp => (MAX_TCP_MESSAGE, "the TCP message maximum"),
             Protocol::Raw => (MAX_UDP_PAYLOAD, "the native frame maximum"),
+            Protocol::Icmp => (MAX_ICMP_DATA, "the ICMP echo maximum"),
         };
-        if self.size < PROBE_HEADER_LEN as u32 {
+        if self.protocol == Protocol::Icmp && self.size < ICMP_STAMP_LEN as u32 {
+            return refuse(format!(
+                "echo data of {} B is below flowlab's {ICMP_STAMP_LEN}-byte stamp (send time, sequence)",
+                self.size
+            ));
+        }
+        if self.protocol != Protocol::Icmp && self.size < PROBE_HEADER_LEN as u32 {
             return refuse(format!(
                 "packet size {} B is below the {PROBE_HEADER_LEN}-byte probe header",
                 self.size
@@ -341,7 +379,9 @@ impl TestSpec {
         match self.rate_bps {
             Some(0) => refuse("rate must be above 0 bit/s"),
             Some(r) if r > MAX_RATE_BPS => refuse(format!(
-                "rate {r} bit/s exceeds the highest rate of {MAX_RATE_BPS} bit/s"
+                "rate {} exceeds the highest rate of {}",
+                format_rate(r as f64),
+                format_rate(MAX_RATE_BPS as f64)
             )),
             _ => Ok(()),
         }
@@ -372,7 +412,7 @@ impl TestSpec {
                 ))
             }
             Protocol::Udp if ports.contains(&0) => refuse("client UDP port 0 is not a port"),
-            Protocol::Tcp | Protocol::Raw if !ports.is_empty() => {
+            Protocol::Tcp | Protocol::Raw | Protocol::Icmp if !ports.is_empty() => {
                 refuse("client UDP ports apply to UDP tests only")
             }
             _ => Ok(()),
@@ -384,6 +424,68 @@ impl TestSpec {
             (Some(raw), Protocol::Raw) => raw.validate(),
             (Some(_), _) => refuse("a native-frame endpoint applies to --proto raw only"),
             (None, _) => Ok(()),
+        }
+    }
+
+    /// ICMP echo: one paced flow of requests, each answered by the host's kernel.
+    fn check_icmp(&self) -> Result<(), SpecError> {
+        if self.protocol != Protocol::Icmp {
+            return match self.socket.dont_fragment {
+                true => refuse("--dont-fragment applies to --proto icmp only"),
+                false => Ok(()),
+            };
+        }
+        let s = &self.socket;
+        let refusal = [
+            (
+                self.direction != Direction::Loopback,
+                "an echo is a round trip: --reverse and --mode oneway do not apply",
+            ),
+            (
+                self.flows != 1,
+                "one flow of echo requests: use several tests for more",
+            ),
+            (
+                self.traffic.is_some(),
+                "echo requests are paced at --rate: traffic models do not apply",
+            ),
+            (
+                self.rate_bps.is_none(),
+                "echo requests are paced: give a --rate, not max",
+            ),
+            (self.busy_poll, "--busy-poll does not apply"),
+            (
+                s.kernel_pacing || s.zerocopy || s.tx_timestamps,
+                "--kernel-pacing, --zerocopy and --tx-timestamps do not apply",
+            ),
+            (s.read_rate_bps.is_some(), "--read-rate does not apply"),
+        ];
+        match refusal.iter().find(|(on, _)| *on) {
+            Some((_, why)) => refuse(format!("ICMP echo: {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Multicast: one UDP flow the client sends to a group; receivers only receive.
+    fn check_multicast(&self) -> Result<(), SpecError> {
+        let Some(m) = &self.multicast else {
+            return Ok(());
+        };
+        let refusal = [
+            (!m.group.is_multicast(), "the group must be a multicast address (224.0.0.0/4, ff00::/8)"),
+            (m.port == 0, "the group needs a port"),
+            (m.hops == 0, "a TTL of 0 leaves nothing on the wire: give 1 or more"),
+            (self.protocol != Protocol::Udp, "multicast is UDP"),
+            (self.direction != Direction::Oneway, "the client sends and the agents receive: --reverse and --mode loopback do not apply"),
+            (self.flows != 1, "one flow to one group"),
+            (!self.client_udp_ports.is_empty(), "receivers take the group's port, not the client's"),
+            (self.echo_every.is_some(), "receivers only receive: --echo-every does not apply"),
+            (self.authenticated_packets, "each agent has its own session key: --auth-packets does not apply"),
+            (self.transactions().is_some(), "request/response needs a single answering agent"),
+        ];
+        match refusal.iter().find(|(on, _)| *on) {
+            Some((_, why)) => refuse(format!("multicast: {why}")),
+            None => Ok(()),
         }
     }
 
@@ -407,8 +509,8 @@ impl TestSpec {
     fn check_transactions(&self, rr: &TransactionConfig) -> Result<(), SpecError> {
         let kind = if rr.connect_each { "crr" } else { "rr" };
         match self.protocol {
-            Protocol::Raw => {
-                return refuse(format!("{kind} runs over TCP or UDP, not native frames"))
+            Protocol::Raw | Protocol::Icmp => {
+                return refuse(format!("{kind} runs over TCP or UDP"))
             }
             Protocol::Udp if rr.connect_each => {
                 return refuse(
@@ -495,9 +597,10 @@ impl SocketOptions {
             Some(_) if protocol == Protocol::Tcp => refuse(
                 "--read-rate models a slow UDP reader; TCP's own flow control slows its sender",
             ),
-            Some(r) if r == 0 || r > MAX_RATE_BPS => {
-                refuse(format!("read rate must be 1..={MAX_RATE_BPS} bit/s"))
-            }
+            Some(r) if r == 0 || r > MAX_RATE_BPS => refuse(format!(
+                "read rate must be 1 bit/s to {}",
+                format_rate(MAX_RATE_BPS as f64)
+            )),
             _ => Ok(()),
         }
     }
@@ -538,6 +641,108 @@ fn is_interface_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn icmp_echo_is_one_paced_round_trip_of_stamped_data() {
+        let icmp = || TestSpec::new(Protocol::Icmp, Direction::Loopback);
+        let refused = |spec: TestSpec| spec.validate().unwrap_err().0;
+        icmp().validate().unwrap();
+        let big = TestSpec {
+            size: 4096,
+            socket: SocketOptions {
+                dont_fragment: true,
+                ..SocketOptions::default()
+            },
+            ..icmp()
+        };
+        big.validate().unwrap();
+        assert_eq!(
+            refused(TestSpec { size: 15, ..icmp() }),
+            "echo data of 15 B is below flowlab's 16-byte stamp (send time, sequence)"
+        );
+        assert_eq!(
+            refused(TestSpec {
+                size: 65_508,
+                ..icmp()
+            }),
+            "packet size 65508 B exceeds the ICMP echo maximum of 65507 B"
+        );
+        let oneway = TestSpec {
+            direction: Direction::Oneway,
+            ..icmp()
+        };
+        assert!(refused(oneway).starts_with("ICMP echo: an echo is a round trip"));
+        assert_eq!(
+            refused(TestSpec { flows: 2, ..icmp() }),
+            "ICMP echo: one flow of echo requests: use several tests for more"
+        );
+        assert_eq!(
+            refused(TestSpec {
+                rate_bps: None,
+                ..icmp()
+            }),
+            "ICMP echo: echo requests are paced: give a --rate, not max"
+        );
+        let udp_df = TestSpec {
+            socket: big.socket.clone(),
+            ..TestSpec::new(Protocol::Udp, Direction::Oneway)
+        };
+        assert_eq!(
+            refused(udp_df),
+            "--dont-fragment applies to --proto icmp only"
+        );
+        assert_eq!(
+            Param::Protocol.parse_value("ICMP").unwrap(),
+            ParamValue::Protocol(Protocol::Icmp)
+        );
+    }
+
+    #[test]
+    fn multicast_is_one_udp_flow_the_client_sends_to_a_group() {
+        let group = |addr: &str| MulticastGroup {
+            group: addr.parse().unwrap(),
+            port: 5001,
+            hops: 1,
+            session: 9,
+        };
+        let to = |addr: &str| TestSpec {
+            multicast: Some(group(addr)),
+            ..TestSpec::new(Protocol::Udp, Direction::Oneway)
+        };
+        to("239.1.2.3").validate().unwrap();
+        to("ff15::1234").validate().unwrap();
+        let refused = |spec: TestSpec| spec.validate().unwrap_err().0;
+        assert_eq!(
+            refused(to("10.0.0.1")),
+            "multicast: the group must be a multicast address (224.0.0.0/4, ff00::/8)"
+        );
+        let reverse = TestSpec {
+            direction: Direction::Reverse,
+            ..to("239.1.2.3")
+        };
+        assert!(refused(reverse).starts_with("multicast: the client sends and the agents receive"));
+        let echo = TestSpec {
+            echo_every: Some(10),
+            ..to("239.1.2.3")
+        };
+        assert_eq!(
+            refused(echo),
+            "multicast: receivers only receive: --echo-every does not apply"
+        );
+        let ported = TestSpec {
+            client_udp_ports: vec![4000],
+            ..to("239.1.2.3")
+        };
+        assert!(refused(ported).starts_with("multicast: receivers take the group's port"));
+        let mut silent = to("239.1.2.3");
+        silent.multicast.as_mut().unwrap().hops = 0;
+        assert!(refused(silent).starts_with("multicast: a TTL of 0"));
+        let tcp = TestSpec {
+            protocol: Protocol::Tcp,
+            ..to("239.1.2.3")
+        };
+        assert_eq!(refused(tcp), "multicast: multicast is UDP");
+    }
 
     /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
     #[test]
@@ -667,7 +872,7 @@ mod tests {
         // A request of before it reads as one without a warm-up.
         let json = serde_json::to_string(&udp()).unwrap();
         assert!(
-            json.ends_with(r#""echo_every":null,"omit_ns":null}"#),
+            json.ends_with(r#""echo_every":null,"omit_ns":null,"multicast":null}"#),
             "{json}"
         );
         let older = json.replace(r#","omit_ns":null"#, "");

@@ -183,7 +183,8 @@ impl Param {
                 "udp" => Protocol::Udp,
                 "tcp" => Protocol::Tcp,
                 "raw" => Protocol::Raw,
-                _ => return Err(bad("expected udp, tcp or raw".into())),
+                "icmp" => Protocol::Icmp,
+                _ => return Err(bad("expected udp, tcp, raw or icmp".into())),
             }),
             ValueKind::Direction => ParamValue::Direction(match t.to_ascii_lowercase().as_str() {
                 "oneway" => Direction::Oneway,
@@ -388,6 +389,7 @@ mod tests {
             echo_every: None,
             omit_ns: None,
             pacing: Default::default(),
+            multicast: None,
         }
     }
 

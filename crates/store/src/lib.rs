@@ -1,6 +1,8 @@
 //! The results history: every run (a test, a sweep and its points, later experiments and
 //! simulations) in one embedded SQLite database, so results can be listed, compared, plotted
-//! and exported long after the terminal output is gone.
+//! and exported long after the terminal output is gone. Or in PostgreSQL (`--db
+//! postgres://...`), an archive a fleet of agents shares: the same tables and migrations, the
+//! same API (`db` hides which one).
 //!
 //! Each write is one transaction: a run's header, then each point (its result document, its flat
 //! metrics and its packet log) atomically. An interrupted sweep keeps every finished point, and a
@@ -8,21 +10,25 @@
 //!
 //! Several flowlab processes may write one database at once: it is in WAL mode, writes take the
 //! write lock up front (`BEGIN IMMEDIATE`) and wait for it, retried with backoff for up to
-//! `LOCK_WAIT`, and a new database's schema is created under an exclusive lock.
+//! `LOCK_WAIT`, and a new database's schema is created under an exclusive lock (an advisory
+//! lock in PostgreSQL).
 
+mod db;
+mod pg;
 mod schema;
+mod sqlite;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use db::{BadColumn, Db, Lock, Row, Sql, Tx};
 use flowlab_results::PacketRecord;
-use rusqlite::{
-    params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior,
-};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use pg::{hide_password, is_postgres_url};
 pub use schema::SCHEMA_VERSION;
 
 /// A run's id: a small integer users type (`flowlab show 12`).
@@ -165,10 +171,9 @@ impl Run {
     }
 }
 
-/// The results database.
+/// The results database: a SQLite file, or a PostgreSQL archive several hosts share.
 pub struct Store {
-    conn: Connection,
-    path: String,
+    db: Db,
     /// `LOCK_WAIT`, shorter in tests.
     lock_wait: Duration,
 }
@@ -198,13 +203,17 @@ fn to_i64(v: u64, what: &str) -> Result<i64> {
         .map_err(|_| StoreError::Json(format!("{what} {v} does not fit a 64-bit signed integer")))
 }
 
-fn opt_i64(v: Option<u64>) -> Result<Option<i64>> {
-    v.map(|v| to_i64(v, "timestamp")).transpose()
+fn opt_i64(v: Option<u64>) -> Result<Sql> {
+    Ok(v.map(|v| to_i64(v, "timestamp")).transpose()?.into())
 }
 
 impl Store {
-    /// Opens (creating if needed, with its directory) and migrates the database at `path`.
+    /// Opens (creating if needed, with its directory) and migrates the database at `path`, or
+    /// the PostgreSQL database it names if it is a `postgres://` URL (`open_postgres`).
     pub fn open(path: &Path) -> Result<Store> {
+        if let Some(url) = path.to_str().filter(|p| is_postgres_url(p)) {
+            return Store::open_postgres(url);
+        }
         let shown = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
@@ -212,28 +221,35 @@ impl Store {
                 reason: format!("cannot create directory {}: {e}", dir.display()),
             })?;
         }
-        let conn = Connection::open(path).map_err(|e| classify(&shown, e))?;
+        let conn = Connection::open(path).map_err(|e| sqlite::classify(&shown, e))?;
         Store::setup(conn, shown)
+    }
+
+    /// Connects to the PostgreSQL database at `url` (`postgres://user@host/db`, libpq's URL
+    /// form, without TLS) and migrates it: the same tables as a SQLite file.
+    pub fn open_postgres(url: &str) -> Result<Store> {
+        let mut store = Store {
+            db: pg::connect(url)?,
+            lock_wait: LOCK_WAIT,
+        };
+        store.migrate()?;
+        Ok(store)
     }
 
     /// A database in memory, for tests and dry runs.
     pub fn open_in_memory() -> Result<Store> {
-        let conn = Connection::open_in_memory().map_err(|e| classify(":memory:", e))?;
+        let conn = Connection::open_in_memory().map_err(|e| sqlite::classify(":memory:", e))?;
         Store::setup(conn, ":memory:".to_string())
     }
 
     fn setup(conn: Connection, path: String) -> Result<Store> {
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|e| classify(&path, e))?;
-        // Foreign keys keep points tied to runs.
-        conn.execute_batch("PRAGMA foreign_keys = ON;")
-            .map_err(|e| classify(&path, e))?;
+        sqlite::configure(&conn, &path)?;
+        let in_memory = path == ":memory:";
         let mut store = Store {
-            conn,
-            path,
+            db: Db::sqlite(conn, path),
             lock_wait: LOCK_WAIT,
         };
-        if store.path != ":memory:" {
+        if !in_memory {
             store.use_wal()?;
         }
         store.migrate()?;
@@ -242,12 +258,12 @@ impl Store {
 
     /// WAL lets `history` read during a sweep and writers not block readers.
     fn use_wal(&self) -> Result<()> {
+        let Some(conn) = self.db.as_sqlite() else {
+            return Ok(());
+        };
         retry(self.lock_wait, || {
-            match self
-                .conn
-                .query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
-            {
-                Err(e) => match classify(&self.path, e) {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())) {
+                Err(e) => match sqlite::classify(self.path(), e) {
                     e @ StoreError::Locked { .. } => Err(e),
                     // Read-only or broken files: reported on the first read or write.
                     _ => Ok(()),
@@ -257,61 +273,42 @@ impl Store {
         })
     }
 
-    /// The path shown in messages.
+    /// The path (or the URL, without its password) shown in messages.
     pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    fn err(&self, e: rusqlite::Error) -> StoreError {
-        classify(&self.path, e)
+        self.db.path()
     }
 
     fn migrate(&mut self) -> Result<()> {
-        let (conn, path) = (&mut self.conn, &self.path);
-        retry(self.lock_wait, || {
-            schema::migrate(conn).map_err(|e| match e {
-                schema::MigrateError::TooNew(found) => StoreError::TooNew {
-                    path: path.clone(),
-                    found,
-                    known: SCHEMA_VERSION,
-                },
-                schema::MigrateError::Sql(e) => classify(path, e),
-            })
-        })
+        let db = &mut self.db;
+        retry(self.lock_wait, || schema::migrate(db))
     }
 
     /// Runs `f` in a write transaction that takes the lock up front, so SQLite's busy handler
     /// waits for it (a read upgraded to a write fails at once instead), retried while busy.
-    fn write<T>(&mut self, mut f: impl FnMut(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let (conn, path) = (&mut self.conn, &self.path);
-        retry(self.lock_wait, || {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| classify(path, e))?;
-            let value = f(&tx)?;
-            tx.commit().map_err(|e| classify(path, e))?;
-            Ok(value)
-        })
+    fn write<T>(&mut self, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let db = &mut self.db;
+        retry(self.lock_wait, || db.transaction(Lock::Write, &mut f))
     }
 
-    /// The schema version the file is at (after migration: `SCHEMA_VERSION`).
+    /// The schema version the database is at (after migration: `SCHEMA_VERSION`).
     pub fn schema_version(&self) -> Result<i64> {
-        self.conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.err(e))
+        self.db.schema_version()
     }
 
     /// Records the start of a run; its points follow with `add_point`.
     pub fn begin_run(&mut self, kind: &str, params: &Value, env: &Environment) -> Result<RunId> {
         let env = serde_json::to_string(env).map_err(|e| StoreError::Json(e.to_string()))?;
-        let path = self.path.clone();
+        let args = [
+            kind.into(),
+            now_ns().into(),
+            params.to_string().into(),
+            env.into(),
+        ];
         self.write(|tx| {
-            tx.execute(
-                "INSERT INTO runs (kind, created_at_ns, status, params_json, env_json) VALUES (?1, ?2, 'running', ?3, ?4)",
-                params![kind, now_ns(), params.to_string(), env],
+            tx.query_int(
+                "INSERT INTO runs (kind, created_at_ns, status, params_json, env_json) VALUES (?1, ?2, 'running', ?3, ?4) RETURNING id",
+                &args,
             )
-            .map_err(|e| classify(&path, e))?;
-            Ok(tx.last_insert_rowid())
         })
     }
 
@@ -345,24 +342,22 @@ impl Store {
         metrics: &[(String, f64)],
         packets: Option<&[PacketRecord]>,
     ) -> Result<PointId> {
-        let path = self.path.clone();
         self.write(|tx| {
-            let point = insert_point(tx, &path, run, point_params, repetition, result)?;
-            insert_metrics(tx, &path, run, point, repetition, metrics)?;
-            insert_packets(tx, &path, point, packets.unwrap_or_default())?;
+            let point = insert_point(tx, run, point_params, repetition, result)?;
+            insert_metrics(tx, run, point, repetition, metrics)?;
+            insert_packets(tx, point, packets.unwrap_or_default())?;
             Ok(point)
         })
     }
 
     /// Marks a run finished with `status`.
     pub fn finish_run(&mut self, run: RunId, status: RunStatus) -> Result<()> {
-        let path = self.path.clone();
+        let args = [status.as_str().into(), now_ns().into(), run.into()];
         let n = self.write(|tx| {
             tx.execute(
                 "UPDATE runs SET status = ?1, finished_at_ns = ?2 WHERE id = ?3",
-                params![status.as_str(), now_ns(), run],
+                &args,
             )
-            .map_err(|e| classify(&path, e))
         })?;
         if n == 0 {
             return Err(StoreError::NoSuchRun(run));
@@ -373,73 +368,38 @@ impl Store {
     /// The newest `limit` runs, newest first.
     pub fn list_runs(&self, limit: usize) -> Result<Vec<RunInfo>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT r.id, r.kind, r.created_at_ns, r.finished_at_ns, r.status, r.params_json, r.env_json,
-                        (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id)
-                 FROM runs r ORDER BY r.id DESC LIMIT ?1",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([limit], raw_info)
-            .map_err(|e| self.err(e))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
+        let sql = format!("{RUN_INFO} ORDER BY r.id DESC LIMIT ?1");
+        let rows = self.db.query(&sql, &[limit.into()], RawInfo::decode)?;
         rows.into_iter().map(RawInfo::parse).collect()
     }
 
     /// One run with its points and metrics (not its packets).
     pub fn load_run(&self, id: RunId) -> Result<Run> {
-        let raw = self
-            .conn
-            .query_row(
-                "SELECT r.id, r.kind, r.created_at_ns, r.finished_at_ns, r.status, r.params_json, r.env_json,
-                        (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id)
-                 FROM runs r WHERE r.id = ?1",
-                [id],
-                raw_info,
-            )
-            .optional()
-            .map_err(|e| self.err(e))?
-            .ok_or(StoreError::NoSuchRun(id))?;
-        let info = raw.parse()?;
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT p.id, p.params_json, p.repetition, p.result_json,
-                        (SELECT COUNT(*) FROM packets k WHERE k.point_id = p.id)
-                 FROM points p WHERE p.run_id = ?1 ORDER BY p.ordinal, p.id",
-            )
-            .map_err(|e| self.err(e))?;
-        let raw_points = stmt
-            .query_map([id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, u32>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, i64>(4)?,
-                ))
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        let mut mstmt = self
-            .conn
-            .prepare("SELECT name, value FROM metrics WHERE point_id = ?1 ORDER BY rowid")
-            .map_err(|e| self.err(e))?;
+        let sql = format!("{RUN_INFO} WHERE r.id = ?1");
+        let raw = self.db.query(&sql, &[id.into()], RawInfo::decode)?;
+        let info = raw
+            .into_iter()
+            .next()
+            .ok_or(StoreError::NoSuchRun(id))?
+            .parse()?;
+        let raw_points = self.db.query(
+            "SELECT p.id, p.params_json, p.repetition, p.result_json,
+                    (SELECT COUNT(*) FROM packets k WHERE k.point_id = p.id)
+             FROM points p WHERE p.run_id = ?1 ORDER BY p.ordinal, p.id",
+            &[id.into()],
+            |r| Ok((r.int(0)?, r.text(1)?, r.int(2)?, r.text(3)?, r.int(4)?)),
+        )?;
         let mut points = Vec::with_capacity(raw_points.len());
         for (pid, params, repetition, result, packets) in raw_points {
-            let metrics = mstmt
-                .query_map([pid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
-                .map_err(|e| self.err(e))?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| self.err(e))?;
+            let metrics = self.db.query(
+                "SELECT name, value FROM metrics WHERE point_id = ?1 ORDER BY rowid",
+                &[pid.into()],
+                |r| Ok((r.text(0)?, r.real(1)?)),
+            )?;
             points.push(Point {
                 id: pid,
                 params: parse_json(&params)?,
-                repetition,
+                repetition: u32::try_from(repetition).unwrap_or(0),
                 result: parse_json(&result)?,
                 metrics,
                 packets: u64::try_from(packets).unwrap_or(0),
@@ -450,26 +410,24 @@ impl Store {
 
     /// The packet log of one point, sorted by flow then sequence number.
     pub fn load_packets(&self, point: PointId) -> Result<Vec<PacketRecord>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT flow, seq, size, sent_ns, received_ns, echoed_ns FROM packets WHERE point_id = ?1 ORDER BY flow, seq")
-            .map_err(|e| self.err(e))?;
         let u = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
-        let rows = stmt
-            .query_map([point], |r| {
+        let small = |v: i64| {
+            u32::try_from(v).map_err(|_| BadColumn(format!("{v} is not a flow number or size")))
+        };
+        self.db.query(
+            "SELECT flow, seq, size, sent_ns, received_ns, echoed_ns FROM packets WHERE point_id = ?1 ORDER BY flow, seq",
+            &[point.into()],
+            |r| {
                 Ok(PacketRecord {
-                    flow: r.get(0)?,
-                    seq: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
-                    size: r.get(2)?,
-                    sent_ns: u(r.get(3)?),
-                    received_ns: u(r.get(4)?),
-                    echoed_ns: u(r.get(5)?),
+                    flow: small(r.int(0)?)?,
+                    seq: u64::try_from(r.int(1)?).unwrap_or(0),
+                    size: small(r.int(2)?)?,
+                    sent_ns: u(r.opt_int(3)?),
+                    received_ns: u(r.opt_int(4)?),
+                    echoed_ns: u(r.opt_int(5)?),
                 })
-            })
-            .map_err(|e| self.err(e))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows)
+            },
+        )
     }
 
     /// The run as one JSON document: run header, environment, and every point with its result
@@ -586,80 +544,80 @@ impl Drop for ActiveRun<'_> {
 
 /// Inserts a point's row, numbered after the run's other points.
 fn insert_point(
-    tx: &Transaction<'_>,
-    path: &str,
+    tx: &mut Tx<'_>,
     run: RunId,
     params: &Value,
     repetition: u32,
     result: &Value,
 ) -> Result<PointId> {
-    let c = |e| classify(path, e);
-    let exists: Option<i64> = tx
-        .query_row("SELECT id FROM runs WHERE id = ?1", [run], |r| r.get(0))
-        .optional()
-        .map_err(c)?;
-    if exists.is_none() {
+    // One statement for both: a round trip less per point to a PostgreSQL archive.
+    let counts = tx.query(
+        "SELECT (SELECT COUNT(*) FROM runs WHERE id = ?1), (SELECT COUNT(*) FROM points WHERE run_id = ?1)",
+        &[run.into()],
+        |r| Ok((r.int(0)?, r.int(1)?)),
+    )?;
+    let Some(&(1, ordinal)) = counts.first() else {
         return Err(StoreError::NoSuchRun(run));
-    }
-    let ordinal: i64 = tx
-        .query_row(
-            "SELECT COUNT(*) FROM points WHERE run_id = ?1",
-            [run],
-            |r| r.get(0),
-        )
-        .map_err(c)?;
-    tx.execute(
-        "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![run, ordinal, params.to_string(), repetition, result.to_string(), now_ns()],
+    };
+    let host = |end: &str| result[end]["host"].as_str().map_or(Sql::Null, Sql::from);
+    tx.query_int(
+        "INSERT INTO points (run_id, ordinal, params_json, repetition, result_json, created_at_ns, client_host, agent_host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+        &[
+            run.into(),
+            ordinal.into(),
+            params.to_string().into(),
+            repetition.into(),
+            result.to_string().into(),
+            now_ns().into(),
+            host("client"),
+            host("agent"),
+        ],
     )
-    .map_err(c)?;
-    Ok(tx.last_insert_rowid())
 }
 
 /// Inserts a point's finite metrics.
 fn insert_metrics(
-    tx: &Transaction<'_>,
-    path: &str,
+    tx: &mut Tx<'_>,
     run: RunId,
     point: PointId,
     repetition: u32,
     metrics: &[(String, f64)],
 ) -> Result<()> {
-    let c = |e| classify(path, e);
-    let mut m = tx
-        .prepare_cached("INSERT INTO metrics (run_id, point_id, repetition, name, value) VALUES (?1, ?2, ?3, ?4, ?5)")
-        .map_err(c)?;
-    for (name, value) in metrics.iter().filter(|(_, v)| v.is_finite()) {
-        m.execute(params![run, point, repetition, name, value])
-            .map_err(c)?;
-    }
-    Ok(())
+    let rows = metrics
+        .iter()
+        .filter(|(_, v)| v.is_finite())
+        .map(|(name, value)| {
+            Ok(vec![
+                run.into(),
+                point.into(),
+                repetition.into(),
+                name.as_str().into(),
+                (*value).into(),
+            ])
+        });
+    tx.insert_rows(
+        "INSERT INTO metrics (run_id, point_id, repetition, name, value)",
+        rows,
+    )
 }
 
 /// Inserts a point's packet log.
-fn insert_packets(
-    tx: &Transaction<'_>,
-    path: &str,
-    point: PointId,
-    packets: &[PacketRecord],
-) -> Result<()> {
-    let c = |e| classify(path, e);
-    let mut p = tx
-        .prepare_cached("INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-        .map_err(c)?;
-    for r in packets {
-        p.execute(params![
-            point,
-            r.flow,
-            to_i64(r.seq, "sequence number")?,
-            r.size,
+fn insert_packets(tx: &mut Tx<'_>, point: PointId, packets: &[PacketRecord]) -> Result<()> {
+    let rows = packets.iter().map(|r| {
+        Ok(vec![
+            point.into(),
+            r.flow.into(),
+            to_i64(r.seq, "sequence number")?.into(),
+            r.size.into(),
             opt_i64(r.sent_ns)?,
             opt_i64(r.received_ns)?,
-            opt_i64(r.echoed_ns)?
+            opt_i64(r.echoed_ns)?,
         ])
-        .map_err(c)?;
-    }
-    Ok(())
+    });
+    tx.insert_rows(
+        "INSERT INTO packets (point_id, flow, seq, size, sent_ns, received_ns, echoed_ns)",
+        rows,
+    )
 }
 
 /// Calls `attempt` again while the database is busy, with growing pauses, for up to `wait`.
@@ -729,6 +687,12 @@ fn parse_json(s: &str) -> Result<Value> {
     serde_json::from_str(s).map_err(|e| StoreError::Json(e.to_string()))
 }
 
+/// The columns of a `RunInfo`, followed by `WHERE` or `ORDER BY`.
+const RUN_INFO: &str =
+    "SELECT r.id, r.kind, r.created_at_ns, r.finished_at_ns, r.status, r.params_json, r.env_json,
+            (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id)
+     FROM runs r";
+
 struct RawInfo {
     id: i64,
     kind: String,
@@ -740,20 +704,20 @@ struct RawInfo {
     points: i64,
 }
 
-fn raw_info(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawInfo> {
-    Ok(RawInfo {
-        id: r.get(0)?,
-        kind: r.get(1)?,
-        created: r.get(2)?,
-        finished: r.get(3)?,
-        status: r.get(4)?,
-        params: r.get(5)?,
-        env: r.get(6)?,
-        points: r.get(7)?,
-    })
-}
-
 impl RawInfo {
+    fn decode(r: &Row) -> std::result::Result<RawInfo, BadColumn> {
+        Ok(RawInfo {
+            id: r.int(0)?,
+            kind: r.text(1)?,
+            created: r.int(2)?,
+            finished: r.opt_int(3)?,
+            status: r.text(4)?,
+            params: r.text(5)?,
+            env: r.text(6)?,
+            points: r.int(7)?,
+        })
+    }
+
     fn parse(self) -> Result<RunInfo> {
         Ok(RunInfo {
             id: self.id,
@@ -766,45 +730,6 @@ impl RawInfo {
             env: serde_json::from_str(&self.env).unwrap_or_default(),
             points: u64::try_from(self.points).unwrap_or(0),
         })
-    }
-}
-
-/// Turns SQLite's error codes into the one-line errors users can act on.
-fn classify(path: &str, e: rusqlite::Error) -> StoreError {
-    let path = path.to_string();
-    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
-        return match f.code {
-            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Locked {
-                path,
-                secs: BUSY_TIMEOUT.as_secs(),
-            },
-            ErrorCode::ReadOnly => StoreError::ReadOnly { path },
-            ErrorCode::DiskFull => StoreError::DiskFull { path },
-            // The WAL index (`-shm`) could not grow: on a full disk, where it often grows first.
-            _ if f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE => {
-                StoreError::DiskFull { path }
-            }
-            ErrorCode::CannotOpen => StoreError::Open {
-                path,
-                reason: "cannot open the file (missing directory or no permission)".into(),
-            },
-            ErrorCode::NotADatabase => StoreError::Open {
-                path,
-                reason: "not a SQLite database".into(),
-            },
-            ErrorCode::DatabaseCorrupt => StoreError::Open {
-                path,
-                reason: "the database file is corrupt".into(),
-            },
-            _ => StoreError::Sql {
-                path,
-                reason: msg.clone().unwrap_or_else(|| f.to_string()),
-            },
-        };
-    }
-    StoreError::Sql {
-        path,
-        reason: e.to_string(),
     }
 }
 

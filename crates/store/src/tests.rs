@@ -1,6 +1,12 @@
 use super::*;
 use serde_json::json;
 
+impl Store {
+    fn sqlite(&self) -> &Connection {
+        self.db.as_sqlite().expect("a SQLite store")
+    }
+}
+
 fn env() -> Environment {
     Environment {
         hostname: "h".into(),
@@ -76,6 +82,34 @@ fn round_trip_of_a_sweep() {
     assert_eq!(s.done_points(run).unwrap().len(), 2);
 }
 
+/// Each point's two ends are kept as columns, for queries over many agents.
+#[test]
+fn points_keep_their_hosts() {
+    let mut s = Store::open_in_memory().unwrap();
+    let run = s.begin_run("test", &json!({}), &env()).unwrap();
+    let ends = json!({"client": {"host": "site-a"}, "agent": {"host": "site-b"}});
+    let p = s.add_point(run, &json!({}), 0, &ends, &[], None).unwrap();
+    let q = s
+        .add_point(run, &json!({}), 0, &json!({}), &[], None)
+        .unwrap();
+    let hosts = |id: PointId| {
+        s.sqlite()
+            .query_row(
+                "SELECT client_host, agent_host FROM points WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                    ))
+                },
+            )
+            .unwrap()
+    };
+    assert_eq!(hosts(p), (Some("site-a".into()), Some("site-b".into())));
+    assert_eq!(hosts(q), (None, None));
+}
+
 #[test]
 fn exports() {
     let mut s = Store::open_in_memory().unwrap();
@@ -146,7 +180,8 @@ fn migrates_a_version_1_database() {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     {
         let c = Connection::open(&path).unwrap();
-        c.execute_batch(schema::V1).unwrap();
+        c.execute_batch(&schema::Dialect::Sqlite.render(schema::V1))
+            .unwrap();
         c.execute_batch(
             "INSERT INTO runs (kind, created_at_ns, status, params_json) VALUES ('test', 5, 'complete', '{\"rate\":1000}');
              INSERT INTO points (run_id, ordinal, params_json, repetition, result_json) VALUES (1, 0, '{}', 0, '{\"old\":true}');
@@ -156,7 +191,7 @@ fn migrates_a_version_1_database() {
         .unwrap();
     }
     let mut s = Store::open(&path).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 2);
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
     let old = s.load_run(1).unwrap();
     assert_eq!(old.info.status, RunStatus::Complete);
     assert_eq!(old.info.params, json!({"rate": 1000}));
@@ -199,7 +234,7 @@ fn newer_schema_is_refused() {
 fn locked_database_is_a_clear_error() {
     let path = temp_path("locked");
     let mut s = Store::open(&path).unwrap();
-    s.conn.busy_timeout(Duration::from_millis(100)).unwrap();
+    s.sqlite().busy_timeout(Duration::from_millis(100)).unwrap();
     s.lock_wait = Duration::from_millis(500);
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
@@ -216,7 +251,7 @@ fn locked_database_is_a_clear_error() {
 fn lock_held_past_the_busy_timeout_is_waited_out() {
     let path = temp_path("outlasted");
     let mut s = Store::open(&path).unwrap();
-    s.conn.busy_timeout(Duration::from_millis(50)).unwrap();
+    s.sqlite().busy_timeout(Duration::from_millis(50)).unwrap();
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
     let release = std::thread::spawn(move || {
@@ -262,12 +297,12 @@ fn failed_point_leaves_nothing_half_written() {
     let r = s.load_run(run).unwrap();
     assert_eq!(r.points.len(), 1);
     let n: i64 = s
-        .conn
+        .sqlite()
         .query_row("SELECT COUNT(*) FROM metrics", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 1);
     let n: i64 = s
-        .conn
+        .sqlite()
         .query_row("SELECT COUNT(*) FROM packets", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 0);
@@ -310,10 +345,10 @@ fn full_disk_is_a_clear_error_and_keeps_earlier_runs() {
     )
     .unwrap();
     let pages: i64 = s
-        .conn
+        .sqlite()
         .query_row("PRAGMA page_count", [], |r| r.get(0))
         .unwrap();
-    s.conn
+    s.sqlite()
         .query_row(
             &format!("PRAGMA max_page_count = {}", pages + 2),
             [],
@@ -376,7 +411,7 @@ fn assert_all_stored(path: &Path, runs: &[RunId], points: usize) {
             .all(|p| p.packets == 1 && p.metrics.len() == 1));
     }
     let mode: String = s
-        .conn
+        .sqlite()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");

@@ -11,6 +11,7 @@ mod cmsg;
 pub mod cpu;
 pub mod daemon;
 pub mod host;
+pub mod icmp;
 pub mod netlink;
 pub mod packet;
 pub mod poll;

@@ -6,9 +6,11 @@
 //! their clock in `f64` nanoseconds (exact to the nanosecond for 104 days) and round each
 //! emission.
 
-use crate::dist::{rng, std_normal, to_u64, Dist, Sampler, MAX_PACKET_SIZE};
+use crate::dist::{rng, to_u64, Dist, Sampler, MAX_PACKET_SIZE};
 use crate::{Emission, PacedSchedule, Source, TrafficError};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 fn bad(msg: impl Into<String>) -> TrafficError {
@@ -450,7 +452,7 @@ impl Video {
                 min: *min,
                 max: *max,
                 // Start in the stationary law.
-                x: mean + sd * std_normal(&mut rng),
+                x: mean + sd * rng.sample::<f64, _>(StandardNormal),
             },
         };
         Ok(Video {
@@ -486,7 +488,8 @@ impl Video {
                 x,
             } => {
                 let out = x.clamp(*min, *max);
-                let innovation = *sd * (1.0 - *rho * *rho).sqrt() * std_normal(&mut self.rng);
+                let innovation =
+                    *sd * (1.0 - *rho * *rho).sqrt() * self.rng.sample::<f64, _>(StandardNormal);
                 *x = *mean + *rho * (*x - *mean) + innovation;
                 out
             }

@@ -2,6 +2,12 @@
 //!
 //! The model reads no file: the caller passes the file's bytes.
 
+use std::time::Duration;
+
+use etherparse::{EtherType, LaxSlicedPacket, TransportSlice};
+use pcap_file::pcap::PcapParser;
+use pcap_file::TsResolution;
+
 use crate::{Emission, TrafficError};
 
 /// Unit of the bare times of a text trace.
@@ -106,11 +112,11 @@ const LINKTYPE_LINUX_SLL: u32 = 113;
 const LINKTYPE_IPV4: u32 = 228;
 const LINKTYPE_IPV6: u32 = 229;
 
-/// Parses a classic pcap capture (microsecond or nanosecond timestamps, either byte order).
-/// Each record becomes an emission at its timestamp minus the first record's, sized by the
-/// UDP payload when the packet is (Ethernet, Linux cooked or raw) IPv4/IPv6 carrying UDP (the
-/// UDP length field, so truncated captures still count the full payload), and by the
-/// original frame length otherwise. Timestamps must not decrease.
+/// Parses a classic pcap capture (microsecond or nanosecond timestamps, either byte order)
+/// with pcap-file. Each record becomes an emission at its timestamp minus the first record's,
+/// sized by the UDP payload when the packet is (Ethernet, Linux cooked or raw) IPv4/IPv6
+/// carrying UDP (the UDP length field, so truncated captures still count the full payload),
+/// and by the original frame length otherwise. Timestamps must not decrease.
 pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<Emission>, TrafficError> {
     let err = |m: String| TrafficError::Pcap(m);
     if bytes.len() < 24 {
@@ -119,148 +125,79 @@ pub fn parse_pcap(bytes: &[u8]) -> Result<Vec<Emission>, TrafficError> {
             bytes.len()
         )));
     }
-    let magic_le = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    let magic_be = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    let (little, nanos) = match (magic_le, magic_be) {
-        (PCAP_US, _) => (true, false),
-        (PCAP_NS, _) => (true, true),
-        (_, PCAP_US) => (false, false),
-        (_, PCAP_NS) => (false, true),
-        (PCAPNG, _) | (_, PCAPNG) => {
-            return Err(err(
-                "pcapng is not supported; convert it with 'editcap -F pcap IN OUT'".into(),
-            ))
-        }
-        _ => return Err(err(format!("not a pcap file (magic {magic_le:#010x})"))),
-    };
-    let u32_at = |off: usize| -> Option<u32> {
-        let b = bytes.get(off..off + 4)?;
-        let a = [b[0], b[1], b[2], b[3]];
-        Some(if little {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        })
-    };
-    let linktype = u32_at(20).unwrap_or(0) & 0x0fff_ffff;
+    let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if magic == PCAPNG {
+        return Err(err(
+            "pcapng is not supported; convert it with 'editcap -F pcap IN OUT'".into(),
+        ));
+    }
+    let (mut rest, parser) = PcapParser::new(bytes)
+        .map_err(|_| err(format!("not a pcap file (magic {magic:#010x})")))?;
+    let header = parser.header();
+    let linktype = u32::from(header.datalink) & 0x0fff_ffff;
     let mut out: Vec<Emission> = Vec::new();
-    let mut first: Option<u128> = None;
-    let mut last: u128 = 0;
-    let mut off = 24;
+    let mut first: Option<Duration> = None;
+    let mut last = Duration::ZERO;
     let mut record = 0usize;
-    while off < bytes.len() {
+    while !rest.is_empty() {
         record += 1;
-        let (Some(sec), Some(frac), Some(incl), Some(orig)) = (
-            u32_at(off),
-            u32_at(off + 4),
-            u32_at(off + 8),
-            u32_at(off + 12),
-        ) else {
-            return Err(err(format!(
-                "record {record}: truncated record header at byte {off}"
-            )));
+        let at_byte = bytes.len() - rest.len();
+        let (after, raw) = parser.next_raw_packet(rest).map_err(|_| {
+            err(if rest.len() < 16 {
+                format!("record {record}: truncated record header at byte {at_byte}")
+            } else {
+                format!("record {record}: captured length runs past the end of the file")
+            })
+        })?;
+        let frac = raw.ts_frac;
+        let unit = match header.ts_resolution {
+            TsResolution::MicroSecond => "microseconds",
+            TsResolution::NanoSecond => "nanoseconds",
         };
-        let data_start = off + 16;
-        let data = usize::try_from(incl)
-            .ok()
-            .and_then(|n| data_start.checked_add(n))
-            .and_then(|end| bytes.get(data_start..end))
-            .ok_or_else(|| {
-                err(format!(
-                    "record {record}: captured length {incl} runs past the end of the file"
-                ))
+        let captured_more_than_sent = raw.incl_len > raw.orig_len;
+        // No snap length check: a truncated capture's original length exceeds it, and the
+        // original length is what a record counts.
+        let packet = raw
+            .try_into_pcap_packet(header.ts_resolution, u32::MAX)
+            .map_err(|_| {
+                err(if captured_more_than_sent {
+                    format!("record {record}: captured length above the original length")
+                } else {
+                    format!("record {record}: {unit} {frac} out of range")
+                })
             })?;
-        let frac_ns = if nanos {
-            if frac >= 1_000_000_000 {
-                return Err(err(format!(
-                    "record {record}: nanoseconds {frac} out of range"
-                )));
-            }
-            u128::from(frac)
-        } else {
-            if frac >= 1_000_000 {
-                return Err(err(format!(
-                    "record {record}: microseconds {frac} out of range"
-                )));
-            }
-            u128::from(frac) * 1000
-        };
-        let t = u128::from(sec) * 1_000_000_000 + frac_ns;
-        if t < last {
+        if packet.timestamp < last {
             return Err(err(format!(
                 "record {record}: timestamp goes back before the previous record's"
             )));
         }
-        last = t;
-        let base = *first.get_or_insert(t);
-        let at_ns = u64::try_from(t - base).unwrap_or(u64::MAX);
-        let size = udp_payload(linktype, data).unwrap_or(orig);
+        last = packet.timestamp;
+        let base = *first.get_or_insert(packet.timestamp);
+        let at_ns = u64::try_from((packet.timestamp - base).as_nanos()).unwrap_or(u64::MAX);
+        let size = udp_payload(linktype, &packet.data).unwrap_or(packet.orig_len);
         out.push(Emission { at_ns, size });
-        off = data_start + data.len();
+        rest = after;
     }
     Ok(out)
 }
 
-fn be16(d: &[u8], off: usize) -> Option<u16> {
-    let b = d.get(off..off + 2)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
-}
-
-/// UDP payload length of a captured frame, if it is IPv4/IPv6 UDP (first fragment only).
+/// UDP payload length of a captured frame, from the UDP header's length field, if it is
+/// IPv4/IPv6 UDP and not fragmented (etherparse's lax slicing accepts truncated frames).
 fn udp_payload(linktype: u32, frame: &[u8]) -> Option<u32> {
-    let (ethertype, ip) = match linktype {
-        LINKTYPE_ETHERNET => {
-            let mut off = 12;
-            let mut et = be16(frame, off)?;
-            // VLAN tags (802.1Q, 802.1ad).
-            while et == 0x8100 || et == 0x88a8 {
-                off += 4;
-                et = be16(frame, off)?;
-            }
-            (et, frame.get(off + 2..)?)
+    let packet = match linktype {
+        LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(frame).ok()?,
+        LINKTYPE_LINUX_SLL => {
+            let protocol = frame.get(14..16)?;
+            let protocol = EtherType(u16::from_be_bytes([protocol[0], protocol[1]]));
+            LaxSlicedPacket::from_ether_type(protocol, frame.get(16..)?)
         }
-        LINKTYPE_LINUX_SLL => (be16(frame, 14)?, frame.get(16..)?),
-        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
-            let version = frame.first()? >> 4;
-            (if version == 6 { 0x86dd } else { 0x0800 }, frame)
-        }
+        LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_IPV6 => LaxSlicedPacket::from_ip(frame).ok()?,
         _ => return None,
     };
-    let udp = match ethertype {
-        0x0800 => {
-            let first = *ip.first()?;
-            if first >> 4 != 4 {
-                return None;
-            }
-            let ihl = usize::from(first & 0x0f) * 4;
-            let flags_frag = be16(ip, 6)?;
-            let fragmented = flags_frag & 0x3fff != 0;
-            if ihl < 20 || *ip.get(9)? != 17 || fragmented {
-                return None;
-            }
-            ip.get(ihl..)?
-        }
-        0x86dd => {
-            if ip.first()? >> 4 != 6 {
-                return None;
-            }
-            let mut next = *ip.get(6)?;
-            let mut off = 40;
-            // Skip hop-by-hop, routing and destination options; a fragment header means
-            // the payload is not a whole UDP datagram.
-            while matches!(next, 0 | 43 | 60) {
-                next = *ip.get(off)?;
-                off += (usize::from(*ip.get(off + 1)?) + 1) * 8;
-            }
-            if next != 17 {
-                return None;
-            }
-            ip.get(off..)?
-        }
-        _ => return None,
-    };
-    let len = be16(udp, 4)?;
-    (len >= 8).then(|| u32::from(len - 8))
+    match packet.transport? {
+        TransportSlice::Udp(udp) => udp.length().checked_sub(8).map(u32::from),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -471,6 +408,36 @@ mod tests {
             assert!(e.starts_with(want), "{e}");
         }
         assert_eq!(parse_pcap(&good).unwrap().len(), 2);
+    }
+
+    /// Linux cooked captures are read through their protocol field; a fragment of a datagram
+    /// is not a whole UDP payload and counts its original frame length.
+    #[test]
+    fn cooked_captures_and_fragments() {
+        let mut cooked = vec![0u8; 14];
+        cooked.extend([0x08, 0x00]);
+        cooked.extend(&ethernet_ipv4_udp(300)[14..]);
+        let b = pcap(PCAP_US, true, LINKTYPE_LINUX_SLL, &[(0, 0, cooked, 344)]);
+        assert_eq!(parse_pcap(&b).unwrap()[0].size, 300);
+        let mut fragment = ethernet_ipv4_udp(300);
+        fragment[14 + 6] |= 0x20; // more fragments
+        let b = pcap(PCAP_US, true, LINKTYPE_ETHERNET, &[(0, 0, fragment, 342)]);
+        assert_eq!(parse_pcap(&b).unwrap()[0].size, 342);
+    }
+
+    /// A capture cut at a small snap length (tcpdump -s 64) keeps each record's original
+    /// length; a record claiming more bytes than were sent is refused.
+    #[test]
+    fn snap_length_does_not_limit_the_original_length() {
+        let mut b = pcap(PCAP_US, true, 1, &[(0, 0, ethernet_ipv4_udp(1400), 1442)]);
+        b[16..20].copy_from_slice(&64u32.to_le_bytes());
+        assert_eq!(parse_pcap(&b).unwrap()[0].size, 1400);
+        let b = pcap(PCAP_US, true, 1, &[(0, 0, ethernet_arp(), 10)]);
+        let e = parse_pcap(&b).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "pcap: record 1: captured length above the original length"
+        );
     }
 
     #[test]

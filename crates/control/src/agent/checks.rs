@@ -18,7 +18,8 @@ pub fn check_request(spec: &TestSpec, limits: &Limits) -> Result<(), String> {
     check_limits(spec, limits)?;
     let ports_given = spec.client_udp_ports.len() == spec.flows as usize
         && spec.client_udp_ports.iter().all(|&p| p != 0);
-    if spec.protocol == Protocol::Udp && !ports_given {
+    // A multicast receiver hears the group; it never sends to the client.
+    if spec.protocol == Protocol::Udp && spec.multicast.is_none() && !ports_given {
         return Err("a UDP test needs the client's UDP port for each flow".into());
     }
     Ok(())
@@ -168,6 +169,7 @@ mod tests {
             echo_every: None,
             omit_ns: None,
             pacing: Default::default(),
+            multicast: None,
         }
     }
 

@@ -1,11 +1,13 @@
 //! The agent's data sockets, one per flow: bound to its side of the control connection and
-//! connected to (or accepting from) the control peer's address only.
+//! connected to (or accepting from) the control peer's address only; or, for a multicast
+//! test, a receiving socket joined to the group.
 
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use flowlab_spec::{format_mac, Protocol, TestSpec};
+use flowlab_spec::{format_mac, MulticastGroup, Protocol, TestSpec};
 use flowlab_sys::raw::RawSocket;
+use socket2::{Domain, Socket, Type};
 
 use super::checks::RawPath;
 use super::config::SETUP_TIMEOUT;
@@ -22,6 +24,29 @@ fn raw_notes(spec: &TestSpec) -> Vec<String> {
         })
         .into_iter()
         .collect()
+}
+
+/// A multicast receiver's socket: bound to the group and its port (so it hears only that
+/// group) and joined on the interface holding the control connection's address. Nothing is
+/// ever sent on it.
+fn join_group(m: &MulticastGroup, local_ip: IpAddr) -> Result<UdpSocket, String> {
+    let at = SocketAddr::new(m.group, m.port);
+    let failed = |e: std::io::Error| format!("cannot join the multicast group {at}: {e}");
+    let socket = Socket::new(Domain::for_address(at), Type::DGRAM, None).map_err(failed)?;
+    socket.set_reuse_address(true).map_err(failed)?;
+    socket.bind(&at.into()).map_err(failed)?;
+    match (m.group, local_ip.to_canonical()) {
+        (IpAddr::V4(group), IpAddr::V4(local)) => socket.join_multicast_v4(&group, &local),
+        (IpAddr::V6(group), local) => {
+            let interface = flowlab_sys::raw::interface_with_address(local).map_err(failed)?;
+            socket.join_multicast_v6(&group, interface.index)
+        }
+        (IpAddr::V4(_), IpAddr::V6(_)) => {
+            return Err(format!("an IPv4 group ({at}) needs the client over IPv4"))
+        }
+    }
+    .map_err(failed)?;
+    Ok(socket.into())
 }
 
 /// The agent's data sockets, one per flow, before and after the client's side is known.
@@ -47,6 +72,13 @@ impl DataSockets {
     ) -> Result<DataSockets, String> {
         let local = SocketAddr::new(local_ip, 0);
         match spec.protocol {
+            Protocol::Udp if spec.multicast.is_some() => spec
+                .multicast
+                .as_ref()
+                .map(|m| join_group(m, local_ip))
+                .into_iter()
+                .collect::<Result<Vec<_>, String>>()
+                .map(DataSockets::Udp),
             Protocol::Udp => spec
                 .client_udp_ports
                 .iter()
@@ -79,6 +111,7 @@ impl DataSockets {
                     .map(|s| DataSockets::Raw(vec![s], interface.local.mac))
                     .map_err(|e| raw_error(&interface.local.name, &e))
             }
+            Protocol::Icmp => Err("ICMP echo needs no agent: the host's kernel answers".into()),
         }
     }
 

@@ -285,7 +285,8 @@ impl Session<'_> {
         drop(ticket);
         stats.tests_run.fetch_add(1, Ordering::Relaxed);
         let ctx = RunContext {
-            session,
+            // A multicast sender's probes carry the session every receiver was told.
+            session: spec.multicast.as_ref().map_or(session, |m| m.session),
             send_cap_bps: config.limits.max_rate_bps,
             return_cookie: cookie,
             packet_key: packet_key.filter(|_| spec.authenticated_packets),
@@ -320,19 +321,8 @@ fn run_test(
         .filter(|_| matches!(role, Role::Sender | Role::Echo))
         .and_then(QdiscWatch::start);
     let mut report = SideReport {
-        role,
-        host: flowlab_sys::host::hostname(),
-        cpu: None,
-        role_cpu: None,
-        sender: None,
-        receiver: None,
-        echo: None,
-        transactions: None,
-        responder: None,
-        tcp_info: None,
-        host_qdisc_drops: None,
-        error: None,
         notes: data.configure(spec, role == Role::Sender),
+        ..SideReport::new(role, flowlab_sys::host::hostname())
     };
     if let (None, Some(cap)) = (spec.rate_bps, limits.max_rate_bps) {
         report.notes.push(format!(

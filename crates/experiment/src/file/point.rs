@@ -50,7 +50,11 @@ const SPEC_KEYS: &[&str] = &[
     "recv_buffer",
     "echo_every",
 ];
-const PROTOCOLS: &[(&str, Protocol)] = &[("udp", Protocol::Udp), ("tcp", Protocol::Tcp)];
+const PROTOCOLS: &[(&str, Protocol)] = &[
+    ("udp", Protocol::Udp),
+    ("tcp", Protocol::Tcp),
+    ("icmp", Protocol::Icmp),
+];
 const MODES: &[(&str, Direction)] = &[
     ("oneway", Direction::Oneway),
     ("loopback", Direction::Loopback),
@@ -149,10 +153,18 @@ fn build_flow(r: &Reader, name: String, hosts: &[Host]) -> Result<Flow, FileErro
             true => Protocol::Tcp,
             false => Protocol::Udp,
         });
-    let direction = r.choice("mode", MODES)?.unwrap_or(Direction::Oneway);
+    // An echo is a round trip.
+    let direction = r.choice("mode", MODES)?.unwrap_or(match protocol {
+        Protocol::Icmp => Direction::Loopback,
+        _ => Direction::Oneway,
+    });
     let mut spec = TestSpec::new(protocol, direction);
     for key in SPEC_KEYS {
         apply(r, &mut spec, key)?;
+    }
+    // As with `flowlab test`: echo requests one a second at any size unless a rate is given.
+    if protocol == Protocol::Icmp && r.get("rate").is_none() {
+        spec.rate_bps = Some(flowlab_spec::icmp_rate_bps(spec.size));
     }
     // As with `flowlab test`: a count alone ends the flow, no default duration beside it.
     if r.get("duration").is_none() && spec.count.is_some() {

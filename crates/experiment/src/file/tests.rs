@@ -553,3 +553,28 @@ fn refusals_of_test_spec_validate_name_the_key_at_fault() {
         assert!(e.message.contains(want), "{e} should mention {want}");
     }
 }
+
+#[test]
+fn an_icmp_flow_is_a_round_trip_of_one_request_a_second_unless_paced() {
+    let icmp = load(&one_flow(
+        "protocol = \"icmp\"\nsize = \"1000B\"\ncount = 10",
+    ))
+    .unwrap();
+    let spec = &icmp.points[0].flow("f").unwrap().spec;
+    assert_eq!(
+        (spec.protocol, spec.direction, spec.size),
+        (Protocol::Icmp, Direction::Loopback, 1000)
+    );
+    assert_eq!(spec.packet_interval_ns(), Some(1_000_000_000));
+    let paced = load(&one_flow(
+        "protocol = \"icmp\"\nsize = \"64B\"\nrate = \"51.2k\"",
+    ))
+    .unwrap();
+    let spec = &paced.points[0].flow("f").unwrap().spec;
+    assert_eq!(spec.packet_interval_ns(), Some(10_000_000));
+    let reverse = load(&one_flow("protocol = \"icmp\"\nmode = \"reverse\"")).unwrap_err();
+    assert!(
+        reverse.to_string().contains("an echo is a round trip"),
+        "{reverse}"
+    );
+}

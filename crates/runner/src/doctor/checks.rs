@@ -432,6 +432,30 @@ mod tests {
             .collect()
     }
 
+    /// The text fits in 80 columns, each finding and its change carried on under itself.
+    #[test]
+    fn the_text_fits_in_80_columns() {
+        let mut exam = exam();
+        exam.local.load_1m = Some(6.29);
+        exam.local.clock_synchronized = Some(false);
+        let findings = diagnose(&exam);
+        let text = crate::doctor::render(&crate::doctor::Diagnosis {
+            examination: exam,
+            findings,
+        });
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{line}\n{text}");
+        }
+        assert!(
+            text.contains("\nWARN  load            here: load 6.29"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n                      change: run on an idle host"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_sound_path_warns_of_nothing() {
         assert_eq!(bdp_bytes(&exam()), Some(125_000));

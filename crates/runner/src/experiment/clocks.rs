@@ -37,13 +37,32 @@ impl ClockWatch {
         key: Option<&[u8]>,
         period: Duration,
     ) -> anyhow::Result<ClockWatch> {
-        let mut probes = Vec::new();
-        let mut estimators = BTreeMap::new();
-        for &agent in agents {
+        let first = |agent: &String| -> anyhow::Result<(ClockProbe, ClockEstimator)> {
             let fail = |e| anyhow::anyhow!("agent {agent}: {e}");
             let mut probe = ClockProbe::connect(agent, key).map_err(fail)?;
             let mut estimator = ClockEstimator::new(period.as_nanos() as u64);
             add(&mut estimator, probe.exchange(FIRST_PROBES).map_err(fail)?);
+            Ok((probe, estimator))
+        };
+        // Every agent at once: a fleet's hundred agents one after another would wait for
+        // each one's 16 round trips in turn.
+        let started: Vec<_> = std::thread::scope(|scope| {
+            let threads: Vec<_> = agents
+                .iter()
+                .map(|&agent| scope.spawn(move || first(agent)))
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a clock probe failed")))
+                })
+                .collect()
+        });
+        let mut probes = Vec::new();
+        let mut estimators = BTreeMap::new();
+        for (&agent, started) in agents.iter().zip(started) {
+            let (probe, estimator) = started?;
             estimators.insert(agent.clone(), estimator);
             probes.push((agent.clone(), probe));
         }

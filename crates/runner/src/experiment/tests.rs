@@ -400,19 +400,8 @@ duration = "2s"
     let mut r = result(&flow.spec, 1e6, 0.0);
     r.started_at_ns = start;
     r.agent = Some(flowlab_results::SideReport {
-        role: flowlab_results::Role::Receiver,
-        host: "b".into(),
-        cpu: None,
-        role_cpu: None,
-        sender: None,
         receiver: Some(meter.report(None)),
-        echo: None,
-        transactions: None,
-        responder: None,
-        tcp_info: None,
-        host_qdisc_drops: None,
-        error: None,
-        notes: Vec::new(),
+        ..flowlab_results::SideReport::new(flowlab_results::Role::Receiver, "b".into())
     });
     let o = one_way(&r, &flow, &clocks).unwrap();
     // Bounds: 20 µs + 2 ppm over the 10 s since the last probe, the sender's 10 µs, and the

@@ -115,19 +115,8 @@ mod tests {
         let mut spec = TestSpec::new(Protocol::Udp, Direction::Oneway);
         spec.flows = 4;
         let agent = SideReport {
-            role: Role::Receiver,
-            host: "agent".into(),
-            cpu: None,
-            role_cpu: None,
-            sender: None,
             receiver: Some(meter.report(Some(&[100; 4]))),
-            echo: None,
-            transactions: None,
-            responder: None,
-            tcp_info: None,
-            host_qdisc_drops: None,
-            error: None,
-            notes: Vec::new(),
+            ..SideReport::new(Role::Receiver, "agent".into())
         };
         TestResult {
             schema_version: SCHEMA_VERSION,

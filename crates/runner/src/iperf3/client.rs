@@ -249,19 +249,10 @@ fn side(
     error: Option<String>,
 ) -> SideReport {
     SideReport {
-        role,
-        host: flowlab_sys::host::hostname(),
-        cpu: None,
-        role_cpu: None,
         sender,
         receiver,
-        echo: None,
-        transactions: None,
-        responder: None,
-        tcp_info: None,
-        host_qdisc_drops: None,
         error,
-        notes: Vec::new(),
+        ..SideReport::new(role, flowlab_sys::host::hostname())
     }
 }
 

@@ -110,6 +110,7 @@ fn spec() -> TestSpec {
         echo_every: None,
         omit_ns: None,
         pacing: Default::default(),
+        multicast: None,
     }
 }
 
@@ -502,4 +503,31 @@ fn a_sweep_says_how_long_it_will_take() {
         expected_line(2, 22_000_000_000),
         "flowlab: 2 tests, expected to take about 22 s\n"
     );
+}
+
+#[test]
+fn an_icmp_sweep_over_size_sends_one_echo_a_second_at_every_size() {
+    let icmp = bare().fill(&point(&["proto=icmp"])).unwrap();
+    let base = PointBase {
+        spec: icmp,
+        given: vec![Param::Protocol],
+    };
+    for size in [64u32, 4096] {
+        let s = base.spec(&point(&[&format!("size={size}")])).unwrap();
+        assert_eq!(
+            (s.protocol, s.direction, s.size),
+            (Protocol::Icmp, Direction::Loopback, size)
+        );
+        assert_eq!(s.packet_interval_ns(), Some(1_000_000_000));
+    }
+    // A rate the flags give is kept: the interval follows the size.
+    let paced = PointBase {
+        spec: TestSpec {
+            rate_bps: Some(51_200),
+            ..base.spec.clone()
+        },
+        given: vec![Param::Protocol, Param::Rate],
+    };
+    let s = paced.spec(&point(&["size=64"])).unwrap();
+    assert_eq!(s.packet_interval_ns(), Some(10_000_000));
 }

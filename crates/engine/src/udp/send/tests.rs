@@ -117,6 +117,7 @@ fn spec(count: u64) -> TestSpec {
         echo_every: None,
         omit_ns: None,
         pacing: Default::default(),
+        multicast: None,
     }
 }
 

@@ -7,11 +7,21 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::ExitCode;
 
-use flowlab_control::client::{run_multicast, MulticastOptions};
-use flowlab_control::{TestOptions, TestRun};
-use flowlab_spec::{MulticastGroup, TestSpec};
-use flowlab_units::{format_duration_ns, format_rate};
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use flowlab_control::client::{run_multicast, MulticastOptions, MulticastOutcome};
+use flowlab_control::{TestOptions, TestRun};
+use flowlab_engine::SenderOutcome;
+use flowlab_results::meter::SenderMeter;
+use flowlab_results::SideReport;
+use flowlab_spec::{DatagramHeader, MulticastGroup, TestSpec};
+use flowlab_sys::clock;
+use flowlab_units::{format_duration_ns, format_rate};
+use flowlab_wire::iperf2::Iperf2Header;
+
+use crate::iperf3::streams::udp_send;
 use crate::test::usage_error;
 
 /// iperf2's port, so `iperf -s -u -B GROUP` hears flowlab's sender as typed.
@@ -26,14 +36,31 @@ pub struct MulticastRequest {
     pub agents: Vec<String>,
     /// IPv4 TTL or IPv6 hop limit.
     pub ttl: u8,
+    /// `--iperf2`: which end is iperf2's; the datagrams then carry its header.
+    pub iperf2: Option<Iperf2Peer>,
+}
+
+/// The end of a multicast test that iperf2 (Debian's `iperf`) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Iperf2Peer {
+    /// `iperf -c GROUP -u -T 1` sends: flowlab's agents receive for the test's duration.
+    Sender,
+    /// `iperf -s -u -B GROUP` receives (and any agents given): flowlab sends.
+    Receivers,
 }
 
 impl MulticastRequest {
-    pub fn new(test: TestOptions, agents: &[String], ttl: u8) -> MulticastRequest {
+    pub fn new(
+        test: TestOptions,
+        agents: &[String],
+        ttl: u8,
+        iperf2: Option<Iperf2Peer>,
+    ) -> MulticastRequest {
         MulticastRequest {
             test,
             agents: agents.to_vec(),
             ttl,
+            iperf2,
         }
     }
 }
@@ -63,30 +90,96 @@ pub fn spec_of(request: &MulticastRequest) -> anyhow::Result<TestSpec> {
             port,
             hops: request.ttl,
             session: rand::random(),
+            header: match request.iperf2 {
+                Some(_) => DatagramHeader::Iperf2,
+                None => DatagramHeader::Flowlab,
+            },
         }),
         ..request.test.spec.clone()
     };
     spec.validate()
         .map_err(|e| usage_error(format!("invalid test: {e}")))?;
-    if request.agents.is_empty() {
-        return Err(usage_error(
-            "a multicast test needs receivers: --agents A,B,C",
-        ));
+    match request.iperf2 {
+        // iperf2's receivers may be the only ones.
+        Some(Iperf2Peer::Receivers) => {}
+        _ if request.agents.is_empty() => {
+            return Err(usage_error(
+                "a multicast test needs receivers: --agents A,B,C",
+            ))
+        }
+        Some(Iperf2Peer::Sender) if spec.duration_ns.is_none() => {
+            return Err(usage_error(
+                "--iperf2 sender: the agents listen for a --duration, not a --count",
+            ))
+        }
+        _ => {}
     }
     Ok(spec)
 }
 
-/// Runs the request: one result per receiving agent.
-pub fn run(request: &MulticastRequest) -> anyhow::Result<Vec<TestRun>> {
+/// Runs the request: the sender's side and one result per receiving agent.
+pub fn run(request: &MulticastRequest) -> anyhow::Result<MulticastOutcome> {
+    let spec = spec_of(request)?;
     let options = MulticastOptions {
         agents: request.agents.clone(),
-        spec: spec_of(request)?,
+        spec: spec.clone(),
         key: request.test.key.clone(),
         drain: request.test.drain,
         bind: request.test.bind,
     };
     flowlab_sys::signal::interrupt_flag();
-    Ok(run_multicast(&options)?)
+    let outcome = match request.iperf2 {
+        None => run_multicast(&options, None),
+        Some(Iperf2Peer::Receivers) => run_multicast(
+            &options,
+            Some(&|socket, stop| send_iperf2(socket, &spec, stop)),
+        ),
+        Some(Iperf2Peer::Sender) => {
+            run_multicast(&options, Some(&|_, stop| await_iperf2(&spec, stop)))
+        }
+    };
+    Ok(outcome?)
+}
+
+/// Sends the flow in iperf2's datagrams (ids from 1, wall-clock stamps), then its final
+/// datagram (the next id, negated), which ends `iperf -s`'s report.
+fn send_iperf2(socket: &UdpSocket, spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome {
+    let ids = AtomicU64::new(0);
+    let header = |datagram: &mut [u8], seq: u64| {
+        ids.fetch_max(seq + 1, Ordering::Relaxed);
+        Iperf2Header::at(seq as i64 + 1, clock::realtime_ns()).emit(datagram);
+    };
+    let (meter, error) = udp_send(socket, None, spec, &header, stop);
+    let mut fin = vec![0u8; spec.size as usize];
+    let next = ids.load(Ordering::Relaxed) as i64 + 1;
+    Iperf2Header::at(-next, clock::realtime_ns()).emit(&mut fin);
+    let fin_error = socket
+        .send(&fin)
+        .err()
+        .map(|e| format!("cannot send iperf2's final datagram: {e}"));
+    outcome(meter, error.or(fin_error))
+}
+
+/// iperf2 sends: this end only waits out the test's duration (or Ctrl-C) while the agents
+/// receive, and reports nothing sent.
+fn await_iperf2(spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome {
+    let until = Instant::now() + Duration::from_nanos(spec.duration_ns.unwrap_or(0));
+    while Instant::now() < until
+        && !stop.load(Ordering::Relaxed)
+        && !flowlab_sys::signal::is_interrupted()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    outcome(SenderMeter::new(1, false, false), None)
+}
+
+fn outcome(meter: SenderMeter, error: Option<String>) -> SenderOutcome {
+    SenderOutcome {
+        report: meter.report(),
+        log: Vec::new(),
+        error,
+        worker_cpu_ns: (0, 0),
+    }
 }
 
 /// Runs the request, stores it in `db` (`None`: not at all) as one run with a point per
@@ -97,14 +190,15 @@ pub fn run_and_print(
     json: bool,
     db: Option<Option<&Path>>,
 ) -> anyhow::Result<ExitCode> {
-    let runs = run(request)?;
-    let stored = db.is_none_or(|db| store(db, request, &runs));
+    let outcome = run(request)?;
+    let runs = &outcome.receivers;
+    let stored = db.is_none_or(|db| store(db, request, runs));
     let text = match json {
         true => {
             let documents: Vec<_> = runs.iter().map(|r| &r.result).collect();
             serde_json::to_string_pretty(&documents)? + "\n"
         }
-        false => render(&runs),
+        false => render(request, &outcome),
     };
     std::io::stdout().write_all(text.as_bytes())?;
     let failed = runs.iter().any(|r| r.result.error.is_some());
@@ -132,37 +226,61 @@ fn store(db: Option<&Path>, request: &MulticastRequest, runs: &[TestRun]) -> boo
 }
 
 /// The receivers side by side: what each got of what was sent, and its delay.
-pub fn render(runs: &[TestRun]) -> String {
+pub fn render(request: &MulticastRequest, outcome: &MulticastOutcome) -> String {
     let mut out = String::new();
-    let Some(first) = runs.first() else {
-        return out;
-    };
-    let s = &first.result.summary;
-    let (group, hops) = first
-        .result
-        .spec
-        .multicast
-        .as_ref()
-        .map_or((String::new(), 0), |m| {
-            (SocketAddr::new(m.group, m.port).to_string(), m.hops)
+    let group = parse_group(&request.test.target)
+        .map_or(request.test.target.clone(), |(ip, port)| {
+            SocketAddr::new(ip, port).to_string()
         });
-    let _ = writeln!(
-        out,
-        "Multicast to {group} (TTL {hops}): {} packets, {} sent at {}",
-        s.packets_sent,
-        flowlab_units::format_bytes(s.bytes_sent as f64),
-        format_rate(s.sender_throughput_bps)
-    );
+    let _ = writeln!(out, "{}", sender_line(request, &group, &outcome.sender));
+    if outcome.receivers.is_empty() {
+        return out;
+    }
     let _ = writeln!(
         out,
         "  {:<22} {:>9} {:>7} {:>8} {:>10} {:>10}",
         "receiver", "received", "lost", "loss", "delay p50", "delay max"
     );
-    for run in runs {
+    for run in &outcome.receivers {
         out.push_str(&receiver_line(run));
     }
-    out.push_str("  delay: one-way, relative to each receiver's fastest packet (no clock sync)\n");
+    out.push_str(match request.iperf2 {
+        Some(Iperf2Peer::Sender) => "  delay: one-way, from iperf's send stamps to each receiver's clock, relative to its fastest packet\n",
+        _ => "  delay: one-way, relative to each receiver's fastest packet (no clock sync)\n",
+    });
     out
+}
+
+/// Who sent what to the group.
+fn sender_line(request: &MulticastRequest, group: &str, sender: &SideReport) -> String {
+    let ttl = request.ttl;
+    let Some(sent) = sender.sender.as_ref() else {
+        return format!("Multicast to {group} (TTL {ttl})");
+    };
+    let seconds = sent.duration_ns as f64 / 1e9;
+    let rate = match seconds > 0.0 {
+        true => sent.bytes_sent as f64 * 8.0 / seconds,
+        false => 0.0,
+    };
+    let (packets, bytes) = (
+        sent.packets_sent,
+        flowlab_units::format_bytes(sent.bytes_sent as f64),
+    );
+    let mut line = match request.iperf2 {
+        Some(Iperf2Peer::Sender) => format!("Multicast from iperf2 to {group}: iperf -c sends"),
+        Some(Iperf2Peer::Receivers) => format!(
+            "Multicast to {group} (TTL {ttl}): {packets} iperf2 datagrams, {bytes} sent at {}, then its final datagram",
+            format_rate(rate)
+        ),
+        None => format!(
+            "Multicast to {group} (TTL {ttl}): {packets} packets, {bytes} sent at {}",
+            format_rate(rate)
+        ),
+    };
+    if let Some(e) = &sender.error {
+        let _ = write!(line, "\n  sender error: {e}");
+    }
+    line
 }
 
 fn receiver_line(run: &TestRun) -> String {
@@ -221,7 +339,7 @@ mod tests {
             bind: None,
             cport: None,
         };
-        let request = MulticastRequest::new(test, &["10.0.0.2".to_string()], 3);
+        let request = MulticastRequest::new(test, &["10.0.0.2".to_string()], 3, None);
         let spec = spec_of(&request).unwrap();
         let m = spec.multicast.unwrap();
         assert_eq!((m.port, m.hops), (6000, 3));

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use flowlab_engine::RunContext;
+use flowlab_engine::{RunContext, SenderOutcome};
 use flowlab_results::{Role, SideReport};
 use flowlab_spec::{MulticastGroup, TestSpec};
 use socket2::{Domain, Socket, Type};
@@ -32,6 +32,13 @@ pub struct MulticastOptions {
     pub bind: Option<IpAddr>,
 }
 
+/// The one sender's side, and a result per receiving agent (each with that sender's side).
+#[derive(Debug, Clone)]
+pub struct MulticastOutcome {
+    pub sender: SideReport,
+    pub receivers: Vec<TestRun>,
+}
+
 /// One receiving agent while the test runs.
 struct Receiver {
     target: String,
@@ -41,8 +48,16 @@ struct Receiver {
     last_heard: Instant,
 }
 
-/// Runs the test: every agent joins first, then the client sends; one result per agent.
-pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientError> {
+/// How the group's flow is sent from the socket connected to it, until done or `stop`, when
+/// not by the engine's sender (flowlab's probes): e.g. in another tool's datagrams.
+pub type GroupSender<'a> = dyn Fn(&UdpSocket, &AtomicBool) -> SenderOutcome + Sync + 'a;
+
+/// Runs the test: every agent joins first, then the client sends (by `send`, or the engine's
+/// sender when `None`); one result per agent.
+pub fn run_multicast(
+    options: &MulticastOptions,
+    send: Option<&GroupSender<'_>>,
+) -> Result<MulticastOutcome, ClientError> {
     let spec = &options.spec;
     let group = spec
         .multicast
@@ -62,7 +77,11 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
             .local_addr()
             .map_err(super::setup_io)?
             .ip(),
-        (None, None) => return Err(ClientError::Target("no receiving agents given".into())),
+        (None, None) => {
+            return Err(ClientError::Target(
+                "no receiving agents given: --bind ADDR names the interface to send from".into(),
+            ))
+        }
     };
     let socket = group_sender(&group, local).map_err(|e| {
         ClientError::Setup(format!(
@@ -87,10 +106,17 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
     };
     let stop = AtomicBool::new(false);
     let (outcome, time) = std::thread::scope(|scope| {
-        let sender = scope
-            .spawn(|| ThreadTime::measure(|| flowlab_engine::udp_send(&socks, spec, &ctx, &stop)));
-        watch(&mut receivers, || sender.is_finished(), options.drain);
-        stop.store(true, Ordering::Relaxed);
+        let sender = scope.spawn(|| {
+            ThreadTime::measure(|| match send {
+                Some(send) => send(&socks[0], &stop),
+                None => flowlab_engine::udp_send(&socks, spec, &ctx, &stop),
+            })
+        });
+        // With no agents (other tools receive) the flow runs its course.
+        if !receivers.is_empty() {
+            watch(&mut receivers, || sender.is_finished(), options.drain);
+            stop.store(true, Ordering::Relaxed);
+        }
         // A panic in the sender is a bug: it goes on up.
         sender
             .join()
@@ -104,10 +130,14 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
         ..SideReport::new(Role::Sender, flowlab_sys::host::hostname())
     };
     let interrupted = flowlab_sys::signal::is_interrupted();
-    Ok(receivers
+    let receivers = receivers
         .into_iter()
         .map(|r| r.finish(spec, &client, started_at_ns, interrupted))
-        .collect())
+        .collect();
+    Ok(MulticastOutcome {
+        sender: client,
+        receivers,
+    })
 }
 
 /// Asks one agent to join the group and receive.

@@ -76,9 +76,18 @@ pub fn send_all(
     stop: &AtomicBool,
 ) -> (SenderReport, Option<String>) {
     let spec = spec_of(plan, true);
-    let udp = |socket: &UdpSocket, to: Option<SocketAddr>| {
-        udp_send(socket, to, &spec, plan.counters_64bit, stop)
+    // Datagrams number from 1, stamped with the monotonic clock, as iperf3 does.
+    let header = |datagram: &mut [u8], seq: u64| {
+        let now = clock::monotonic_ns();
+        let header = UdpHeader {
+            sec: (now / 1_000_000_000) as u32,
+            usec: (now % 1_000_000_000 / 1_000) as u32,
+            count: seq + 1,
+        };
+        header.emit(datagram, plan.counters_64bit);
     };
+    let udp =
+        |socket: &UdpSocket, to: Option<SocketAddr>| udp_send(socket, to, &spec, &header, stop);
     let meters: Vec<(SenderMeter, Option<String>)> = match streams {
         Streams::Tcp(tcp) => {
             let ctx = RunContext {
@@ -147,13 +156,17 @@ fn on_threads<T: Send, F: FnOnce() -> T + Send>(jobs: impl Iterator<Item = F>) -
     })
 }
 
-/// Sends one UDP stream: the engine's sender core decides when, iperf3's header numbers the
-/// datagrams from 1 and stamps them with the monotonic clock, as iperf3 does.
-fn udp_send(
+/// Writes another tool's header at the start of a datagram, given its packet's sequence
+/// number (from 0), stamped as the tool stamps it.
+pub(crate) type WriteHeader<'a> = dyn Fn(&mut [u8], u64) + Sync + 'a;
+
+/// Sends one UDP stream: the engine's sender core decides when, `header` starts each
+/// datagram (the rest is zero).
+pub(crate) fn udp_send(
     socket: &UdpSocket,
     to: Option<SocketAddr>,
     spec: &TestSpec,
-    counters_64bit: bool,
+    header: &WriteHeader<'_>,
     stop: &AtomicBool,
 ) -> (SenderMeter, Option<String>) {
     let mut meter = SenderMeter::new(1, spec.paced(), false);
@@ -177,11 +190,7 @@ fn udp_send(
             }
             Poll::Transmit { .. } => {
                 meter.on_batch(core.train().len() as u64);
-                let out = Datagrams {
-                    socket,
-                    to,
-                    counters_64bit,
-                };
+                let out = Datagrams { socket, to, header };
                 let (taken, error) = out.send(core.train(), &mut datagram, &mut meter);
                 match error.map(|e| e.kind()) {
                     None | Some(io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
@@ -197,11 +206,11 @@ fn udp_send(
     (meter, core.error().map(str::to_string))
 }
 
-/// Where one UDP stream's datagrams go, and how they are numbered.
+/// Where one UDP stream's datagrams go, and how they begin.
 struct Datagrams<'a> {
     socket: &'a UdpSocket,
     to: Option<SocketAddr>,
-    counters_64bit: bool,
+    header: &'a WriteHeader<'a>,
 }
 
 impl Datagrams<'_> {
@@ -215,12 +224,7 @@ impl Datagrams<'_> {
     ) -> (usize, Option<io::Error>) {
         for (k, p) in train.iter().enumerate() {
             let now = clock::monotonic_ns();
-            let header = UdpHeader {
-                sec: (now / 1_000_000_000) as u32,
-                usec: (now % 1_000_000_000 / 1_000) as u32,
-                count: p.seq + 1,
-            };
-            header.emit(datagram, self.counters_64bit);
+            (self.header)(datagram, p.seq);
             let sent = match self.to {
                 Some(to) => self.socket.send_to(datagram, to),
                 None => self.socket.send(datagram),

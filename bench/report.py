@@ -708,6 +708,150 @@ def emu_capture_error(res, step):
             "max": errs[-1]}
 
 
+COST_RATES = (("500", 500, 1000), ("10k", 10_000, 200), ("100k", 100_000, 200))
+COST_TOOLS = ("flowlab_auto", "flowlab_precise", "flowlab_efficient", "iperf3", "irtt")
+
+
+def cost_cpu(res, step):
+    """(client CPU s, server CPU s) of a group-cost step, from GNU time and /proc ticks."""
+    client = server = None
+    t = res.text(step + ".time").split()
+    if len(t) >= 2:
+        try:
+            client = float(t[-2]) + float(t[-1])
+        except ValueError:
+            pass
+    lines = res.text(step + ".server_cpu").split()
+    if len(lines) == 3:
+        hz, before, after = (float(x) for x in lines)
+        server = (after - before) / hz
+    return client, server
+
+
+def cost_row(res, step, pps, size):
+    """One row of group cost: packets, CPU per packet at both ends, departure error."""
+    st = res.steps.get(step)
+    if st is None:
+        return None
+    r = {"load": st.get("load"), "others": st.get("others")}
+    if st["rc"] != 0:
+        r["err"] = res.reason(step)
+    if "flowlab" in step:
+        doc, _ = fl_summary(res, step)
+        snd = ((doc or {}).get("client") or {}).get("sender") or {}
+        r["packets"] = snd.get("packets_sent")
+        p = snd.get("pacing") or {}
+        r["pacing"] = f"{p.get('strategy', '—')}, {fpct(p.get('cpu_pct'))}" if p else "—"
+    elif "iperf3" in step:
+        ipr = iperf_udp(res, step, size)
+        r["packets"] = ipr.get("sent_pkts") if isinstance(ipr, dict) else None
+    else:
+        s = irtt_result(res, step)
+        r["packets"] = s.get("packets_sent") if isinstance(s, dict) else None
+    client, server = cost_cpu(res, step)
+    n = r.get("packets")
+    if n:
+        r["client_ns"] = client * 1e9 / n if client is not None else None
+        r["server_ns"] = server * 1e9 / n if server is not None else None
+    pc = res.path(step + ".out.pcap")
+    try:
+        g = gap_stats(pc, pps, size) if os.path.exists(pc) else None
+    except (ValueError, struct.error):
+        g = None
+    if g:
+        r["p50"], r["p99"] = g["p50"], g["p99"]
+    return r
+
+
+def cost_section(res, md):
+    """Group cost: every tool at 500, 10k and 100k packets/s, with CPU per packet."""
+    rows = []
+    for tag, pps, size in COST_RATES:
+        for tool in COST_TOOLS:
+            step = f"cost_{tool}_{tag}"
+            r = cost_row(res, step, pps, size)
+            if r is None:
+                continue
+            rows.append([f"{pps:,}/s, {size} B", tool.replace("_", " --pacing "),
+                         fcount(r.get("packets")), fns(r.get("client_ns")),
+                         fns(r.get("server_ns")), fns(r.get("p50")), fns(r.get("p99")),
+                         r.get("pacing", ""), f"{r.get('load') or 0:.2f}",
+                         r.get("err", "")])
+    if not rows:
+        return
+    md.append("## c'. What pacing costs: CPU per packet at both ends (issue 18)\n")
+    md.append(table(["rate, payload", "tool", "packets sent", "client CPU/packet",
+                     "server CPU/packet", "departure error p50", "p99", "flowlab pacing: "
+                     "strategy, waits' CPU", "load", "error"], rows))
+    md.append("")
+    md.append(
+        "Group `cost` of `bench/run`: each row one run of `FLB_COST_SECONDS` (default 5 s) "
+        "between the namespaces, captured leaving `flb-va`. CPU per packet: the client's user "
+        "+ system time (GNU `time`, the process and its children) and the server's (its "
+        "`/proc/PID/stat` ticks before and after; 10 ms ticks, so short rows are coarse), each "
+        "over the packets the client sent. irtt echoes every packet, so its figures are per "
+        "round trip (both ends send). Departure error: |gap − nominal| between consecutive "
+        "departures on the sending veth (nanosecond tcpdump stamps), as in c.; tcpdump's own "
+        "CPU is in neither end's figure but competes for the 2 cores. `load`: the 1-minute "
+        "load average when the row started (other engineers' builds share this machine).\n")
+
+
+def long_section(res, md):
+    """Group long: one paced flow for a long time; drift of its schedule and memory growth."""
+    step = "long_flowlab"
+    if step not in res.steps:
+        return
+    doc, err = fl_summary(res, step)
+    md.append("## c''. The long run: 500 packets/s, drift and memory (issue 18)\n")
+    if doc is None:
+        md.append(f"Not measured: {err}.\n")
+        return
+    snd = (doc.get("client") or {}).get("sender") or {}
+    full = [i for i in doc.get("intervals") or [] if i["end_ns"] - i["start_ns"] >= 9_999_000_000]
+    counts = [i["packets"] for i in full]
+    delays = [(i.get("delay") or {}).get("p50_ns") for i in full]
+    lost = snd.get("lost_by_sender") or {}
+    n, dur = snd.get("packets_sent") or 0, snd.get("duration_ns") or 0
+    # Slots, not packets: a slot skipped 10 ms late still passed on the schedule's clock.
+    slots = n + sum(lost.values())
+    ppm = ((slots - 1) * 2_000_000 / dur - 1) * 1e6 if slots > 1 and dur else None
+    samples = [ln.split() for ln in res.text(step + ".rss").splitlines()[1:]]
+    rss = [(int(a), int(c)) for _, a, c in (x for x in samples if len(x) == 3)
+           if a.isdigit() and c.isdigit()]
+    sched = snd.get("schedule_error") or {}
+    pacing = snd.get("pacing") or {}
+    rows = [
+        ["run", f"{res.steps[step]['secs']:.0f} s, load {res.steps[step].get('load')}"],
+        ["packets sent", fcount(n)],
+        ["slots skipped (the sender woke over 10 ms late)", fcount(lost.get("missed_slots"))],
+        ["schedule slots per second against 500 over the run",
+         f"{ppm:+.2f} ppm" if ppm is not None else "—"],
+        ["packets per 10 s interval (received)",
+         f"min {min(counts):,}, max {max(counts):,} over {len(counts)}" if counts else "—"],
+        ["one-way delay p50, first / last interval",
+         f"{fns(delays[0])} / {fns(delays[-1])}" if delays else "—"],
+        ["schedule error p50 / p99 / max",
+         f"{fns(sched.get('p50_ns'))} / {fns(sched.get('p99_ns'))} / {fns(sched.get('max_ns'))}"],
+        ["pacing", f"{pacing.get('mode', '—')}: {pacing.get('strategy', '—')}, "
+                   f"waits {fpct(pacing.get('cpu_pct'))} of a core"],
+        ["resident memory, agent: first / last sample",
+         f"{rss[0][0]:,} / {rss[-1][0]:,} kB" if rss else "—"],
+        ["resident memory, client: first / last sample",
+         f"{rss[0][1]:,} / {rss[-1][1]:,} kB" if rss else "—"],
+    ]
+    md.append(table(["", "figure"], rows))
+    md.append("")
+    md.append(
+        "`FLB_ONLY=long bench/run` (`FLB_LONG_SECONDS`, default 3600): one flow of 1000-byte "
+        "datagrams at 4 Mbit/s, live intervals every 10 s, the agent's and the client's "
+        "resident memory sampled every 10 s. Drift is the schedule's: its slots over the "
+        "sender's first to last packet against 500/s (each deadline is computed from the "
+        "start, so it should be 0 within the clock reads; a slot skipped at either end moves "
+        "it by 2 ms over the run, 17 ppm over 2 minutes). A busy host shows as skipped slots "
+        "and fewer packets in an interval, not as drift. Memory: the first sample (10 s in) "
+        "against the last.\n")
+
+
 def emu_section(res, md, overview, meta):
     if not any(k.startswith("emu_") for k in res.steps):
         return
@@ -1265,6 +1409,9 @@ def build(out, doc_path):
         "filter accepted but tcpdump never wrote.\n")
     overview.summary += cmp_.summary
 
+    cost_section(res, md)
+    long_section(res, md)
+
     # -------------------------------------------------------------------------- d. RTT
     md.append("## d. Round trip of a 64-byte UDP echo\n")
     cmp_ = Cmp()
@@ -1405,6 +1552,14 @@ def build(out, doc_path):
         cmp_.add("received packets/s (all flows)", fs.get("receiver_packets_per_sec"), None, None,
                  measurement="e. 1000 flows")
         cmp_.add("loss", fs.get("loss_pct"), None, None, fmt=fpct, measurement="e. 1000 flows")
+        rc = (fdoc.get("client") or {}).get("role_cpu") or {}
+        cmp_.add("sender CPU (the client's sending threads), % of a core",
+                 (rc.get("user_pct") or 0) + (rc.get("system_pct") or 0) if rc else None, None,
+                 None, fmt=fpct, measurement="e. 1000 flows")
+        pc = ((fdoc.get("client") or {}).get("sender") or {}).get("pacing") or {}
+        cmp_.add("of which pacing waits (strategy)",
+                 f"{fpct(pc.get('cpu_pct'))} ({pc.get('mode')}: {pc.get('strategy')})" if pc
+                 else None, None, None, measurement="e. 1000 flows")
         if se.get("p99_ns") and se["p99_ns"] > TARGET_FLOWS_NOTE_NS:
             bt = ((fdoc.get("client") or {}).get("sender") or {}).get("batching") or {}
             notes.append(

@@ -325,6 +325,10 @@ pub struct TestArgs {
     /// Also let the kernel pace at --rate (SO_MAX_PACING_RATE; UDP only under the fq qdisc).
     #[arg(long, group = "flowlab")]
     pub kernel_pacing: bool,
+    /// How senders wait for deadlines: precise (spin, any CPU), efficient (1 % of a core)
+    /// or auto (5 %, the default).
+    #[arg(long, value_name = "MODE", group = "flowlab")]
+    pub pacing: Option<flowlab_traffic::PacingMode>,
     /// TCP: send with MSG_ZEROCOPY.
     #[arg(long, short = 'Z', group = "flowlab")]
     pub zerocopy: bool,

@@ -14,11 +14,14 @@ pub struct ReproduceArgs {
     /// Only these seed papers (000 to 004, comma-separated); default all.
     #[arg(long)]
     pub seed: Option<String>,
+    /// Also measure the rows a lab answers, through the emulator (root; minutes).
+    #[arg(long)]
+    pub emulated: bool,
 }
 
 pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let seeds: Vec<&str> = args.seed.iter().flat_map(|s| s.split(',')).collect();
-    let rows = flowlab_runner::reproduce::write(&args.out, &seeds)?;
+    let rows = flowlab_runner::reproduce::write(&args.out, &seeds, args.emulated)?;
     println!("{}: {} rows", args.out.display(), rows.len());
     Ok(ExitCode::SUCCESS)
 }

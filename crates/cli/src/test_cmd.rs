@@ -75,6 +75,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
             .map(nanos),
         omit_ns: args.omit.map(nanos),
         busy_poll: args.busy_poll,
+        pacing: args.pacing.unwrap_or_default(),
         packet_log: args.packet_log.is_some(),
         socket: SocketOptions {
             send_buffer: args.send_buffer,

@@ -125,7 +125,10 @@ fn json_path(name: &str) -> PathBuf {
 #[test]
 fn paced_role_cpu_agrees_with_proc_stat_and_text_with_json() {
     let agent = loopback_agent(&[]);
-    let common = ["--rate", "20M", "--size", "1200", "--duration", "2s"];
+    // Precise pacing spins at any load; auto may choose to sleep only on a busy machine.
+    let common = [
+        "--rate", "20M", "--size", "1200", "--duration", "2s", "--pacing", "precise",
+    ];
 
     let path = json_path("oneway");
     let args: Vec<&str> = [agent.addr.as_str()].into_iter().chain(common).collect();

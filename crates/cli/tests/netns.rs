@@ -75,14 +75,17 @@ fn loopback_reports_round_trip_delay() {
             AGENT, "--mode", "loopback", "--rate", "1M", "--size", "1000", "-n", "200",
         ],
     ));
-    assert_eq!(f64_at(&v, "/summary/round_trip/count"), 200.0);
+    // A slot the sender woke too late for (a loaded machine) is skipped, not echoed.
+    let skipped = f64_at(&v, "/summary/lost_by_sender");
+    assert_eq!(f64_at(&v, "/summary/round_trip/count") + skipped, 200.0);
+    assert!(skipped <= 5.0, "{skipped} slots skipped");
     let min = f64_at(&v, "/summary/round_trip/min_ns");
     let p50 = f64_at(&v, "/summary/round_trip/p50_ns");
     assert!(
         min > 0.0 && min <= p50 && p50 < 5e6,
         "rtt min {min} p50 {p50}"
     );
-    assert!(f64_at(&v, "/agent/echo/packets_echoed") >= 200.0);
+    assert!(f64_at(&v, "/agent/echo/packets_echoed") >= 200.0 - skipped);
 }
 
 #[test]

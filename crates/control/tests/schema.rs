@@ -11,10 +11,11 @@ use std::time::Duration;
 use flowlab_control::{run_test, Summary2, TestOptions, TestResult, SCHEMA_VERSION};
 use flowlab_results::{
     Batching, CpuLoad, EchoReport, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
-    LostBySender, ReceiverReport, Role, SenderReport, SideReport, TcpInfoReport,
+    LostBySender, PacingReport, ReceiverReport, Role, SenderReport, SideReport, TcpInfoReport,
 };
 use flowlab_spec::{Direction, Protocol, SocketOptions, TestSpec};
 use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
+use flowlab_traffic::PacingMode;
 use serde_json::{json, Value};
 
 mod json_schema;
@@ -148,6 +149,7 @@ fn spec(protocol: Protocol, direction: Direction) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        pacing: Default::default(),
         multicast: None,
     }
 }
@@ -184,6 +186,17 @@ fn sender(sent: u64, paced: bool) -> SenderReport {
             gso: false,
         },
         pacing_spin_ns: 61_000_000,
+        pacing: paced.then(|| PacingReport {
+            mode: PacingMode::Auto,
+            strategy: "sleep_spin".into(),
+            margin_ns: 45_000,
+            waits: sent,
+            sleeps: sent - 1,
+            wake_latency_p50_ns: Some(12_000),
+            wake_latency_p99_ns: Some(40_000),
+            cpu_ns: 30_000_000,
+            cpu_pct: 3.0,
+        }),
         flows: Vec::new(),
         contract: None,
     }
@@ -722,6 +735,7 @@ fn short(protocol: Protocol, direction: Direction) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        pacing: Default::default(),
         multicast: None,
     }
 }

@@ -6,6 +6,7 @@
 //! never panics on input.
 
 mod budget;
+mod pacing;
 pub mod packet_auth;
 mod qdisc_watch;
 mod readiness;
@@ -36,14 +37,9 @@ pub use udp::{udp_echo, udp_ping, udp_receive, udp_send};
 pub const POLL_PERIOD: Duration = Duration::from_millis(50);
 /// Packets due within this window leave as one train (the pacing resolution).
 pub const TRAIN_WINDOW_NS: u64 = 4_000;
-/// Sleep until this long before a deadline, then spin: the starting guess of a sleep's
-/// wake-up latency, which each sending thread then learns (see `spin_budget`).
-pub const SPIN_NS: u64 = 60_000;
-/// Bounds of the learned spin: precision below, CPU above.
-const MIN_SPIN_NS: u64 = 20_000;
-const MAX_SPIN_NS: u64 = 1_000_000;
-/// Per sleep, the remembered worst wake-up latency fades by this factor.
-const WAKE_LATENCY_DECAY: f64 = 0.995;
+/// Spin margin of waits outside a paced sender's schedule (a rate cap's tokens, a think
+/// time), which follow no pacing plan.
+const UNPLANNED_SPIN_NS: u64 = 20_000;
 /// Largest train handed to the kernel in one call.
 pub const MAX_BATCH: u64 = 64;
 /// A packet this late behind its slot is skipped and counted as a missed slot.
@@ -186,33 +182,11 @@ fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::Relaxed) || flowlab_sys::signal::is_interrupted()
 }
 
-thread_local! {
-    /// Recent worst wake-up latency of this thread's sleeps, ns (decaying maximum).
-    static WAKE_LATENCY_NS: std::cell::Cell<f64> = const { std::cell::Cell::new(SPIN_NS as f64) };
-}
-
-/// How long before a deadline to stop sleeping and spin: a margin over the wake-up latency
-/// this thread has seen lately, so a late wake-up (a busy host, a hypervisor) is absorbed by
-/// the spin instead of delaying the packet.
-fn spin_budget() -> u64 {
-    let latency = WAKE_LATENCY_NS.with(|l| l.get());
-    ((latency * 1.5) as u64 + MIN_SPIN_NS).clamp(MIN_SPIN_NS, MAX_SPIN_NS)
-}
-
-/// Waits for `until_ns` on the monotonic clock, at most [`POLL_PERIOD`] so a stop is noticed.
-/// Returns the ns spent busy-spinning for precision.
-fn wait_until(until_ns: u64) -> u64 {
-    let before = clock::monotonic_ns();
-    let target = until_ns.min(before + POLL_PERIOD.as_nanos() as u64);
-    let spin = spin_budget();
-    let wake_at = target.saturating_sub(spin);
-    let (now, spun) = clock::pace_until_counting_spin(target, spin);
-    if wake_at > before {
-        // It slept: learn how late the sleep ended against what was asked.
-        let latency = (now - spun).saturating_sub(wake_at) as f64;
-        WAKE_LATENCY_NS.with(|l| l.set(latency.max(l.get() * WAKE_LATENCY_DECAY)));
-    }
-    spun
+/// Waits for `until_ns` on the monotonic clock with a short spin, at most [`POLL_PERIOD`] so
+/// a stop is noticed: for waits that are not a paced sender's (see `pacing::Waiter`).
+fn wait_until(until_ns: u64) {
+    let target = until_ns.min(clock::monotonic_ns() + POLL_PERIOD.as_nanos() as u64);
+    clock::pace_until(target, UNPLANNED_SPIN_NS);
 }
 
 /// Interval bookkeeping for receivers: when the next interval closes.

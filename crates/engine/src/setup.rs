@@ -8,6 +8,7 @@ use flowlab_sys::timestamping::{self, TimestampFlags};
 use flowlab_sys::{netlink, socket, tcp, udp};
 
 use flowlab_spec::TestSpec;
+use flowlab_traffic::PacingMode;
 
 fn common(
     fd: impl AsFd + Copy,
@@ -58,9 +59,45 @@ fn common(
     }
 }
 
+/// Cores a spinning thread needs: its own, the other end's (client and agent often share a
+/// small host) and one for the kernel's softirq work, which a spinning core starves.
+pub const SPIN_CORES: usize = 3;
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Whether receivers busy-poll: asked (`--busy-poll`) and the host has [`SPIN_CORES`].
+pub(crate) fn busy_poll(spec: &TestSpec) -> bool {
+    spec.busy_poll && cores() >= SPIN_CORES
+}
+
+/// What spinning the test asks of a host with too few cores: `--busy-poll` falls back to
+/// blocking reads; precise pacing spins on, with a warning.
+fn spin_notes(spec: &TestSpec, sending: bool, cores: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if cores >= SPIN_CORES {
+        return notes;
+    }
+    if spec.busy_poll {
+        notes.push(format!(
+            "--busy-poll not used: {cores} cores are too few to spin beside the other end and \
+             the kernel's softirq ({SPIN_CORES} needed); sockets were read blocking"
+        ));
+    }
+    if sending && spec.paced() && spec.pacing == PacingMode::Precise {
+        notes.push(format!(
+            "--pacing precise spins on {cores} cores shared with the other end and the \
+             kernel's softirq ({SPIN_CORES} needed to spin freely): the spin may delay them \
+             (auto spends at most 5 % of a core)"
+        ));
+    }
+    notes
+}
+
 /// Applies the socket options to UDP data sockets; returns notes for the report.
 pub fn configure_udp(socks: &[UdpSocket], spec: &TestSpec, sending: bool) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes = spin_notes(spec, sending, cores());
     for sock in socks {
         let ipv6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
         common(sock, ipv6, spec, sending, &mut notes);
@@ -68,6 +105,8 @@ pub fn configure_udp(socks: &[UdpSocket], spec: &TestSpec, sending: bool) -> Vec
     notes.dedup();
     if spec.socket.kernel_pacing && sending && spec.rate_bps.is_some() {
         notes.push(kernel_udp_pacing(socks));
+    } else if spec.pacing == PacingMode::Efficient && sending && spec.paced() {
+        notes.extend(efficient_txtime(socks));
     }
     if spec.socket.zerocopy {
         notes.push("zero-copy applies to TCP only; UDP sent as usual".into());
@@ -133,9 +172,44 @@ fn kernel_udp_pacing(socks: &[UdpSocket]) -> String {
     }
 }
 
+/// `--pacing efficient` hands datagrams to the kernel early with their transmit time where
+/// the egress qdisc is fq (SO_TXTIME), so the sender sleeps rather than spins; elsewhere (this
+/// kernel may lack fq) the note names the qdisc there.
+fn efficient_txtime(socks: &[UdpSocket]) -> Option<String> {
+    let peer = socks.first()?.peer_addr().ok()?;
+    let egress = match netlink::egress(peer.ip()) {
+        Ok(e) => e,
+        Err(e) => {
+            return Some(format!(
+                "pacing efficient: egress qdisc unreadable ({e}); paced in user space"
+            ))
+        }
+    };
+    if !egress.kinds.iter().any(|k| k == "fq") {
+        return Some(format!(
+            "pacing efficient: {} has qdisc {}, not fq: no kernel transmit times (SO_TXTIME); \
+             paced in user space",
+            egress.interface,
+            egress.root.as_deref().unwrap_or("none")
+        ));
+    }
+    Some(
+        match socks
+            .iter()
+            .find_map(|s| udp::set_txtime(s, udp::TxClock::Monotonic).err())
+        {
+            None => format!(
+                "pacing efficient: fq on {} sends each datagram at its transmit time (SO_TXTIME)",
+                egress.interface
+            ),
+            Some(e) => format!("pacing efficient: SO_TXTIME not set ({e}); paced in user space"),
+        },
+    )
+}
+
 /// Applies the socket options to TCP data connections; returns notes for the report.
 pub fn configure_tcp(streams: &[TcpStream], spec: &TestSpec, sending: bool) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes = spin_notes(spec, sending, cores());
     for stream in streams {
         let ipv6 = stream.local_addr().is_ok_and(|a| a.is_ipv6());
         common(stream, ipv6, spec, sending, &mut notes);
@@ -165,4 +239,33 @@ pub fn configure_tcp(streams: &[TcpStream], spec: &TestSpec, sending: bool) -> V
     }
     notes.dedup();
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowlab_spec::{Direction, Protocol};
+
+    fn spec(busy_poll: bool, pacing: PacingMode) -> TestSpec {
+        TestSpec {
+            busy_poll,
+            pacing,
+            ..TestSpec::new(Protocol::Udp, Direction::Oneway)
+        }
+    }
+
+    #[test]
+    fn two_cores_refuse_busy_polling_and_warn_of_precise_spinning() {
+        let notes = spin_notes(&spec(true, PacingMode::Precise), true, 2);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("--busy-poll not used: 2 cores are too few"));
+        assert!(notes[1].starts_with("--pacing precise spins on 2 cores"));
+        // A receiver does not pace; auto needs no warning.
+        assert_eq!(
+            spin_notes(&spec(false, PacingMode::Precise), false, 2),
+            Vec::<String>::new()
+        );
+        assert!(spin_notes(&spec(false, PacingMode::Auto), true, 1).is_empty());
+        assert!(spin_notes(&spec(true, PacingMode::Precise), true, SPIN_CORES).is_empty());
+    }
 }

@@ -17,11 +17,12 @@ use flowlab_traffic::sender::{Packet, Poll, SendPolicy};
 use flowlab_wire::message::FRAMED_HEAD_LEN;
 use flowlab_wire::{MessageHead, ProbeHeader, ProbeRepr, StreamSplitter};
 
+use crate::pacing::Waiter;
 use crate::readiness::Readiness;
 use crate::{
-    batching, fill_payload, merge_flows, on_flow_threads, stopped, wait_until, IntervalClock,
-    IntervalSink, ReceiverOutcome, RunContext, SendBudget, SenderOutcome, MAX_BATCH,
-    MAX_TCP_MESSAGE, POLL_PERIOD,
+    batching, fill_payload, merge_flows, on_flow_threads, stopped, IntervalClock, IntervalSink,
+    ReceiverOutcome, RunContext, SendBudget, SenderOutcome, MAX_BATCH, MAX_TCP_MESSAGE,
+    POLL_PERIOD,
 };
 
 pub(crate) fn is_timeout(e: &io::Error) -> bool {
@@ -224,6 +225,7 @@ fn send_one(
     if let Some(contract) = core.pacers().next().and_then(|p| p.contract()) {
         meter.hold_to_contract(0, contract);
     }
+    let mut waiter = Waiter::new(spec, 1, false);
     loop {
         if stopped(stop) {
             core.handle_stop();
@@ -231,7 +233,7 @@ fn send_one(
         let now = clock::monotonic_ns();
         match core.poll(now) {
             Poll::Done => break,
-            Poll::Wait { until_ns } => meter.on_pacing_spin(wait_until(until_ns)),
+            Poll::Wait { until_ns } => meter.on_pacing_spin(waiter.wait(until_ns).spun_ns),
             Poll::Transmit { .. } => {
                 let train = core.train();
                 let admitted = budget.admit(now, train.len(), |k| train[k].size);
@@ -261,6 +263,9 @@ fn send_one(
         if let Some(report) = pacer.contract_report() {
             meter.set_shaper_report(0, report);
         }
+    }
+    if let Some(pacing) = waiter.report() {
+        meter.set_pacing(pacing);
     }
     (meter, core.error().map(str::to_string))
 }
@@ -334,7 +339,7 @@ pub fn tcp_receive(
     let mut buf = vec![0u8; 256 * 1024];
     let mut intervals = IntervalClock::new(spec.interval_ns, clock::monotonic_ns());
     let mut error = None;
-    match Readiness::new(streams, spec.busy_poll) {
+    match Readiness::new(streams, crate::setup::busy_poll(spec)) {
         Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) && open.iter().any(|&o| o) {
@@ -425,7 +430,7 @@ pub fn tcp_echo(
         .collect();
     let mut open = vec![true; streams.len()];
     let mut error = None;
-    match Readiness::new(streams, spec.busy_poll) {
+    match Readiness::new(streams, crate::setup::busy_poll(spec)) {
         Err(e) => error = Some(format!("cannot watch the data connections: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) && open.iter().any(|&o| o) {

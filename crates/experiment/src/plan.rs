@@ -91,7 +91,7 @@ pub(crate) fn expand(b: &Block, p: &SweepPoint) -> Result<Vec<StepFlows>, (usize
         }
     }
     let n = (b.repeat as usize).checked_mul(once.len());
-    if n.map_or(true, |n| n > MAX_STEPS) {
+    if n.is_none_or(|n| n > MAX_STEPS) {
         return Err((b.line, format!("the plan has more than {MAX_STEPS} steps")));
     }
     let mut out = Vec::with_capacity(n.unwrap_or(0));

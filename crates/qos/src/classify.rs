@@ -235,11 +235,11 @@ impl Rule {
     /// Whether every criterion of the rule matches the packet.
     pub fn matches(&self, p: &PacketMeta) -> bool {
         (self.dscp_set == 0 || self.dscp_set & (1u64 << (p.dscp & 0x3f)) != 0)
-            && self.src.map_or(true, |x| x.contains(p.src))
-            && self.dst.map_or(true, |x| x.contains(p.dst))
-            && self.src_port.map_or(true, |x| x.contains(p.src_port))
-            && self.dst_port.map_or(true, |x| x.contains(p.dst_port))
-            && self.proto.map_or(true, |x| x == p.proto)
+            && self.src.is_none_or(|x| x.contains(p.src))
+            && self.dst.is_none_or(|x| x.contains(p.dst))
+            && self.src_port.is_none_or(|x| x.contains(p.src_port))
+            && self.dst_port.is_none_or(|x| x.contains(p.dst_port))
+            && self.proto.is_none_or(|x| x == p.proto)
     }
 }
 

@@ -378,10 +378,7 @@ impl Shaper {
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<PacketMeta> {
         let size = self.queue.front()?.size;
         let ok = self.sustained.conforms(now_ns, size)
-            && self
-                .peak
-                .as_mut()
-                .map_or(true, |p| p.conforms(now_ns, size));
+            && self.peak.as_mut().is_none_or(|p| p.conforms(now_ns, size));
         if !ok {
             return None;
         }

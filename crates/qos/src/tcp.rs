@@ -382,7 +382,7 @@ impl TcpSender {
             if self.in_recovery {
                 self.cwnd = self.cwnd.saturating_add(mss);
             } else if self.dupacks == self.cfg.dupack_threshold
-                && self.recover.map_or(true, |r| a > r)
+                && self.recover.is_none_or(|r| a > r)
             {
                 self.ssthresh = self.loss_ssthresh();
                 self.cwnd = self

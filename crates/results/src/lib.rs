@@ -124,10 +124,53 @@ pub struct SenderReport {
     /// CPU time spent busy-waiting the last microseconds before each deadline: the cost of
     /// precise pacing, included in the CPU figures, reported apart so it can be discounted.
     pub pacing_spin_ns: u64,
+    /// How the sender waited for its deadlines and what that cost (paced flows; absent
+    /// from documents written before `--pacing`).
+    #[serde(default)]
+    pub pacing: Option<PacingReport>,
     /// Per-flow figures when the test carried more than one flow.
     pub flows: Vec<FlowSenderSummary>,
     /// Flows shaped to a token-bucket contract: how they stood against it.
     pub contract: Option<ContractConformance>,
+}
+
+/// How a paced sender waited for its deadlines (`--pacing`): the strategy its planner chose
+/// from the deadlines' spacing and its sleeps' wake-up latency, and the CPU the waits took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PacingReport {
+    pub mode: flowlab_traffic::PacingMode,
+    /// The strategy of most waits: `spin`, `sleep_spin`, `sleep` or `kernel_txtime`.
+    pub strategy: String,
+    /// The spin margin (or the kernel's lead) the planner settled on last, ns.
+    pub margin_ns: u64,
+    /// Waits for a deadline, and of them the ones that slept.
+    pub waits: u64,
+    pub sleeps: u64,
+    /// Wake-up latency of the sleeps (how late a sleep ended), median and 99th percentile of
+    /// the last ones, ns; null if none slept.
+    pub wake_latency_p50_ns: Option<u64>,
+    pub wake_latency_p99_ns: Option<u64>,
+    /// CPU time of the waits (the sleeps' system calls and the spins), ns, and as a share of
+    /// one core over the sender's run.
+    pub cpu_ns: u64,
+    pub cpu_pct: f64,
+}
+
+impl PacingReport {
+    /// Adds another event loop's pacing (a sender with many flows runs several side by side):
+    /// waits and CPU add up, the latencies are the worse loop's, the strategy the busier one's.
+    pub fn merge(&mut self, other: &PacingReport) {
+        if other.waits > self.waits {
+            self.strategy.clone_from(&other.strategy);
+            self.margin_ns = other.margin_ns;
+        }
+        self.waits += other.waits;
+        self.sleeps += other.sleeps;
+        self.wake_latency_p50_ns = self.wake_latency_p50_ns.max(other.wake_latency_p50_ns);
+        self.wake_latency_p99_ns = self.wake_latency_p99_ns.max(other.wake_latency_p99_ns);
+        self.cpu_ns += other.cpu_ns;
+        self.cpu_pct += other.cpu_pct;
+    }
 }
 
 /// How a sender's contract-shaped flows stood against their contract.

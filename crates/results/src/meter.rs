@@ -14,7 +14,8 @@ use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};
 
 use crate::{
     Batching, ContractConformance, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
-    LostBySender, PacketRecord, ReceiverReport, SenderReport, TransactionReport, Warmup,
+    LostBySender, PacingReport, PacketRecord, ReceiverReport, SenderReport, TransactionReport,
+    Warmup,
 };
 
 /// Cap on per-packet records kept in memory (about 50 MB at each end: a max-rate test with
@@ -476,6 +477,7 @@ pub struct SenderMeter {
     max_batch: u64,
     gso: bool,
     pacing_spin_ns: u64,
+    pacing: Option<PacingReport>,
     log: Option<Vec<PacketRecord>>,
 }
 
@@ -490,6 +492,7 @@ impl SenderMeter {
             max_batch: 0,
             gso: false,
             pacing_spin_ns: 0,
+            pacing: None,
             log: packet_log.then(Vec::new),
         }
     }
@@ -505,6 +508,11 @@ impl SenderMeter {
     /// Time spent busy-waiting for a deadline (the CPU cost of precise pacing).
     pub fn on_pacing_spin(&mut self, ns: u64) {
         self.pacing_spin_ns += ns;
+    }
+
+    /// How the sender waited for its deadlines (see [`PacingReport`]).
+    pub fn set_pacing(&mut self, pacing: PacingReport) {
+        self.pacing = Some(pacing);
     }
 
     /// One system call that handed `packets` to the kernel.
@@ -639,6 +647,11 @@ impl SenderMeter {
         self.max_batch = self.max_batch.max(other.max_batch);
         self.gso |= other.gso;
         self.pacing_spin_ns += other.pacing_spin_ns;
+        match (&mut self.pacing, &other.pacing) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, theirs) => self.pacing.clone_from(theirs),
+            _ => {}
+        }
         if let (Some(mine), Some(theirs)) = (&mut self.log, other.log) {
             mine.extend(theirs.into_iter().map(|r| PacketRecord {
                 flow: r.flow + offset,
@@ -697,6 +710,7 @@ impl SenderMeter {
                 gso: self.gso,
             },
             pacing_spin_ns: self.pacing_spin_ns,
+            pacing: self.pacing.clone(),
             flows,
             contract: self.conformance(),
         }

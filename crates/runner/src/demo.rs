@@ -50,6 +50,7 @@ fn spec(
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        pacing: Default::default(),
         multicast: None,
     }
 }

@@ -241,13 +241,10 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
     let steps = steps(&experiment, &lab);
     let runner: Box<dyn StepRunner> = match target {
         Target::Sim(path) => Box::new(SimulatedNetwork::for_experiment(path, &experiment)?),
-        Target::Real | Target::Lab(_) => {
-            let kind = match target {
-                Target::Lab(name) => NetworkKind::Lab { name: name.into() },
-                _ => NetworkKind::Real,
-            };
-            let reached = reaching_every_agent(&experiment, &steps, &lab)?;
-            Box::new(Network::connect(&reached, key, kind)?)
+        Target::Real => agents(&experiment, &steps, &lab, key, NetworkKind::Real)?,
+        Target::Lab(name) => {
+            let kind = NetworkKind::Lab { name: name.into() };
+            agents(&experiment, &steps, &lab, key, kind)?
         }
     };
     Ok(Prepared {
@@ -257,6 +254,36 @@ pub fn prepare(file: &Path, target: Target, key: Option<Vec<u8>>) -> anyhow::Res
         emulator_report,
         runner,
     })
+}
+
+/// Readies `experiment` on the running lab `state` (hosts named as in the lab), as
+/// [`prepare`] does for [`Target::Lab`], for a caller that brought the lab up itself.
+pub fn prepare_on_lab(experiment: Experiment, state: &LabState) -> anyhow::Result<Prepared> {
+    let lab = lab_agents(state);
+    let steps = steps(&experiment, &lab);
+    let kind = NetworkKind::Lab {
+        name: state.name.clone(),
+    };
+    let runner = agents(&experiment, &steps, &lab, None, kind)?;
+    Ok(Prepared {
+        experiment,
+        steps,
+        emulator_report: state.emulator.as_ref().map(|e| e.report.clone()),
+        lab,
+        runner,
+    })
+}
+
+/// The agents of `steps`, checked and clocked.
+fn agents(
+    experiment: &Experiment,
+    steps: &[Step],
+    lab: &BTreeMap<String, String>,
+    key: Option<Vec<u8>>,
+    kind: NetworkKind,
+) -> anyhow::Result<Box<dyn StepRunner>> {
+    let reached = reaching_every_agent(experiment, steps, lab)?;
+    Ok(Box::new(Network::connect(&reached, key, kind)?))
 }
 
 impl Prepared {

@@ -9,7 +9,9 @@ use flowlab_control::{
 };
 use flowlab_experiment::Step;
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
-use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
+use flowlab_results::{
+    CpuLoad, IntervalReport, PacingReport, RoleCpu, SideReport, TransactionReport,
+};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
 use flowlab_store::{Run, RunInfo};
@@ -211,6 +213,30 @@ fn latency_line(label: &str, d: &LatencySummary) -> String {
     )
 }
 
+/// The sender's pacing: the mode, the strategy its planner chose and what the waits cost.
+fn pacing_text(p: &PacingReport) -> String {
+    let margin = format_duration_ns(p.margin_ns as f64);
+    let how = match p.strategy.as_str() {
+        "spin" => "spin to each deadline".to_string(),
+        "sleep_spin" => format!("sleep, then spin the last {margin}"),
+        "sleep" => "sleep to each deadline".to_string(),
+        "kernel_txtime" => format!("wake {margin} early, the kernel sends on time"),
+        other => other.to_string(),
+    };
+    let latency = match (p.wake_latency_p50_ns, p.wake_latency_p99_ns) {
+        (Some(p50), Some(p99)) => format!(
+            " (wake-up p50 {}, p99 {})",
+            format_duration_ns(p50 as f64),
+            format_duration_ns(p99 as f64)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{}: {how}{latency}; waits {:.1}% of one core",
+        p.mode, p.cpu_pct
+    )
+}
+
 /// An end's CPU: its role's threads first (the one figure sweeps and JSON call the role's
 /// CPU), then its whole process and its host over the same time. The process's user/system
 /// split is left out: the kernel keeps it monotonic over the process's life, so over one test
@@ -398,6 +424,9 @@ fn render_packets(r: &TestResult, out: &mut String) {
     let sender = [&r.client, &r.agent]
         .into_iter()
         .find_map(|side| side.as_ref()?.sender.as_ref());
+    if let Some(p) = sender.and_then(|tx| tx.pacing.as_ref()) {
+        let _ = writeln!(out, "  pacing             {}", pacing_text(p));
+    }
     if let Some(c) = sender.and_then(|tx| tx.contract.as_ref()) {
         let _ = writeln!(out, "  contract           {}", contract_text(c));
     }
@@ -1559,6 +1588,32 @@ mod tests {
         };
         assert!(show_run(&run, &[]).contains("\nnetwork   lab three\n"));
     }
+    #[test]
+    fn pacing_says_the_strategy_the_wake_ups_and_the_cpu() {
+        let mut p = PacingReport {
+            mode: flowlab_traffic::PacingMode::Auto,
+            strategy: "sleep_spin".into(),
+            margin_ns: 45_000,
+            waits: 5_000,
+            sleeps: 4_990,
+            wake_latency_p50_ns: Some(12_000),
+            wake_latency_p99_ns: Some(40_000),
+            cpu_ns: 120_000_000,
+            cpu_pct: 1.2,
+        };
+        assert_eq!(
+            pacing_text(&p),
+            "auto: sleep, then spin the last 45.0 us (wake-up p50 12.0 us, p99 40.0 us); \
+             waits 1.2% of one core"
+        );
+        p.strategy = "spin".into();
+        (p.wake_latency_p50_ns, p.wake_latency_p99_ns) = (None, None);
+        assert_eq!(
+            pacing_text(&p),
+            "auto: spin to each deadline; waits 1.2% of one core"
+        );
+    }
+
     #[test]
     fn cpu_lines_show_the_role_total_with_the_spin_apart_and_the_process_sum() {
         let role = RoleCpu {

@@ -2,6 +2,8 @@
 //! virtual time through the example scenarios (examples/sim/, embedded so the command runs
 //! anywhere), written as docs/reproductions.md with SVG plots of the figures.
 
+pub mod emulated;
+mod labs;
 mod published;
 #[cfg(test)]
 mod tests;
@@ -14,6 +16,8 @@ use anyhow::{anyhow, bail, Context};
 use flowlab_report::overlay::{overlay, Series};
 use flowlab_sim::SimReport;
 
+use emulated::{EmulatedData, Emulation};
+pub use labs::{emulated_probes, EmulatedProbe, LabRun, LAB_RUNS};
 pub use published::{FIGURES, ROWS, SCENARIOS};
 
 /// The seeds, as `--seed` names them.
@@ -152,11 +156,12 @@ impl Verdict {
     }
 }
 
-/// A row with flowlab's value now.
+/// A row with flowlab's value now, and the value a lab measured (`--emulated`), if one did.
 pub struct Outcome {
     pub row: &'static Row,
     pub simulated: Option<f64>,
     pub verdict: Verdict,
+    pub emulated: Option<f64>,
 }
 
 /// Which rows to run: the rows of the seeds named (all when empty) that pass `filter`.
@@ -167,7 +172,7 @@ pub fn outcomes(seeds: &[&str], filter: impl Fn(&Row) -> bool) -> anyhow::Result
         .filter_map(|r| r.probe)
         .map(|p| p.scenario)
         .collect();
-    outcomes_of(rows, &run_all(&keys)?)
+    outcomes_of(rows, &run_all(&keys)?, &EmulatedData::default())
 }
 
 fn chosen_rows(seeds: &[&str], filter: impl Fn(&Row) -> bool) -> anyhow::Result<Vec<&'static Row>> {
@@ -181,8 +186,12 @@ fn chosen_rows(seeds: &[&str], filter: impl Fn(&Row) -> bool) -> anyhow::Result<
         .collect())
 }
 
-/// The rows judged against the scenarios' reports.
-fn outcomes_of(rows: Vec<&'static Row>, reports: &Reports) -> anyhow::Result<Vec<Outcome>> {
+/// The rows judged against the scenarios' reports, with the labs' values of `emulated`.
+fn outcomes_of(
+    rows: Vec<&'static Row>,
+    reports: &Reports,
+    emulated: &EmulatedData,
+) -> anyhow::Result<Vec<Outcome>> {
     rows.into_iter()
         .map(|row| {
             let simulated = match row.probe {
@@ -193,6 +202,7 @@ fn outcomes_of(rows: Vec<&'static Row>, reports: &Reports) -> anyhow::Result<Vec
                 row,
                 simulated,
                 verdict: judge(row, simulated),
+                emulated: emulated.value(row.item),
             })
         })
         .collect()
@@ -344,8 +354,9 @@ pub struct Document {
     pub outcomes: Vec<Outcome>,
 }
 
-/// Runs the rows and figures of `seeds` (all when empty), each scenario once.
-pub fn render(seeds: &[&str]) -> anyhow::Result<Document> {
+/// Runs the rows and figures of `seeds` (all when empty), each scenario once, beside the
+/// labs' values of `emulated`.
+pub fn render(seeds: &[&str], emulated: &EmulatedData) -> anyhow::Result<Document> {
     let rows = chosen_rows(seeds, |_| true)?;
     let figures: Vec<&Figure> = FIGURES
         .iter()
@@ -358,7 +369,7 @@ pub fn render(seeds: &[&str]) -> anyhow::Result<Document> {
         .map(|p| p.scenario)
         .collect();
     let reports = run_all(&keys)?;
-    let outcomes = outcomes_of(rows, &reports)?;
+    let outcomes = outcomes_of(rows, &reports, emulated)?;
     let plots = figures
         .iter()
         .map(|f| {
@@ -370,19 +381,33 @@ pub fn render(seeds: &[&str]) -> anyhow::Result<Document> {
         })
         .collect::<anyhow::Result<_>>()?;
     Ok(Document {
-        markdown: markdown(&outcomes, &figures),
+        markdown: markdown(&outcomes, &figures, emulated),
         plots,
         outcomes,
     })
 }
 
 /// Writes the Markdown of `seeds` (all when empty) to `out` and each figure's SVG beside
-/// it, in `reproductions/`. Returns the outcomes; an error, after writing, if an exact row
-/// no longer matches.
-pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
-    let doc = render(seeds)?;
+/// it, in `reproductions/`, with the emulated values kept there (`emulated.json`); with
+/// `emulate`, the labs of those seeds' rows are measured first and their values kept.
+/// Returns the outcomes; an error, after writing, if an exact row no longer matches.
+pub fn write(out: &Path, seeds: &[&str], emulate: bool) -> anyhow::Result<Vec<Outcome>> {
+    let rows = chosen_rows(seeds, |_| true)?;
     let dir = out.parent().unwrap_or(Path::new(".")).join("reproductions");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let data_path = emulated::data_path(out);
+    let mut data = EmulatedData::load(&data_path)?;
+    let mut failures = Vec::new();
+    if emulate {
+        let plan = emulated::planned(|item| rows.iter().any(|r| r.item == item));
+        let measured = emulated::measure(&plan, &Emulation::here()?, &mut |line| {
+            eprintln!("flowlab reproduce: {line}")
+        })?;
+        data.merge(measured.data);
+        data.save(&data_path)?;
+        failures = measured.failures;
+    }
+    let doc = render(seeds, &data)?;
     for (file, svg) in &doc.plots {
         let path = dir.join(format!("{file}.svg"));
         std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
@@ -400,6 +425,9 @@ pub fn write(out: &Path, seeds: &[&str]) -> anyhow::Result<Vec<Outcome>> {
             o.row.item
         );
     }
+    if !failures.is_empty() {
+        bail!("not emulated, the rest written: {}", failures.join("; "));
+    }
     Ok(doc.outcomes)
 }
 
@@ -412,7 +440,8 @@ fn sweep_curve(report: &SimReport, probe: &Probe, xs: &[f64]) -> anyhow::Result<
 }
 
 /// The figure's published points (markers) over flowlab's curve (a line): `curve` if not
-/// empty, else the simulated values of the figure's rows.
+/// empty, else the simulated values of the figure's rows; the rows' emulated values as
+/// markers too, where a lab measured them.
 pub fn plot(
     figure: &Figure,
     outcomes: &[Outcome],
@@ -420,6 +449,7 @@ pub fn plot(
 ) -> anyhow::Result<String> {
     let mut published = figure.marks.to_vec();
     let mut simulated = Vec::new();
+    let mut emulated = Vec::new();
     for &(x, item) in figure.points {
         let Some(o) = outcomes.iter().find(|o| o.row.item == item) else {
             continue;
@@ -428,11 +458,12 @@ pub fn plot(
             published.push((x, p));
         }
         simulated.extend(o.simulated.map(|s| (x, s)));
+        emulated.extend(o.emulated.map(|e| (x, e)));
     }
     if !curve.is_empty() {
         simulated = std::mem::take(&mut curve);
     }
-    let series = [
+    let mut series = vec![
         Series {
             label: "published",
             points: published,
@@ -444,6 +475,13 @@ pub fn plot(
             joined: true,
         },
     ];
+    if !emulated.is_empty() {
+        series.push(Series {
+            label: "flowlab (emulated)",
+            points: emulated,
+            joined: false,
+        });
+    }
     overlay(figure.title, figure.x_label, figure.y_label, &series)
         .map_err(|e| anyhow!("plot {}: {e}", figure.file))
 }
@@ -469,8 +507,9 @@ fn published_text(p: Published) -> String {
     }
 }
 
-fn difference(o: &Outcome) -> String {
-    match (o.simulated, o.row.published) {
+/// A value's difference from the published number (from the nearer bound of an interval).
+fn difference(value: Option<f64>, published: Published) -> String {
+    match (value, published) {
         (Some(s), Published::Value(p)) => signed(s - p),
         (Some(s), Published::Range(lo, _)) if s < lo => signed(s - lo),
         (Some(s), Published::Range(_, hi)) if s > hi => signed(s - hi),
@@ -479,10 +518,24 @@ fn difference(o: &Outcome) -> String {
     }
 }
 
-fn markdown(outcomes: &[Outcome], figures: &[&Figure]) -> String {
+/// The emulated cell: the lab's value and its difference from the published one; `not
+/// run` where a lab answers the row but has not measured it, `no lab` where none does.
+fn emulated_cell(o: &Outcome) -> String {
+    match o.emulated {
+        Some(v) => match difference(Some(v), o.row.published) {
+            d if d == "–" => number(v),
+            d => format!("{} ({d})", number(v)),
+        },
+        None if emulated_probes().any(|p| p.item == o.row.item) => "not run".into(),
+        None => "no lab".into(),
+    }
+}
+
+fn markdown(outcomes: &[Outcome], figures: &[&Figure], emulated: &EmulatedData) -> String {
     let mut md = String::from(HEADER);
     md.push('\n');
     md.push_str(&summary(outcomes));
+    md.push_str(&lab_runs(emulated));
     for seed in SEEDS {
         let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.row.seed == seed).collect();
         if rows.is_empty() {
@@ -502,11 +555,12 @@ fn markdown(outcomes: &[Outcome], figures: &[&Figure]) -> String {
             });
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {sim}{source} | not run | {} | {} | {} |",
+                "| {} | {} | {} | {sim}{source} | {} | {} | {} | {} |",
                 o.row.item,
                 o.row.unit,
                 published_text(o.row.published),
-                difference(o),
+                emulated_cell(o),
+                difference(o.simulated, o.row.published),
                 o.verdict.text(),
                 o.row.explanation
             );
@@ -516,6 +570,32 @@ fn markdown(outcomes: &[Outcome], figures: &[&Figure]) -> String {
         }
         md.push('\n');
     }
+    md
+}
+
+/// The labs that answer rows: what each runs, and when it was measured.
+fn lab_runs(emulated: &EmulatedData) -> String {
+    let mut md = String::from(
+        "| lab (examples/lab) | experiment (examples/experiments) | run from | trials | measured (UTC) | load average | rows |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for run in LAB_RUNS {
+        let rows = emulated_probes().filter(|p| p.run == run.key).count();
+        let measured = emulated.run(run.key);
+        let _ = writeln!(
+            md,
+            "| `{}` | `{}` | {} | {} | {} | {} | {rows} |",
+            run.lab_file,
+            run.experiment_file,
+            run.controller,
+            run.trials,
+            measured.map_or("not run", |m| &m.measured),
+            measured
+                .and_then(|m| m.load_average)
+                .map_or("–".into(), |l| format!("{l:.1}")),
+        );
+    }
+    md.push('\n');
     md
 }
 
@@ -580,9 +660,19 @@ Verdicts:
 The document is the same on every run (the simulator is deterministic); a scenario's file
 says which of its parameters the paper gives and which it chooses.
 
-Emulated: `not run`. The seed labs (`examples/lab/{transatlantic,aquila-atm,aquila-ip,
-bagnet-loop}.toml`, whose twins in `examples/sim` `flowlab compare` sets beside them; see
-docs/emulation.md) need root and run in real time, minutes per experiment, so `flowlab
-reproduce` does not start them; the emulator's link models are the simulator's
-(`crates/link`).
+Emulated: the seeds' testbeds that are labs (`examples/lab`, with twins in `examples/sim`;
+docs/emulation.md) answer some rows through real sockets and flowlab's emulator, which runs
+the simulator's link models in real time. `flowlab reproduce --emulated` (root: it brings
+each lab up in network namespaces, runs its experiment from a host inside it, and takes it
+down; a few minutes) measures them and keeps the values in `reproductions/emulated.json`,
+which every `flowlab reproduce` reads, so this document regenerates without root. The
+emulated cell is the lab's value with its difference from the published one; `not run`
+where a lab answers the row but has not measured it, `no lab` where none does: seed 000's
+PCs and seed 003's wide-area testbed have no lab, and the AQUILA labs carry only the premium
+flow #1 (flows #2 to #4 ran on VCs shaped to 100 kbit/s each, which a lab's VCs are not).
+Trials are short (below); the table says when each lab ran and how busy the machine was.
+On a busy machine the emulator releases frames late (docs/emulation.md: release errors of
+milliseconds at the 99th percentile), which is most of the emulated maxima and peak-to-peak
+delays of seed 004, and bunches the loads' frames into bursts at seed 002's port, which
+lose more cells there than the paper's loops did while the probes between them lose fewer.
 ";

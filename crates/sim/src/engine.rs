@@ -640,7 +640,7 @@ fn iface_of(m: &Model, from: usize, to: usize) -> Option<usize> {
 /// switch's output port: a host adapter has its own buffer and no per-VC limits.
 fn switch_vc_limits(m: &Model, i: usize) -> Option<VcLimits> {
     let l = &m.links[i / 2];
-    let from = if i % 2 == 0 { l.a } else { l.b };
+    let from = if i.is_multiple_of(2) { l.a } else { l.b };
     let atm = l.atm.as_ref()?;
     (m.nodes[from].kind == NodeKind::AtmSwitch).then_some(atm.port.vc_limits)
 }

@@ -187,7 +187,7 @@ pub(crate) fn check_packet_budget(variants: &[Variant]) -> Result<(), ScenarioEr
         for (i, f) in m.flows.iter().enumerate() {
             let n = flow_packets(m, i, f);
             total = total.saturating_add(n);
-            if heaviest.map_or(true, |(_, h)| n > h) {
+            if heaviest.is_none_or(|(_, h)| n > h) {
                 heaviest = Some((f, n));
             }
         }

@@ -1,6 +1,8 @@
 //! What a test is when nothing says otherwise. `flowlab test` without flags and an experiment
 //! flow for the keys its file leaves out both start from [`TestSpec::new`], so the two agree.
 
+use flowlab_traffic::PacingMode;
+
 use crate::{Direction, Protocol, SocketOptions, TestSpec};
 
 /// Length of a test given neither a duration nor a count.
@@ -21,7 +23,7 @@ impl TestSpec {
     /// A test of `protocol` in `direction` with every other field at its default: one flow
     /// for 10 s, UDP at 1 Mbit/s in 1200-byte packets, TCP at max rate in 256 kB writes,
     /// native frames at 1 Mbit/s in 1000-byte frames, ICMP echoes of 56 bytes one a second
-    /// (as ping); no traffic model, kernel socket defaults, seed 0.
+    /// (as ping); no traffic model, kernel socket defaults, seed 0, `auto` pacing.
     pub fn new(protocol: Protocol, direction: Direction) -> TestSpec {
         TestSpec {
             protocol,
@@ -42,6 +44,7 @@ impl TestSpec {
             authenticated_packets: false,
             echo_every: None,
             omit_ns: None,
+            pacing: PacingMode::Auto,
             multicast: None,
         }
     }

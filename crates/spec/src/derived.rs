@@ -167,6 +167,7 @@ mod tests {
             authenticated_packets: false,
             echo_every: None,
             omit_ns: None,
+            pacing: Default::default(),
             multicast: None,
         }
     }

@@ -6,7 +6,7 @@ mod derived;
 
 use std::time::Duration;
 
-use flowlab_traffic::{TrafficSpec, TransactionConfig};
+use flowlab_traffic::{PacingMode, TrafficSpec, TransactionConfig};
 use flowlab_units::format_rate;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -155,6 +155,11 @@ pub struct TestSpec {
     /// after them only; the sender's figures still cover the whole test.
     #[serde(default)]
     pub omit_ns: Option<u64>,
+    /// How senders wait for their deadlines (`--pacing`): `auto` (the default) spins past
+    /// the learned wake-up latency within 5 % of a core, `precise` whatever it costs,
+    /// `efficient` within 1 %. Left out of requests when `auto`, so older agents take them.
+    #[serde(default, skip_serializing_if = "PacingMode::is_auto")]
+    pub pacing: PacingMode,
     /// One-way UDP to a multicast group (`--multicast`): the client sends once to the group,
     /// and each agent asked joins it and only receives.
     #[serde(default)]
@@ -249,7 +254,20 @@ impl TestSpec {
         self.check_traffic()?;
         self.check_authenticated()?;
         self.check_echo_every()?;
-        self.check_omit()
+        self.check_omit()?;
+        self.check_pacing()
+    }
+
+    /// A pacing mode other than `auto` needs deadlines to wait for.
+    fn check_pacing(&self) -> Result<(), SpecError> {
+        if self.pacing.is_auto() || (self.paced() && self.transactions().is_none()) {
+            return Ok(());
+        }
+        refuse(format!(
+            "pacing {} needs a paced test (a --rate or a --traffic model): at max rate and in \
+             request/response tests no sender waits for a deadline",
+            self.pacing
+        ))
     }
 
     /// A warm-up is left out of a test that goes on after it, and only where packets are
@@ -776,6 +794,39 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// `--pacing precise|efficient` needs deadlines; `auto` goes anywhere and is left out of
+    /// the request, so an agent from before `--pacing` takes it.
+    #[test]
+    fn pacing_needs_a_paced_test_and_auto_is_not_sent() {
+        let paced = |pacing| TestSpec {
+            pacing,
+            ..TestSpec::new(Protocol::Udp, Direction::Reverse)
+        };
+        for mode in PacingMode::ALL {
+            assert_eq!(paced(mode).validate(), Ok(()));
+        }
+        let bulk = TestSpec {
+            rate_bps: None,
+            ..paced(PacingMode::Efficient)
+        };
+        let e = bulk.validate().unwrap_err().to_string();
+        assert!(e.starts_with("pacing efficient needs a paced test"), "{e}");
+        assert_eq!(
+            TestSpec {
+                pacing: PacingMode::Auto,
+                ..bulk.clone()
+            }
+            .validate(),
+            Ok(())
+        );
+        let json = |s: &TestSpec| serde_json::to_value(s).unwrap();
+        assert!(json(&paced(PacingMode::Auto)).get("pacing").is_none());
+        let precise = json(&paced(PacingMode::Precise));
+        assert_eq!(precise["pacing"], "precise");
+        let back: TestSpec = serde_json::from_value(precise).unwrap();
+        assert_eq!(back.pacing, PacingMode::Precise);
     }
 
     #[test]

@@ -388,6 +388,7 @@ mod tests {
             authenticated_packets: false,
             echo_every: None,
             omit_ns: None,
+            pacing: Default::default(),
             multicast: None,
         }
     }

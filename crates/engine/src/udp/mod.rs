@@ -23,8 +23,8 @@ use crate::packet_auth::PacketAuth;
 
 use crate::readiness::{DatagramSend, DatagramSocket, Readiness};
 use crate::{
-    stopped, wait_until, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget,
-    SenderOutcome, MAX_BATCH,
+    stopped, IntervalClock, IntervalSink, ReceiverOutcome, RunContext, SendBudget, SenderOutcome,
+    MAX_BATCH,
 };
 use send::{Sender, Step};
 
@@ -85,6 +85,8 @@ pub fn udp_ping<S: DatagramSocket>(
             (None, false)
         }
     };
+    let mut poll_at = None;
+    let busy_poll = crate::setup::busy_poll(spec);
     'test: while !stopped(stop_receiving) {
         for (i, sock) in socks.iter().enumerate() {
             loop {
@@ -117,7 +119,8 @@ pub fn udp_ping<S: DatagramSocket>(
         while let Some((index, start, end)) = intervals.closed(clock::monotonic_ns()) {
             on_interval(meter.take_interval(index, start, end));
         }
-        let now = clock::monotonic_ns();
+        // After a wait for packets the qdisc holds to their time, the deadline has come.
+        let now = clock::monotonic_ns().max(poll_at.take().unwrap_or(0));
         let mut next_send = None;
         if let (true, Some(s)) = (sending, sender.as_mut()) {
             if stopped(stop_sending) {
@@ -132,25 +135,29 @@ pub fn udp_ping<S: DatagramSocket>(
                 sending_done.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
-        if spec.busy_poll {
+        if busy_poll {
             continue;
         }
-        match next_send {
-            // Close to a deadline: spin to it (echoes keep their kernel stamps meanwhile).
-            Some(t) if t <= now + crate::spin_budget() => {
-                let spun = wait_until(t);
-                if let Some(s) = sender.as_mut() {
-                    s.meter.on_pacing_spin(spun);
-                }
+        let margin = match (next_send, sender.as_mut()) {
+            (Some(t), Some(s)) => s.waiter.margin_ns(t),
+            _ => 0,
+        };
+        match (next_send, sender.as_mut()) {
+            // Close to a deadline: wait for it as the plan says (echoes keep their kernel
+            // stamps meanwhile).
+            (Some(t), Some(s)) if t <= now.saturating_add(margin) => {
+                let waited = s.waiter.wait(t);
+                s.meter.on_pacing_spin(waited.spun_ns);
+                poll_at = Some(waited.poll_at_ns);
             }
-            Some(t) => {
+            (Some(t), _) => {
                 let wait = t
-                    .saturating_sub(crate::spin_budget() + now)
+                    .saturating_sub(now.saturating_add(margin))
                     .min(crate::POLL_PERIOD.as_nanos() as u64);
                 // A failed wait returns at once; the next read reports the error.
                 let _ = wait_readable(&fds, std::time::Duration::from_nanos(wait));
             }
-            None => {
+            (None, _) => {
                 let _ = wait_readable(&fds, crate::POLL_PERIOD);
             }
         }
@@ -213,12 +220,13 @@ fn prepare_receivers<S: DatagramSocket>(socks: &[S], spec: &TestSpec, gro: bool)
             let _ = udp::set_buffer_sizes(sock, None, Some(each));
         }
     }
+    let busy_poll = crate::setup::busy_poll(spec);
     for sock in socks {
         kernel_stamps &= udp::enable_rx_timestamps(sock).is_ok();
         if gro {
             gro_on &= udp::enable_gro(sock).is_ok();
         }
-        if spec.busy_poll {
+        if busy_poll {
             let _ = flowlab_sys::socket::set_busy_poll(sock, crate::BUSY_POLL_US);
         }
     }
@@ -265,7 +273,7 @@ pub fn udp_receive<S: DatagramSocket>(
     let mut scratch = TrainScratch::default();
     let mut error = None;
     // An echo must not wait for a timer: it would add up to the period to its round trip.
-    let coalesce = !spec.busy_poll
+    let coalesce = !crate::setup::busy_poll(spec)
         && echoer.is_none()
         && read_rate.is_none()
         && prepared.kernel_stamps
@@ -273,7 +281,7 @@ pub fn udp_receive<S: DatagramSocket>(
     let ready = if coalesce {
         Readiness::coalesced(socks, COALESCE_PERIOD)
     } else {
-        Readiness::new(socks, spec.busy_poll)
+        Readiness::new(socks, crate::setup::busy_poll(spec))
     };
     match ready {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
@@ -530,7 +538,7 @@ pub fn udp_echo<S: DatagramSocket>(
     let mut echoer = Echoer::new(ctx, 1);
     let mut batch = udp::RecvBatch::new(MAX_BATCH as usize, MAX_RECEIVE);
     let mut error = None;
-    match Readiness::new(socks, spec.busy_poll) {
+    match Readiness::new(socks, crate::setup::busy_poll(spec)) {
         Err(e) => error = Some(format!("cannot watch the data sockets: {e}")),
         Ok(mut ready) => {
             while !stopped(stop) {

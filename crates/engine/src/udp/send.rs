@@ -14,12 +14,13 @@ use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
 use flowlab_wire::{ProbeRepr, PROBE_HEADER_LEN};
 
+use crate::pacing::Waiter;
 use crate::packet_auth::PacketAuth;
 
 use crate::readiness::DatagramSend;
 use crate::{
-    batching, fill_payload, merge_flows, on_flow_threads, stopped, wait_until, RunContext,
-    SendBudget, SenderOutcome, ACK_PERIOD, ACK_TIMEOUT_NS, MAX_BATCH,
+    batching, fill_payload, merge_flows, on_flow_threads, stopped, RunContext, SendBudget,
+    SenderOutcome, ACK_PERIOD, ACK_TIMEOUT_NS, MAX_BATCH,
 };
 
 /// Largest UDP payload of one GSO send (IPv4 limit).
@@ -235,15 +236,17 @@ fn send_loop<S: DatagramSend>(
             )
         }
     };
+    let mut now = start;
     loop {
         if stopped(stop) {
             sender.core.handle_stop();
         }
-        match sender.step(clock::monotonic_ns()) {
-            Step::Sent => {}
+        match sender.step(now) {
+            Step::Sent => now = clock::monotonic_ns(),
             Step::Idle { until_ns } => {
-                let spun = wait_until(until_ns);
-                sender.meter.on_pacing_spin(spun);
+                let waited = sender.waiter.wait(until_ns);
+                sender.meter.on_pacing_spin(waited.spun_ns);
+                now = waited.poll_at_ns;
             }
             Step::Done => break,
         }
@@ -283,6 +286,8 @@ pub(crate) struct Sender<'a, S> {
     acks: Option<AckReader>,
     /// A sender whose packets come back as echoes remembers when they were due.
     pub(crate) book: Option<ScheduleBook>,
+    /// Its waits for deadlines (paced flows).
+    pub(crate) waiter: Waiter,
 }
 
 /// Reads a reverse sender's acknowledgements (see `flowlab_wire::ack`) for the core.
@@ -372,6 +377,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
                 next_read_ns: 0,
             }),
             book: None,
+            waiter: Waiter::new(spec, socks.len(), kernel_timed),
         })
     }
 
@@ -406,7 +412,11 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         if count == 0 {
             return;
         }
-        let now_mono = clock::monotonic_ns();
+        // Packets the qdisc holds to their transmit time leave then, not now.
+        let now_mono = match self.kernel_timed {
+            true => clock::monotonic_ns().max(now),
+            false => clock::monotonic_ns(),
+        };
         let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
         self.train
             .stamp(packets, self.session, sent_ns, self.auth.as_ref());
@@ -471,6 +481,9 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
     }
 
     pub(crate) fn finish(mut self) -> (SenderMeter, Option<String>) {
+        if let Some(pacing) = self.waiter.report() {
+            self.meter.set_pacing(pacing);
+        }
         for (i, pacer) in self.core.pacers().enumerate() {
             self.meter.set_missed_slots(i, pacer.missed_slots());
             if let Some(report) = pacer.contract_report() {

@@ -128,14 +128,38 @@ fn differences_carry_their_sign() {
         check: Check::NotReproduced,
         explanation: "",
     };
-    let o = |simulated| Outcome {
+    let o = |emulated| Outcome {
         row: &TWO,
-        simulated,
+        simulated: None,
         verdict: Verdict::NotReproduced,
+        emulated,
     };
-    assert_eq!(difference(&o(Some(2.5))), "+0.5");
-    assert_eq!(difference(&o(Some(1.5))), "-0.5");
-    assert_eq!(difference(&o(None)), "–");
+    assert_eq!(difference(Some(2.5), TWO.published), "+0.5");
+    assert_eq!(difference(Some(1.5), TWO.published), "-0.5");
+    assert_eq!(difference(None, TWO.published), "–");
+    let range = Published::Range(1.0, 2.0);
+    assert_eq!(difference(Some(2.5), range), "+0.5");
+    assert_eq!(difference(Some(1.5), range), "0 (inside)");
+    assert_eq!(emulated_cell(&o(Some(1.75))), "1.75 (-0.25)");
+    assert_eq!(
+        emulated_cell(&o(None)),
+        "no lab",
+        "no lab answers row `two`"
+    );
+}
+
+/// A row a lab answers shows its measured value, or `not run` until it is measured.
+#[test]
+fn an_emulated_cell_is_the_labs_value_or_not_run() {
+    let row = ROWS.iter().find(|r| r.item == published::ONE_MIB).unwrap();
+    let o = |emulated| Outcome {
+        row,
+        simulated: None,
+        verdict: Verdict::NotReproduced,
+        emulated,
+    };
+    assert_eq!(emulated_cell(&o(None)), "not run");
+    assert_eq!(emulated_cell(&o(Some(4.9))), "4.9 (-0.14)");
 }
 
 #[test]
@@ -167,12 +191,16 @@ fn every_probe_names_a_scenario_and_every_figure_point_a_row() {
 fn the_document_has_a_row_per_published_number_and_the_figures() {
     let outcomes = outcomes(&["000"], |r| r.probe.is_none()).unwrap();
     let figures: Vec<&Figure> = FIGURES.iter().collect();
-    let md = markdown(&outcomes, &figures);
+    let md = markdown(&outcomes, &figures, &EmulatedData::default());
     assert!(md.contains("## Seed 000"));
     assert!(!md.contains("## Seed 001"), "only the seeds run");
-    // Every row has its emulated column.
-    let rows = md.lines().filter(|l| l.contains("| not run |")).count();
+    // Every row has its emulated column: seed 000 has no lab.
+    let rows = md.lines().filter(|l| l.contains("| no lab |")).count();
     assert_eq!(rows, outcomes.len());
+    // Every lab run is listed, none measured.
+    let runs: Vec<&str> = md.lines().filter(|l| l.starts_with("| `")).collect();
+    assert_eq!(runs.len(), LAB_RUNS.len(), "{md}");
+    assert!(runs.iter().all(|l| l.contains("| not run |")), "{md}");
     let line = format!(
         "| 000 | {} | 0 | 0 | 0 | 0 | {} |",
         outcomes.len(),
@@ -202,6 +230,13 @@ fn a_figure_plots_published_points_over_the_simulated_curve() {
     };
     let svg = plot(&fig, &rows, Vec::new()).unwrap();
     assert!(svg.contains("published") && svg.contains("flowlab (simulated)"));
+    assert!(!svg.contains("emulated"), "no lab measured the row");
+    let measured = Outcome {
+        emulated: Some(130.0),
+        ..rows.into_iter().next().unwrap()
+    };
+    let svg = plot(&fig, &[measured], Vec::new()).unwrap();
+    assert!(svg.contains("flowlab (emulated)"));
 }
 
 /// The checked-in docs/reproductions.md is what `flowlab reproduce` writes, as far as can be
@@ -232,13 +267,32 @@ fn the_checked_in_document_is_current() {
             r.item
         );
     }
+    let data = EmulatedData::load(&emulated::data_path(std::path::Path::new(&format!(
+        "{docs}reproductions.md"
+    ))))
+    .unwrap();
     let exact = outcomes(&[], |r| matches!(r.check, Check::Exact { .. })).unwrap();
     let figures: Vec<&Figure> = Vec::new();
-    for line in markdown(&exact, &figures)
-        .lines()
-        .filter(|l| l.contains("| exact |"))
-    {
+    let generated = markdown(&exact, &figures, &data);
+    for line in generated.lines().filter(|l| l.contains("| exact |")) {
         assert!(md.contains(line), "{line}: run flowlab reproduce");
+    }
+    // The emulated values kept beside it, and when each lab ran.
+    for run in generated.lines().filter(|l| l.starts_with("| `")) {
+        assert!(md.contains(run), "{run}: run flowlab reproduce");
+    }
+    for r in ROWS {
+        let o = Outcome {
+            row: r,
+            simulated: None,
+            verdict: Verdict::NotReproduced,
+            emulated: data.value(r.item),
+        };
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", r.item)));
+        let cell = format!("| {} |", emulated_cell(&o));
+        assert!(line.unwrap().contains(&cell), "{}: {cell}", r.item);
     }
     for f in FIGURES {
         let svg = format!("{docs}reproductions/{}.svg", f.file);

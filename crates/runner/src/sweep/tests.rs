@@ -109,6 +109,7 @@ fn spec() -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        pacing: Default::default(),
         multicast: None,
     }
 }

@@ -151,7 +151,7 @@ impl Stream {
     /// Whether `p` stands for its datagram when counting packets still on the way: a whole
     /// datagram, or the piece carrying its first byte (pieces split further are settled).
     pub(super) fn counts_in_flight(p: &Pkt) -> bool {
-        p.fate == Fate::InFlight && !p.frag.is_some_and(|f| f.piece.offset != 0)
+        p.fate == Fate::InFlight && p.frag.is_none_or(|f| f.piece.offset == 0)
     }
 
     /// The fragmentation figures, when the stream fragmented or reassembled anything.

@@ -116,6 +116,7 @@ fn spec(count: u64) -> TestSpec {
         authenticated_packets: false,
         echo_every: None,
         omit_ns: None,
+        pacing: Default::default(),
         multicast: None,
     }
 }

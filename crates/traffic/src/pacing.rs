@@ -1,0 +1,465 @@
+//! How a sender waits for its next deadline, chosen per flow (per event loop) from the
+//! deadlines' spacing and the wake-up latency its sleeps have shown, within a CPU budget.
+//!
+//! A sleep ends late by the scheduler's wake-up latency. Spinning the last part of the wait
+//! hides that latency but costs the CPU of the spin; a spin margin at a high percentile of the
+//! learned latency makes nearly every deadline, and at a few hundred packets a second costs
+//! little. The [`PacingPlanner`] learns the latency and the spacing; [`choose`] is the rule.
+//! Sans-IO: times are nanoseconds passed in.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// What the user asked of pacing (`--pacing`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PacingMode {
+    /// The fewest late packets, whatever the CPU: spin past the worst wake-ups.
+    Precise,
+    /// Little CPU (1 % of a core at most on waiting): sleep, spin only a short tail.
+    Efficient,
+    /// Precise within 5 % of a core spent on waiting (the default).
+    #[default]
+    Auto,
+}
+
+impl PacingMode {
+    pub const ALL: [PacingMode; 3] = [PacingMode::Precise, PacingMode::Efficient, PacingMode::Auto];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PacingMode::Precise => "precise",
+            PacingMode::Efficient => "efficient",
+            PacingMode::Auto => "auto",
+        }
+    }
+
+    pub fn is_auto(&self) -> bool {
+        *self == PacingMode::Auto
+    }
+
+    /// Share of one core the waits may spin away.
+    pub fn cpu_budget(self) -> f64 {
+        match self {
+            PacingMode::Precise => 1.0,
+            PacingMode::Auto => 0.05,
+            PacingMode::Efficient => 0.01,
+        }
+    }
+
+    /// The percentile of the learned wake-up latency the spin margin covers.
+    pub fn latency_quantile(self) -> f64 {
+        match self {
+            PacingMode::Precise => 0.999,
+            PacingMode::Auto => 0.99,
+            PacingMode::Efficient => 0.5,
+        }
+    }
+}
+
+impl fmt::Display for PacingMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PacingMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        PacingMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("pacing is precise, efficient or auto, not '{s}'"))
+    }
+}
+
+/// How to wait for one deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Deadlines closer together than a wake-up takes: never sleep.
+    Spin,
+    /// Sleep until `margin_ns` before the deadline, then spin to it.
+    SleepSpin { margin_ns: u64 },
+    /// Sleep to the deadline; the packet is late by the wake-up latency.
+    Sleep,
+    /// Wake `lead_ns` early and hand the packets over with their transmit time (SO_TXTIME):
+    /// the kernel's qdisc releases them.
+    KernelTime { lead_ns: u64 },
+}
+
+impl Strategy {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Spin => "spin",
+            Strategy::SleepSpin { .. } => "sleep_spin",
+            Strategy::Sleep => "sleep",
+            Strategy::KernelTime { .. } => "kernel_txtime",
+        }
+    }
+
+    /// How long before the deadline a sleep ends (the spin margin or the kernel's lead); 0
+    /// for [`Strategy::Spin`], which never sleeps.
+    pub fn margin_ns(self) -> u64 {
+        match self {
+            Strategy::Spin | Strategy::Sleep => 0,
+            Strategy::SleepSpin { margin_ns } => margin_ns,
+            Strategy::KernelTime { lead_ns } => lead_ns,
+        }
+    }
+}
+
+/// A spin shorter than this is not worth its setup: sleep instead.
+pub const MIN_SPIN_NS: u64 = 2_000;
+/// Added to a latency percentile: the spin's own start-up and clock reads.
+pub const SPIN_SLACK_NS: u64 = 5_000;
+/// A spin never exceeds this (a host whose wake-ups take longer is too busy to pace).
+pub const MAX_SPIN_NS: u64 = 1_000_000;
+
+/// What the rule weighs, all learned by the [`PacingPlanner`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conditions {
+    /// Mean time between deadlines.
+    pub spacing_ns: u64,
+    /// The wake-up latency at the mode's percentile.
+    pub latency_ns: u64,
+    /// CPU one sleep costs (the calls and the switches; 0 until measured).
+    pub sleep_cpu_ns: u64,
+    /// The socket hands packets to a qdisc that sends each at its transmit time (SO_TXTIME
+    /// under fq).
+    pub kernel_timed: bool,
+}
+
+/// The rule. Where a sleep costs more CPU than spinning through the gap, spin (cheaper and
+/// exact); else sleep, and spin a margin that covers the latency as far as the mode's budget
+/// pays for it after the sleep's own cost.
+pub fn choose(mode: PacingMode, c: &Conditions) -> Strategy {
+    if c.sleep_cpu_ns >= c.spacing_ns {
+        return Strategy::Spin;
+    }
+    let wanted = (c.latency_ns + SPIN_SLACK_NS).min(MAX_SPIN_NS);
+    if c.kernel_timed && mode != PacingMode::Precise {
+        return Strategy::KernelTime { lead_ns: wanted };
+    }
+    if mode == PacingMode::Precise && c.spacing_ns <= wanted {
+        return Strategy::Spin;
+    }
+    let affordable =
+        ((mode.cpu_budget() * c.spacing_ns as f64) as u64).saturating_sub(c.sleep_cpu_ns);
+    match wanted.min(affordable) {
+        margin if margin < MIN_SPIN_NS => Strategy::Sleep,
+        margin_ns => Strategy::SleepSpin { margin_ns },
+    }
+}
+
+/// Wake-up latencies remembered: the planner's window.
+const WINDOW: usize = 256;
+/// The plan is remade after this many new samples (a sort of the window each time).
+const REPLAN_EVERY: u32 = 32;
+/// The latency assumed before any sleep was measured.
+pub const FIRST_LATENCY_GUESS_NS: u64 = 60_000;
+/// Weight of a new gap in the mean spacing of deadlines.
+const SPACING_WEIGHT: f64 = 1.0 / 64.0;
+/// Weight of a new sleep's CPU in its mean.
+const SLEEP_CPU_WEIGHT: f64 = 1.0 / 16.0;
+
+/// One sender's pacing: the mode, the latency its sleeps showed lately and the spacing of
+/// its deadlines, turned into a [`Strategy`] every [`REPLAN_EVERY`] sleeps.
+#[derive(Debug, Clone)]
+pub struct PacingPlanner {
+    mode: PacingMode,
+    kernel_timed: bool,
+    samples: Vec<u64>,
+    next_sample: usize,
+    since_plan: u32,
+    spacing_ns: f64,
+    last_deadline_ns: Option<u64>,
+    sleep_cpu_ns: Option<f64>,
+    strategy: Strategy,
+}
+
+impl PacingPlanner {
+    /// A planner for deadlines expected `spacing_ns` apart (the packet interval of the loop's
+    /// flows together; the first gaps measured replace the guess).
+    pub fn new(mode: PacingMode, spacing_ns: u64, kernel_timed: bool) -> Self {
+        let spacing_ns = spacing_ns.max(1) as f64;
+        PacingPlanner {
+            mode,
+            kernel_timed,
+            samples: Vec::with_capacity(WINDOW),
+            next_sample: 0,
+            since_plan: 0,
+            spacing_ns,
+            last_deadline_ns: None,
+            sleep_cpu_ns: None,
+            strategy: choose(
+                mode,
+                &Conditions {
+                    spacing_ns: spacing_ns as u64,
+                    latency_ns: FIRST_LATENCY_GUESS_NS,
+                    sleep_cpu_ns: 0,
+                    kernel_timed,
+                },
+            ),
+        }
+    }
+
+    pub fn mode(&self) -> PacingMode {
+        self.mode
+    }
+
+    /// The strategy of the latest plan.
+    pub fn current(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// The strategy for a wait until `deadline_ns`, learning the deadlines' spacing.
+    pub fn strategy(&mut self, deadline_ns: u64) -> Strategy {
+        match self.last_deadline_ns {
+            Some(last) if deadline_ns > last => {
+                let gap = (deadline_ns - last) as f64;
+                self.spacing_ns += (gap - self.spacing_ns) * SPACING_WEIGHT;
+                self.last_deadline_ns = Some(deadline_ns);
+            }
+            None => self.last_deadline_ns = Some(deadline_ns),
+            _ => {}
+        }
+        self.strategy
+    }
+
+    /// A sleep asked to end at some time ended `late_ns` after it, and cost `cpu_ns` (the
+    /// thread's CPU over the sleep, its spin left out).
+    pub fn on_wake(&mut self, late_ns: u64, cpu_ns: u64) {
+        let cpu = cpu_ns as f64;
+        let mean = self.sleep_cpu_ns.get_or_insert(cpu);
+        *mean += (cpu - *mean) * SLEEP_CPU_WEIGHT;
+        if self.samples.len() < WINDOW {
+            self.samples.push(late_ns);
+        } else {
+            self.samples[self.next_sample] = late_ns;
+        }
+        self.next_sample = (self.next_sample + 1) % WINDOW;
+        self.since_plan += 1;
+        if self.since_plan >= REPLAN_EVERY {
+            self.since_plan = 0;
+            let latency = self
+                .latency_quantile(self.mode.latency_quantile())
+                .unwrap_or(FIRST_LATENCY_GUESS_NS);
+            let conditions = Conditions {
+                spacing_ns: self.spacing_ns as u64,
+                latency_ns: latency,
+                sleep_cpu_ns: self.sleep_cpu_ns.unwrap_or(0.0) as u64,
+                kernel_timed: self.kernel_timed,
+            };
+            self.strategy = choose(self.mode, &conditions);
+        }
+    }
+
+    /// The `q` quantile (0..=1) of the remembered wake-up latencies; `None` before any.
+    pub fn latency_quantile(&self, q: f64) -> Option<u64> {
+        let mut sorted = self.samples.clone();
+        sorted.sort_unstable();
+        let last = sorted.len().checked_sub(1)?;
+        Some(sorted[((last as f64 * q.clamp(0.0, 1.0)).ceil() as usize).min(last)])
+    }
+
+    /// The mean spacing of deadlines seen so far, ns.
+    pub fn spacing_ns(&self) -> u64 {
+        self.spacing_ns as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000;
+
+    /// Deadlines `spacing` apart, wake-ups `latency` late, sleeps free.
+    fn at(spacing_ns: u64, latency_ns: u64, kernel_timed: bool) -> Conditions {
+        Conditions {
+            spacing_ns,
+            latency_ns,
+            sleep_cpu_ns: 0,
+            kernel_timed,
+        }
+    }
+
+    /// A planner fed `n` latencies drawn from `latencies` in turn, at deadlines `spacing` apart.
+    fn learned(mode: PacingMode, spacing: u64, latencies: &[u64], n: usize) -> PacingPlanner {
+        let mut p = PacingPlanner::new(mode, spacing, false);
+        for i in 0..n {
+            p.strategy(1_000_000 + i as u64 * spacing);
+            p.on_wake(latencies[i % latencies.len()], 0);
+        }
+        p
+    }
+
+    #[test]
+    fn modes_parse_by_name_and_refuse_others_in_one_line() {
+        for m in PacingMode::ALL {
+            assert_eq!(m.name().parse::<PacingMode>(), Ok(m));
+        }
+        let e = "fast".parse::<PacingMode>().unwrap_err();
+        assert_eq!(e, "pacing is precise, efficient or auto, not 'fast'");
+        assert_eq!(PacingMode::default(), PacingMode::Auto);
+    }
+
+    #[test]
+    fn auto_at_500_pps_spins_past_the_p99_wake_up_within_five_percent() {
+        // 2 ms apart: 5 % of a core allows 100 us of spin per packet; p99 is 40 us.
+        let mut lat = vec![20 * US; 95];
+        lat.extend([40 * US; 5]);
+        let p = learned(PacingMode::Auto, 2_000 * US, &lat, 256);
+        assert_eq!(
+            p.strategy,
+            Strategy::SleepSpin {
+                margin_ns: 40 * US + SPIN_SLACK_NS
+            }
+        );
+    }
+
+    #[test]
+    fn auto_holds_its_budget_when_wake_ups_are_slow() {
+        // A loaded host: 1 ms wake-ups. 5 % of 2 ms is all auto spends.
+        let p = learned(PacingMode::Auto, 2_000 * US, &[1_000 * US], 64);
+        assert_eq!(
+            p.strategy,
+            Strategy::SleepSpin {
+                margin_ns: 100 * US
+            }
+        );
+    }
+
+    #[test]
+    fn efficient_spins_only_past_the_median_within_one_percent() {
+        let lat: Vec<u64> = (1..=64).map(|i| i * US).collect();
+        let p = learned(PacingMode::Efficient, 2_000 * US, &lat, 256);
+        // The median (33 us) + slack, but 1 % of 2 ms is 20 us.
+        assert_eq!(p.strategy, Strategy::SleepSpin { margin_ns: 20 * US });
+        // At 100 packets/s the budget no longer binds.
+        let p = learned(PacingMode::Efficient, 10_000 * US, &lat, 256);
+        assert_eq!(
+            p.strategy,
+            Strategy::SleepSpin {
+                margin_ns: 33 * US + SPIN_SLACK_NS
+            }
+        );
+    }
+
+    #[test]
+    fn dense_deadlines_spin_when_precise_and_sleep_otherwise() {
+        // 100k packets/s: 10 us apart, wake-ups take 30 us.
+        assert_eq!(
+            choose(PacingMode::Precise, &at(10 * US, 30 * US, false)),
+            Strategy::Spin
+        );
+        assert_eq!(
+            choose(PacingMode::Efficient, &at(10 * US, 30 * US, false)),
+            Strategy::Sleep
+        );
+        // Auto's 5 % of 10 us is 500 ns: not worth spinning.
+        assert_eq!(
+            choose(PacingMode::Auto, &at(10 * US, 30 * US, false)),
+            Strategy::Sleep
+        );
+    }
+
+    #[test]
+    fn sleeps_dearer_than_the_gap_turn_into_spins_and_eat_the_budget() {
+        // 100k packets/s where a sleep costs 20 us of CPU: spinning the 10 us is cheaper.
+        let dear = Conditions {
+            sleep_cpu_ns: 20 * US,
+            ..at(10 * US, 30 * US, false)
+        };
+        for mode in PacingMode::ALL {
+            assert_eq!(choose(mode, &dear), Strategy::Spin, "{mode}");
+        }
+        // 10k packets/s: auto's 5 us of budget is spent on the sleep's 13 us: no spin.
+        let ten_k = Conditions {
+            sleep_cpu_ns: 13 * US,
+            ..at(100 * US, 30 * US, false)
+        };
+        assert_eq!(choose(PacingMode::Auto, &ten_k), Strategy::Sleep);
+        // The planner learns the cost from its sleeps.
+        let mut p = PacingPlanner::new(PacingMode::Auto, 10 * US, false);
+        for _ in 0..REPLAN_EVERY {
+            p.on_wake(30 * US, 20 * US);
+        }
+        assert_eq!(p.current(), Strategy::Spin);
+    }
+
+    #[test]
+    fn precise_covers_the_worst_tail_whatever_it_costs() {
+        let mut lat = vec![10 * US; 255];
+        lat.push(300 * US);
+        let p = learned(PacingMode::Precise, 2_000 * US, &lat, 256);
+        assert_eq!(
+            p.strategy,
+            Strategy::SleepSpin {
+                margin_ns: 300 * US + SPIN_SLACK_NS
+            }
+        );
+        // Never more than the cap.
+        assert_eq!(
+            choose(PacingMode::Precise, &at(1_000_000 * US, 5_000 * US, false)),
+            Strategy::SleepSpin {
+                margin_ns: MAX_SPIN_NS
+            }
+        );
+    }
+
+    #[test]
+    fn kernel_transmit_times_replace_the_spin_unless_precise() {
+        assert_eq!(
+            choose(PacingMode::Auto, &at(2_000 * US, 40 * US, true)),
+            Strategy::KernelTime {
+                lead_ns: 40 * US + SPIN_SLACK_NS
+            }
+        );
+        assert!(matches!(
+            choose(PacingMode::Precise, &at(2_000 * US, 40 * US, true)),
+            Strategy::SleepSpin { .. }
+        ));
+    }
+
+    #[test]
+    fn the_plan_starts_from_the_guess_and_learns_the_spacing() {
+        let mut p = PacingPlanner::new(PacingMode::Auto, 2_000 * US, false);
+        assert_eq!(
+            p.strategy(0),
+            Strategy::SleepSpin {
+                margin_ns: FIRST_LATENCY_GUESS_NS + SPIN_SLACK_NS
+            }
+        );
+        assert_eq!(p.latency_quantile(0.5), None);
+        // Deadlines really come 100 us apart: the budget shrinks the margin to 5 us.
+        for i in 1..=1_000 {
+            p.strategy(i * 100 * US);
+        }
+        assert!(p.spacing_ns() < 110 * US, "{}", p.spacing_ns());
+        for _ in 0..REPLAN_EVERY {
+            p.on_wake(30 * US, 0);
+        }
+        let Strategy::SleepSpin { margin_ns } = p.strategy(2_000_000 * US) else {
+            panic!()
+        };
+        assert!(margin_ns <= 5_500, "{margin_ns}");
+    }
+
+    #[test]
+    fn quantiles_read_the_window_only() {
+        let mut p = PacingPlanner::new(PacingMode::Auto, 1_000, false);
+        for _ in 0..WINDOW {
+            p.on_wake(1_000_000, 0);
+        }
+        for _ in 0..WINDOW {
+            p.on_wake(7, 0);
+        }
+        assert_eq!(p.latency_quantile(1.0), Some(7));
+        assert_eq!(p.latency_quantile(0.0), Some(7));
+    }
+}

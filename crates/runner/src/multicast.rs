@@ -7,22 +7,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::ExitCode;
 
-use std::net::UdpSocket;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
 use flowlab_control::client::{run_multicast, MulticastOptions, MulticastOutcome};
 use flowlab_control::{TestOptions, TestRun};
-use flowlab_engine::SenderOutcome;
-use flowlab_results::meter::SenderMeter;
 use flowlab_results::SideReport;
 use flowlab_spec::{DatagramHeader, MulticastGroup, TestSpec};
-use flowlab_sys::clock;
 use flowlab_units::{format_duration_ns, format_rate};
-use flowlab_wire::iperf2::Iperf2Header;
 
-use crate::iperf3::streams::udp_send;
 use crate::test::usage_error;
+
+mod iperf2;
 
 /// iperf2's port, so `iperf -s -u -B GROUP` hears flowlab's sender as typed.
 pub const DEFAULT_PORT: u16 = 5001;
@@ -132,58 +125,17 @@ pub fn run(request: &MulticastRequest) -> anyhow::Result<MulticastOutcome> {
         None => run_multicast(&options, None),
         Some(Iperf2Peer::Receivers) => run_multicast(
             &options,
-            Some(&|socket, stop| send_iperf2(socket, &spec, stop)),
+            Some(&|socket, stop| iperf2::send(socket, &spec, stop)),
         ),
         Some(Iperf2Peer::Sender) => {
-            run_multicast(&options, Some(&|_, stop| await_iperf2(&spec, stop)))
+            run_multicast(&options, Some(&|_, stop| iperf2::await_sender(&spec, stop)))
         }
     };
     Ok(outcome?)
 }
 
-/// Sends the flow in iperf2's datagrams (ids from 1, wall-clock stamps), then its final
-/// datagram (the next id, negated), which ends `iperf -s`'s report.
-fn send_iperf2(socket: &UdpSocket, spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome {
-    let ids = AtomicU64::new(0);
-    let header = |datagram: &mut [u8], seq: u64| {
-        ids.fetch_max(seq + 1, Ordering::Relaxed);
-        Iperf2Header::at(seq as i64 + 1, clock::realtime_ns()).emit(datagram);
-    };
-    let (meter, error) = udp_send(socket, None, spec, &header, stop);
-    let mut fin = vec![0u8; spec.size as usize];
-    let next = ids.load(Ordering::Relaxed) as i64 + 1;
-    Iperf2Header::at(-next, clock::realtime_ns()).emit(&mut fin);
-    let fin_error = socket
-        .send(&fin)
-        .err()
-        .map(|e| format!("cannot send iperf2's final datagram: {e}"));
-    outcome(meter, error.or(fin_error))
-}
-
-/// iperf2 sends: this end only waits out the test's duration (or Ctrl-C) while the agents
-/// receive, and reports nothing sent.
-fn await_iperf2(spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome {
-    let until = Instant::now() + Duration::from_nanos(spec.duration_ns.unwrap_or(0));
-    while Instant::now() < until
-        && !stop.load(Ordering::Relaxed)
-        && !flowlab_sys::signal::is_interrupted()
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    outcome(SenderMeter::new(1, false, false), None)
-}
-
-fn outcome(meter: SenderMeter, error: Option<String>) -> SenderOutcome {
-    SenderOutcome {
-        report: meter.report(),
-        log: Vec::new(),
-        error,
-        worker_cpu_ns: (0, 0),
-    }
-}
-
 /// Runs the request, stores it in `db` (`None`: not at all) as one run with a point per
-/// receiver, and prints its results: a JSON array of one document per receiver, or the
+/// receiving agent (none: not stored), and prints its results: a JSON array of one document per receiver, or the
 /// receivers side by side. Exit status 1 when any receiver's test failed or the store did.
 pub fn run_and_print(
     request: &MulticastRequest,
@@ -192,7 +144,8 @@ pub fn run_and_print(
 ) -> anyhow::Result<ExitCode> {
     let outcome = run(request)?;
     let runs = &outcome.receivers;
-    let stored = db.is_none_or(|db| store(db, request, runs));
+    // No flowlab receiver (iperf2's alone), no result to keep: its report is iperf's.
+    let stored = runs.is_empty() || db.is_none_or(|db| store(db, request, runs));
     let text = match json {
         true => {
             let documents: Vec<_> = runs.iter().map(|r| &r.result).collect();
@@ -352,6 +305,37 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "a multicast test needs receivers: --agents A,B,C"
+        );
+    }
+
+    #[test]
+    fn iperf2_at_either_end_sets_the_header_and_who_must_be_there() {
+        let test = TestOptions {
+            target: "239.1.2.3".into(),
+            spec: TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway),
+            key: None,
+            drain: std::time::Duration::ZERO,
+            interface: None,
+            agent_interface: None,
+            bind: None,
+            cport: None,
+        };
+        let header = |r: &MulticastRequest| spec_of(r).map(|s| s.multicast.unwrap().header);
+        let receivers = MulticastRequest::new(test.clone(), &[], 1, Some(Iperf2Peer::Receivers));
+        assert_eq!(header(&receivers).unwrap(), DatagramHeader::Iperf2);
+        let agents = ["10.0.0.2".to_string()];
+        let sender = MulticastRequest::new(test.clone(), &agents, 1, Some(Iperf2Peer::Sender));
+        assert_eq!(header(&sender).unwrap(), DatagramHeader::Iperf2);
+        let plain = MulticastRequest::new(test.clone(), &agents, 1, None);
+        assert_eq!(header(&plain).unwrap(), DatagramHeader::Flowlab);
+        let alone = MulticastRequest::new(test.clone(), &[], 1, Some(Iperf2Peer::Sender));
+        assert!(header(&alone).unwrap_err().to_string().contains("--agents"));
+        let mut counted = sender.clone();
+        counted.test.spec.duration_ns = None;
+        counted.test.spec.count = Some(100);
+        assert_eq!(
+            header(&counted).unwrap_err().to_string(),
+            "--iperf2 sender: the agents listen for a --duration, not a --count"
         );
     }
 }

@@ -103,9 +103,9 @@ fn iperf2_and_flowlab_each_send_to_the_other_across_a_bridge() {
 }
 
 /// Once flowlab says the agents have joined, iperf -c sends 2 s at 2 Mbit/s (about 500
-/// datagrams) while they listen for 8 s: each agent's count (received and lost: the highest
-/// id it saw) is at most iperf's sent count and within 1 % of it, and it received 98 % or
-/// more of it (a loaded host's agent may fall behind).
+/// datagrams, about half of them dropped by a 1 Mbit/s shaper on h3's way out) while they
+/// listen for 8 s: each agent's count (received and lost: the highest id it saw) is at most
+/// iperf's sent count and within 1 % of it, and its loss is what the shaper dropped.
 fn iperf2_sends_to_two_agents(lab: &Lab) {
     let mut flowlab = in_host(
         lab,
@@ -136,6 +136,13 @@ fn iperf2_sends_to_two_agents(lab: &Lab) {
     await_line(&said, Duration::from_secs(20), "ready line", |l| {
         l.starts_with(ready).then_some(())
     });
+    // h3's way out passes 1 Mbit/s of iperf's 2: the rest is dropped there, unseen by iperf.
+    let shaper = [
+        "tc", "qdisc", "replace", "dev", "to-s1", "root", "tbf", "rate", "1mbit", "burst", "5kb",
+        "latency", "20ms",
+    ];
+    let o = in_host(lab, "h3", &shaper).output().unwrap();
+    assert!(o.status.success(), "tc: {}", stderr(&o));
     let iperf = in_host(
         lab,
         "h3",
@@ -183,9 +190,18 @@ fn iperf2_sends_to_two_agents(lab: &Lab) {
             seen <= sent && seen >= 0.99 * sent,
             "{seen} of {sent}: {r:#}"
         );
-        assert!(received >= 0.98 * sent, "received {received} of {sent}");
-        // iperf's wall-clock stamps give each receiver a one-way delay.
-        assert!(f64_at(r, "/summary/relative_one_way_delay/p50_ns") < 5e6);
+        // What the agents miss is counted: about half, dropped on h3's way out.
+        let lost = sent - received;
+        assert!(
+            (0.1 * sent..=0.8 * sent).contains(&lost),
+            "received {received} of {sent}"
+        );
+        let loss_pct = f64_at(r, "/summary/loss_pct");
+        assert!((loss_pct - 100.0 * lost / sent).abs() < 1.0, "{r:#}");
+        // iperf's wall-clock stamps give each receiver a one-way delay: the shaper's full
+        // queue (7 datagrams of 8 ms at 1 Mbit/s) above the first, unqueued packet's.
+        let delay = f64_at(r, "/summary/relative_one_way_delay/max_ns");
+        assert!(delay > 1e7 && delay < 2e8, "delay max {delay} ns: {r:#}");
     }
 }
 

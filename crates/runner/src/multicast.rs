@@ -207,28 +207,26 @@ pub fn render(request: &MulticastRequest, outcome: &MulticastOutcome) -> String 
 /// Who sent what to the group.
 fn sender_line(request: &MulticastRequest, group: &str, sender: &SideReport) -> String {
     let ttl = request.ttl;
-    let Some(sent) = sender.sender.as_ref() else {
-        return format!("Multicast to {group} (TTL {ttl})");
-    };
-    let seconds = sent.duration_ns as f64 / 1e9;
-    let rate = match seconds > 0.0 {
-        true => sent.bytes_sent as f64 * 8.0 / seconds,
-        false => 0.0,
-    };
-    let (packets, bytes) = (
-        sent.packets_sent,
-        flowlab_units::format_bytes(sent.bytes_sent as f64),
-    );
-    let mut line = match request.iperf2 {
-        Some(Iperf2Peer::Sender) => format!("Multicast from iperf2 to {group}: iperf -c sends"),
-        Some(Iperf2Peer::Receivers) => format!(
-            "Multicast to {group} (TTL {ttl}): {packets} iperf2 datagrams, {bytes} sent at {}, then its final datagram",
-            format_rate(rate)
-        ),
-        None => format!(
-            "Multicast to {group} (TTL {ttl}): {packets} packets, {bytes} sent at {}",
-            format_rate(rate)
-        ),
+    let mut line = match (request.iperf2, sender.sender.as_ref()) {
+        (Some(Iperf2Peer::Sender), _) => format!("Multicast from iperf2 (iperf -c) to {group}"),
+        (_, None) => format!("Multicast to {group} (TTL {ttl})"),
+        (peer, Some(sent)) => {
+            let seconds = sent.duration_ns as f64 / 1e9;
+            let rate = match seconds > 0.0 {
+                true => sent.bytes_sent as f64 * 8.0 / seconds,
+                false => 0.0,
+            };
+            let bytes = flowlab_units::format_bytes(sent.bytes_sent as f64);
+            let (what, after) = match peer {
+                Some(_) => ("iperf2 datagrams", ", then its final datagram"),
+                None => ("packets", ""),
+            };
+            format!(
+                "Multicast to {group} (TTL {ttl}): {} {what}, {bytes} sent at {}{after}",
+                sent.packets_sent,
+                format_rate(rate)
+            )
+        }
     };
     if let Some(e) = &sender.error {
         let _ = write!(line, "\n  sender error: {e}");

@@ -49,8 +49,9 @@ struct Receiver {
 }
 
 /// How the group's flow is sent from the socket connected to it, until done or `stop`, when
-/// not by the engine's sender (flowlab's probes): e.g. in another tool's datagrams.
-pub type GroupSender<'a> = dyn Fn(&UdpSocket, &AtomicBool) -> SenderOutcome + Sync + 'a;
+/// not by the engine's sender (flowlab's probes): e.g. in another tool's datagrams. `None`
+/// when another host sent it: no count here, so each receiver's loss is what it saw missing.
+pub type GroupSender<'a> = dyn Fn(&UdpSocket, &AtomicBool) -> Option<SenderOutcome> + Sync + 'a;
 
 /// Runs the test: every agent joins first, then the client sends (by `send`, or the engine's
 /// sender when `None`); one result per agent.
@@ -109,7 +110,7 @@ pub fn run_multicast(
         let sender = scope.spawn(|| {
             ThreadTime::measure(|| match send {
                 Some(send) => send(&socks[0], &stop),
-                None => flowlab_engine::udp_send(&socks, spec, &ctx, &stop),
+                None => Some(flowlab_engine::udp_send(&socks, spec, &ctx, &stop)),
             })
         });
         // With no agents (other tools receive) the flow runs its course.
@@ -122,10 +123,11 @@ pub fn run_multicast(
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
+    let (sender, error) = outcome.map_or((None, None), |o| (Some(o.report), o.error));
     let client = SideReport {
         cpu: time.cpu_load(),
-        sender: Some(outcome.report),
-        error: outcome.error,
+        sender,
+        error,
         notes,
         ..SideReport::new(Role::Sender, flowlab_sys::host::hostname())
     };

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use flowlab_engine::SenderOutcome;
-use flowlab_results::meter::SenderMeter;
 use flowlab_spec::{MulticastGroup, TestSpec};
 use flowlab_sys::clock;
 use flowlab_wire::iperf2::Iperf2Header;
@@ -15,7 +14,11 @@ use crate::foreign_udp::udp_send;
 /// Sends the flow in iperf2's datagrams (ids from 1, wall-clock stamps), then its final
 /// datagram (the id after the last one due, negated), which ends `iperf -s`'s report. Sent
 /// once, as iperf2's multicast client does: a multicast receiver sends no acknowledgement.
-pub(super) fn send(socket: &UdpSocket, spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome {
+pub(super) fn send(
+    socket: &UdpSocket,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+) -> Option<SenderOutcome> {
     let last_id = AtomicU64::new(0);
     let header = |datagram: &mut [u8], seq: u64| {
         last_id.fetch_max(seq + 1, Ordering::Relaxed);
@@ -29,12 +32,17 @@ pub(super) fn send(socket: &UdpSocket, spec: &TestSpec, stop: &AtomicBool) -> Se
         .send(&fin)
         .err()
         .map(|e| format!("cannot send iperf2's final datagram: {e}"));
-    outcome(meter, error.or(fin_error))
+    Some(SenderOutcome {
+        report: meter.report(),
+        log: Vec::new(),
+        error: error.or(fin_error),
+        worker_cpu_ns: (0, 0),
+    })
 }
 
 /// iperf2 sends: once every agent has joined, says so (the moment to start `iperf -c`), then
-/// waits out the test's duration (or Ctrl-C) while they receive; reports nothing sent.
-pub(super) fn await_sender(spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome {
+/// waits out the test's duration (or Ctrl-C) while they receive; nothing was sent here.
+pub(super) fn await_sender(spec: &TestSpec, stop: &AtomicBool) -> Option<SenderOutcome> {
     let duration = Duration::from_nanos(spec.duration_ns.unwrap_or(0));
     if let Some(group) = &spec.multicast {
         eprintln!("{}", ready_line(group, duration));
@@ -46,7 +54,7 @@ pub(super) fn await_sender(spec: &TestSpec, stop: &AtomicBool) -> SenderOutcome 
     {
         std::thread::sleep(Duration::from_millis(50));
     }
-    outcome(SenderMeter::new(1, false, false), None)
+    None
 }
 
 /// What a person (or a script) waits for before starting iperf's sender.
@@ -61,15 +69,6 @@ fn ready_line(group: &MulticastGroup, listening: Duration) -> String {
         group.hops,
         listening.as_secs_f64()
     )
-}
-
-fn outcome(meter: SenderMeter, error: Option<String>) -> SenderOutcome {
-    SenderOutcome {
-        report: meter.report(),
-        log: Vec::new(),
-        error,
-        worker_cpu_ns: (0, 0),
-    }
 }
 
 #[cfg(test)]

@@ -113,11 +113,12 @@ pub fn run_multicast(
                 None => Some(flowlab_engine::udp_send(&socks, spec, &ctx, &stop)),
             })
         });
-        // With no agents (other tools receive) the flow runs its course.
-        if !receivers.is_empty() {
-            watch(&mut receivers, || sender.is_finished(), options.drain);
-            stop.store(true, Ordering::Relaxed);
+        // With no agents (other tools receive) the flow runs its course, or until Ctrl-C.
+        match receivers.is_empty() {
+            true => wait_for(|| sender.is_finished() || flowlab_sys::signal::is_interrupted()),
+            false => watch(&mut receivers, || sender.is_finished(), options.drain),
         }
+        stop.store(true, Ordering::Relaxed);
         // A panic in the sender is a bug: it goes on up.
         sender
             .join()
@@ -192,6 +193,12 @@ fn group_sender(group: &MulticastGroup, local: IpAddr) -> std::io::Result<UdpSoc
     }
     socket.connect(&at.into())?;
     Ok(socket.into())
+}
+
+fn wait_for(done: impl Fn() -> bool) {
+    while !done() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Serves the control connections (heartbeats out, live reports in) until the sender is

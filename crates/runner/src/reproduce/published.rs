@@ -391,8 +391,13 @@ pub const ROWS: &[Row] = &[
         "Figure 2: aggregate throughput alone and competing",
         "Mb/s",
         Published::Text("73.84, 55.19"),
-        "no scenario: the five connections' hosts, paths and round trips \
-            are given only in the drawing",
+        "no scenario: the seed's text keeps the caption (\"a ten-host \
+            experiment\"), the two sums and that the connections were paced; \
+            which links the five connections share, their pacing rates, each \
+            one's throughput alone and together, and the round trips are only \
+            in the drawing, which the text does not carry. A scenario would \
+            have to invent the shared links whose congestion the figure \
+            shows, so its 25 % drop would only give back those choices",
     ),
     Row {
         seed: "003",

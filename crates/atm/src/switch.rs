@@ -730,7 +730,7 @@ mod tests {
         let mut config = PortConfig::new(line(), 10);
         config.clock_offset_ppm = -20;
         let mut p = OutputPort::new(config);
-        p.add_vc(ServiceCategory::Ubr);
+        let vc = p.add_vc(ServiceCategory::Ubr);
         p.enqueue(1_100_000_000, CellMeta::user_data(vc, 0, false));
         assert_eq!(p.poll_timeout(), Some(1_100_008_000));
     }

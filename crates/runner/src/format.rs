@@ -1463,6 +1463,7 @@ mod tests {
             delay: Some(delay),
             jitter_ns: slow,
             tcp_info: Some(tcp),
+            schedule_error: None,
         };
         let text = format!("{}\n{}", interval_header(false), interval_line(&r));
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");

@@ -84,6 +84,7 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
             .min(),
         return_cookie: None,
         packet_key: None,
+        schedule_watch: None,
     };
     let stop = AtomicBool::new(false);
     let (outcome, time) = std::thread::scope(|scope| {

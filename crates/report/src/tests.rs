@@ -40,10 +40,10 @@ fn aggregates_repetitions_in_point_order() {
     assert_eq!(rows[1].params, json!({"size": 100, "proto": "udp"}));
     let t = text_table(&run, &[]);
     assert!(t.lines().next().unwrap().contains("rtt_mean_us"), "{t}");
-    // RTT cannot be negative: Cox's log-normal interval, not Student's 11.00 ± 12.71.
-    assert!(t.contains("11.00 (3.435–35.51)"), "{t}");
+    // RTT cannot be negative: Student's 11.00 ± 12.71 stops at 0.
+    assert!(t.contains("11.00 (0–23.71)"), "{t}");
     assert!(
-        t.contains("95 % intervals: Cox log-normal (rtt_mean_us)"),
+        t.contains("95 % intervals: Student t cut at the range (rtt_mean_us)"),
         "{t}"
     );
 }

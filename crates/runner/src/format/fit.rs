@@ -25,6 +25,22 @@ pub fn wrap(text: &str, indent: usize) -> String {
     out
 }
 
+/// `text` broken at spaces into lines of at most `width` characters (a longer word alone on
+/// its line): a label in a table's cell.
+pub fn wrap_to(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// The words of `text`, a unit kept with the number before it (`2.07 k packets/s` too) and
 /// a figure with its bound (`3 ns ± 1 ns`).
 fn glued_words(text: &str) -> Vec<String> {

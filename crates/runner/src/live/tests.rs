@@ -110,22 +110,22 @@ fn each_interval_redraws_the_figures_and_the_plots() {
         "{text}"
     );
     assert!(
-        screen[2].contains("delay p50 55.0 us  p90 80.0 us  p99 120 us"),
+        screen[2].contains("delay p50 55.0 µs  p90 80.0 µs  p99 120 µs"),
         "{text}"
     );
     assert!(text.contains(" max 2.00 Mbit/s "), "{text}");
     assert!(text.contains(" max 50 "), "{text}");
-    assert!(text.contains(" max 400 us "), "{text}");
+    assert!(text.contains(" max 400 µs "), "{text}");
     assert!(
-        screen[3].contains("schedule error p50 1.00 us  p99 4.00 us  max 8.00 us  (500 packets)"),
+        screen[3].contains("schedule error p50 1.00 µs  p99 4.00 µs  max 8.00 µs  (500 packets)"),
         "{text}"
     );
     assert!(
-        text.contains(" sent late ") && text.contains(" max 800 us "),
+        text.contains(" sent late ") && text.contains(" max 800 µs "),
         "{text}"
     );
     // The plots' first row holds only the peaks' full bars: the two 2 Mbit/s intervals,
-    // the one with losses, the 400 us delay and the 800 us lateness; the dips stay below.
+    // the one with losses, the 400 µs delay and the 800 µs lateness; the dips stay below.
     let plot_top = &screen[6];
     assert_eq!(plot_top.matches('█').count(), 5, "{text}");
 }

@@ -622,9 +622,11 @@ pub fn run_test(
 }
 
 /// Where the client's sender hands its schedule error for live intervals: when the client
-/// sends paced packets and intervals are asked for.
+/// sends paced datagrams and intervals are asked for (the TCP sender keeps it to its report).
 fn schedule_watch(spec: &TestSpec) -> Option<Arc<ScheduleWatch>> {
-    let sends = spec.direction != Direction::Reverse && spec.transactions().is_none();
+    let sends = spec.direction != Direction::Reverse
+        && spec.transactions().is_none()
+        && spec.protocol != Protocol::Tcp;
     (sends && spec.paced() && spec.interval_ns.is_some()).then(Arc::default)
 }
 

@@ -134,7 +134,7 @@ fn schedule_line(r: &IntervalReport) -> String {
             format_duration_ns(e.max_ns),
             format_count(e.count as f64)
         ),
-        None => "schedule error: not measured here (max rate, or the agent sends)".to_string(),
+        None => "schedule error: not measured here (max rate, TCP, or the agent sends)".to_string(),
     }
 }
 

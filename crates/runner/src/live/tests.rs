@@ -143,7 +143,7 @@ fn an_interval_without_schedule_error_says_why() {
     });
     let screen = rows(&view);
     assert!(
-        screen[3].contains("schedule error: not measured here (max rate, or the agent sends)"),
+        screen[3].contains("schedule error: not measured here (max rate, TCP, or the agent sends)"),
         "{screen:#?}"
     );
 }

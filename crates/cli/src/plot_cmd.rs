@@ -24,7 +24,8 @@ pub struct PlotArgs {
     /// Metrics, one panel each: rtt, loss, cpu, delay, throughput, jitter or exact names.
     #[arg(long, value_delimiter = ',')]
     pub y: Vec<String>,
-    /// One line per value of these parameters (lines).
+    /// One line per value of these parameters (lines); default: one line per test, by every
+    /// other parameter the points vary, so only repetitions are averaged.
     #[arg(long, value_delimiter = ',')]
     pub by: Vec<String>,
     #[arg(long, value_parser = kinds(), default_value = "lines")]

@@ -2,11 +2,12 @@
 
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::protocol::Message;
 use flowlab_engine::{QdiscWatch, RunContext};
+use flowlab_results::schedule_watch::ScheduleWatch;
 use flowlab_results::{packet_log, IntervalReport, PacketRecord, SideReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_wire::control::MAX_OPEN_REQUEST_LEN;
@@ -487,10 +488,14 @@ pub fn run_test(
         packet_key: conn
             .test_packet_key()
             .filter(|_| spec.authenticated_packets),
+        schedule_watch: schedule_watch(&spec),
     };
     let signals = RoleSignals::default();
     let (interval_tx, interval_rx) = mpsc::channel::<IntervalReport>();
-    let mut session_state = Session::default();
+    let mut session_state = Session {
+        schedule_watch: ctx.schedule_watch.clone(),
+        ..Session::default()
+    };
     let mut client_outcome = RoleOutcome::default();
 
     std::thread::scope(|scope| {
@@ -499,8 +504,7 @@ pub fn run_test(
         let mut last_heard = Instant::now();
         loop {
             for r in interval_rx.try_iter() {
-                on_interval(&r);
-                session_state.intervals.push(r);
+                session_state.interval(r, on_interval);
             }
             if flowlab_sys::signal::is_interrupted() {
                 session_state.interrupted = true;
@@ -559,8 +563,7 @@ pub fn run_test(
         let received = join(receiver);
         client_outcome = merge_outcomes(sent, received);
         for r in interval_rx.try_iter() {
-            on_interval(&r);
-            session_state.intervals.push(r);
+            session_state.interval(r, on_interval);
         }
     });
 
@@ -618,6 +621,15 @@ pub fn run_test(
     })
 }
 
+/// Where the client's sender hands its schedule error for live intervals: when the client
+/// sends paced datagrams and intervals are asked for (the TCP sender keeps it to its report).
+fn schedule_watch(spec: &TestSpec) -> Option<Arc<ScheduleWatch>> {
+    let sends = spec.direction != Direction::Reverse
+        && spec.transactions().is_none()
+        && spec.protocol != Protocol::Tcp;
+    (sends && spec.paced() && spec.interval_ns.is_some()).then(Arc::default)
+}
+
 /// What the client sends while a test runs so the agent goes on: heartbeats on the control
 /// connection, and for a reverse UDP test the return-routability cookie from every data
 /// socket (the agent sends to a socket only while its cookie arrives).
@@ -668,6 +680,8 @@ const NO_REPORT: &str = "the agent sent no report";
 #[derive(Default)]
 struct Session {
     intervals: Vec<IntervalReport>,
+    /// The client's own paced sender's schedule error, added to each interval.
+    schedule_watch: Option<Arc<ScheduleWatch>>,
     agent_sender_done: bool,
     agent_report: Option<Box<SideReport>>,
     agent_log: Vec<PacketRecord>,
@@ -678,10 +692,7 @@ struct Session {
 impl Session {
     fn take(&mut self, message: Message, on_interval: &mut dyn FnMut(&IntervalReport)) {
         match message {
-            Message::Interval { report } => {
-                on_interval(&report);
-                self.intervals.push(report);
-            }
+            Message::Interval { report } => self.interval(report, on_interval),
             Message::SenderDone => self.agent_sender_done = true,
             Message::PacketLog { records } => self.agent_log.extend(records),
             Message::Report { report } => self.agent_report = Some(report),
@@ -689,6 +700,19 @@ impl Session {
             Message::Heartbeat => {}
             other => self.error = Some(format!("unexpected '{}' from the agent", other.kind())),
         }
+    }
+
+    /// An interval of whichever end receives, with the client's schedule error meanwhile.
+    fn interval(
+        &mut self,
+        mut report: IntervalReport,
+        on_interval: &mut dyn FnMut(&IntervalReport),
+    ) {
+        if let Some(watch) = &self.schedule_watch {
+            report.schedule_error = watch.take();
+        }
+        on_interval(&report);
+        self.intervals.push(report);
     }
 
     /// Tells the agent to stop and collects its report.

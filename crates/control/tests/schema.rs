@@ -263,6 +263,7 @@ fn interval(index: u64, with_delay: bool, tcp: bool) -> IntervalReport {
         delay: with_delay.then(|| latency(53, 0.0, 71_206.0)),
         jitter_ns: 5_456.19,
         tcp_info: tcp.then(tcp_info),
+        schedule_error: (!tcp).then(|| latency(53, -800.0, 12_000.0)),
     }
 }
 

@@ -16,8 +16,10 @@ mod tcp;
 mod udp;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use flowlab_results::schedule_watch::ScheduleWatch;
 use flowlab_results::{EchoReport, IntervalReport, PacketRecord, ReceiverReport, SenderReport};
 use flowlab_sys::clock;
 use flowlab_traffic::sender::Batching;
@@ -54,7 +56,7 @@ pub const ACK_PERIOD: Duration = Duration::from_millis(200);
 pub const BUSY_POLL_US: u32 = 50;
 
 /// What only the running end knows of a test, beside its [`flowlab_spec::TestSpec`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct RunContext {
     /// The session every probe header carries.
     pub session: u32,
@@ -67,6 +69,8 @@ pub struct RunContext {
     /// Authenticated test packets: the session's test-packet key. Senders tag every probe,
     /// receivers and the echo drop any without a right tag.
     pub packet_key: Option<[u8; 32]>,
+    /// Where paced senders hand their schedule error as they go, for live intervals.
+    pub schedule_watch: Option<Arc<ScheduleWatch>>,
 }
 
 impl RunContext {

@@ -456,6 +456,7 @@ fn interval_report(
         delay: total.latency,
         jitter_ns: 0.0,
         tcp_info: None,
+        schedule_error: None,
     }
 }
 

@@ -260,8 +260,8 @@ fn ys(panel: &Panel) -> impl Iterator<Item = f64> + '_ {
 }
 
 /// How far beyond its points' extremes an interval reaches on a log y axis before its bar
-/// stops at the frame: Cox's bound over three runs can be 10^10 times the mean, and would
-/// otherwise squash every point into one decade of a 25-decade axis.
+/// stops at the frame: Student's bound over two runs reaches 12.7 standard deviations, and
+/// would otherwise squash every point into a decade of a far wider axis.
 const LOG_INTERVAL_REACH: f64 = 100.0;
 
 /// The panel without the points a log axis cannot show (zero or below), with their error

@@ -195,8 +195,8 @@ fn figures(
             .all(|p| p.params.get(k.as_str()).and_then(plot::as_number).is_some())
     });
     if let (Some(x), false) = (numeric_x, key.is_empty()) {
-        let by: Vec<String> = swept.iter().filter(|k| *k != x).cloned().collect();
-        let req = request(PlotKind::Lines, Some(x.clone()), key.to_vec(), by);
+        // No `by`: one line per test, as `flowlab plot` draws it (`plot::default_by`).
+        let req = request(PlotKind::Lines, Some(x.clone()), key.to_vec(), Vec::new());
         let caption = format!("Metrics against {}", metrics::describe(x).label);
         figures.push((caption, crate::plot(store, run, &req)));
     }

@@ -355,7 +355,7 @@ pub fn fmt_estimate(e: &Estimate) -> String {
 }
 
 /// Which interval each metric of `rows` used, e.g. "95 % intervals: Wilson on pooled counts
-/// (loss_pct); Cox log-normal (rtt_mean_us)"; `None` when no row has an interval.
+/// (loss_pct); Student t (rtt_mean_us)"; `None` when no row has an interval.
 pub fn interval_note(rows: &[PointStats]) -> Option<String> {
     interval_note_naming(rows, &|name| name.to_string())
 }

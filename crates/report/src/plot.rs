@@ -66,7 +66,7 @@ fn axis(label: &str, unit: Unit, scale: Scale) -> Axis {
 
 /// One line per `by` group: x = a swept parameter, y = a metric's mean over repetitions with
 /// its 95 % interval as error bars (never below zero where the metric cannot be); one panel
-/// per metric.
+/// per metric. An empty `by` is [`default_by`]: only repetitions are averaged.
 pub fn lines(
     run: &Run,
     x: &str,
@@ -76,6 +76,11 @@ pub fn lines(
 ) -> Result<Figure, ReportError> {
     let ys = metrics::resolve(ys, &run.metric_names())?;
     let params = crate::swept_params(run);
+    let by = if by.is_empty() {
+        &default_by(run, x)
+    } else {
+        by
+    };
     let known = |p: &str| run.points.iter().any(|pt| pt.params.get(p).is_some());
     if let Some(unknown) = std::iter::once(x)
         .chain(by.iter().map(String::as_str))
@@ -104,6 +109,31 @@ pub fn lines(
         x_span: None,
         panels,
     })
+}
+
+/// The lines of a plot against `x` when none are asked for: one per test (or experiment flow),
+/// i.e. per combination of the other parameters the points vary, so points of different tests
+/// are never averaged as if they were repetitions. A parameter that follows from `x` (one value
+/// per x, like a step's label beside its load) would only cut every line into single points,
+/// so it is left out.
+pub fn default_by(run: &Run, x: &str) -> Vec<String> {
+    let follows_x = |param: &str| {
+        let mut seen: Vec<(&Value, Option<&Value>)> = Vec::new();
+        run.points.iter().all(|p| {
+            let (xv, pv) = (p.params.get(x).unwrap_or(&Value::Null), p.params.get(param));
+            match seen.iter().find(|(v, _)| *v == xv) {
+                Some((_, first)) => *first == pv,
+                None => {
+                    seen.push((xv, pv));
+                    true
+                }
+            }
+        })
+    };
+    crate::swept_params(run)
+        .into_iter()
+        .filter(|p| p != x && !follows_x(p))
+        .collect()
 }
 
 /// The series of one metric `y` against `x`, one per `by` group, in the metric's unit.

@@ -40,10 +40,10 @@ fn aggregates_repetitions_in_point_order() {
     assert_eq!(rows[1].params, json!({"size": 100, "proto": "udp"}));
     let t = text_table(&run, &[]);
     assert!(t.lines().next().unwrap().contains("rtt_mean_us"), "{t}");
-    // RTT cannot be negative: Cox's log-normal interval, not Student's 11.00 ± 12.71.
-    assert!(t.contains("11.00 (3.435–35.51)"), "{t}");
+    // RTT cannot be negative: Student's 11.00 ± 12.71 stops at 0.
+    assert!(t.contains("11.00 (0–23.71)"), "{t}");
     assert!(
-        t.contains("95 % intervals: Cox log-normal (rtt_mean_us)"),
+        t.contains("95 % intervals: Student t cut at the range (rtt_mean_us)"),
         "{t}"
     );
 }
@@ -132,4 +132,54 @@ fn time_is_linear_unless_asked() {
         plot::timeseries(&run, &ys, asked).unwrap().x.scale,
         Scale::Log
     );
+}
+
+/// Without `--by`, each test is its own line: UDP's two repetitions at 100 B are averaged,
+/// TCP's point is not mixed into them.
+#[test]
+fn lines_without_by_keep_tests_apart() {
+    let (_, run) = sweep();
+    assert_eq!(plot::default_by(&run, "size"), vec!["proto"]);
+    let figure = plot::lines(&run, "size", &["rtt".into()], &[], Scales::default()).unwrap();
+    let series: Vec<(&str, &[(f64, f64)])> = figure.panels[0]
+        .series
+        .iter()
+        .map(|s| (s.label.as_str(), s.points.as_slice()))
+        .collect();
+    let us = 1e-6;
+    assert_eq!(
+        series,
+        vec![
+            ("proto=tcp", &[(100.0, 30.0 * us)][..]),
+            ("proto=udp", &[(100.0, 11.0 * us), (200.0, 20.0 * us)][..]),
+        ]
+    );
+}
+
+/// A parameter with one value per x (a step's label beside its load) makes no lines of its own.
+#[test]
+fn parameters_that_follow_x_make_no_lines() {
+    let mut s = Store::open_in_memory().unwrap();
+    let id = s
+        .begin_run("experiment", &json!({}), &Environment::default())
+        .unwrap();
+    for (load, step, flow) in [
+        (1, "a", "f1"),
+        (2, "b", "f1"),
+        (1, "a", "f2"),
+        (2, "b", "f2"),
+    ] {
+        let params = json!({"load": load, "step": step, "flow": flow});
+        s.add_point(
+            id,
+            &params,
+            0,
+            &json!({}),
+            &[("loss_pct".into(), 1.0)],
+            None,
+        )
+        .unwrap();
+    }
+    let run = s.load_run(id).unwrap();
+    assert_eq!(plot::default_by(&run, "load"), vec!["flow"]);
 }

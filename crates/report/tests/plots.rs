@@ -187,7 +187,10 @@ fn report_is_self_contained() {
     // Labels and units from the metric table, in tables and in the intervals' note.
     assert!(page.contains("<th title=\"size\">packet size</th>"));
     assert!(page.contains("<td>2 kB</td>"));
-    assert!(page.contains("95 % intervals: Cox log-normal (mean round-trip time, packet loss)"));
+    assert!(page.contains(
+        "95 % intervals: Student t (mean round-trip time, packet loss); \
+         Student t cut at the range (packet loss)"
+    ));
     for external in [
         "<script", "<link", "src=", "url(", "@import", "http://", "https://",
     ] {

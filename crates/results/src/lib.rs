@@ -7,6 +7,7 @@
 pub mod meter;
 pub mod packet_log;
 pub mod schedule_book;
+pub mod schedule_watch;
 
 use flowlab_stats::{LatencySummary, LossPeriods, SeqCounts, Summary};
 use serde::{Deserialize, Serialize};
@@ -412,6 +413,10 @@ pub struct IntervalReport {
     pub delay: Option<LatencySummary>,
     pub jitter_ns: f64,
     pub tcp_info: Option<TcpInfoReport>,
+    /// The sender's actual minus scheduled send times since the previous interval, where the
+    /// client sends paced packets (absent from documents written before it was kept).
+    #[serde(default)]
+    pub schedule_error: Option<LatencySummary>,
 }
 
 /// One packet's fate, for `--packet-log`.

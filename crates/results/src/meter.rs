@@ -5,12 +5,16 @@
 //! times are per flow (they only mean something within one flow); delay distributions and
 //! schedule errors are shared, which keeps a 1000-flow meter small.
 
+use std::sync::Arc;
+
 use flowlab_stats::{
     rate_over_span, rate_per_sec, Arrival, InterArrival, LatencyStats, LatencySummary, LossRuns,
     Rfc3550Jitter, SeqCounts, SeqTracker, Welford,
 };
 
 use flowlab_traffic::{ConformanceMeter, ContractParams, ContractReport};
+
+use crate::schedule_watch::{ScheduleWatch, ScheduleWindow};
 
 use crate::{
     Batching, ContractConformance, FlowReceiverSummary, FlowSenderSummary, IntervalReport,
@@ -323,6 +327,7 @@ impl ReceiverMeter {
             delay,
             jitter_ns: self.mean_jitter(),
             tcp_info: None,
+            schedule_error: None,
         }
     }
 
@@ -471,6 +476,8 @@ struct FlowTx {
 pub struct SenderMeter {
     flows: Vec<FlowTx>,
     schedule_error: Option<LatencyStats>,
+    /// Live: the schedule error handed to whoever reports intervals.
+    live_schedule: Option<ScheduleWindow>,
     departure_error: LatencyStats,
     hardware_departures: u64,
     syscalls: u64,
@@ -486,6 +493,7 @@ impl SenderMeter {
         SenderMeter {
             flows: vec![FlowTx::default(); flows.max(1)],
             schedule_error: paced.then(LatencyStats::new),
+            live_schedule: None,
             departure_error: LatencyStats::new(),
             hardware_departures: 0,
             syscalls: 0,
@@ -494,6 +502,13 @@ impl SenderMeter {
             pacing_spin_ns: 0,
             pacing: None,
             log: packet_log.then(Vec::new),
+        }
+    }
+
+    /// Hands the schedule error to `watch` as it is measured (paced senders only).
+    pub fn watch_schedule(&mut self, watch: Arc<ScheduleWatch>) {
+        if self.schedule_error.is_some() {
+            self.live_schedule = Some(ScheduleWindow::new(watch));
         }
     }
 
@@ -543,7 +558,11 @@ impl SenderMeter {
             c.on_packet(sent_mono_ns, size);
         }
         if let (Some(errors), Some(deadline)) = (&mut self.schedule_error, deadline_ns) {
-            errors.push(sent_mono_ns as i64 - deadline as i64);
+            let error = sent_mono_ns as i64 - deadline as i64;
+            errors.push(error);
+            if let Some(live) = &mut self.live_schedule {
+                live.push(error, sent_mono_ns);
+            }
         }
         if let Some(log) = &mut self.log {
             if log.len() < MAX_PACKET_RECORDS {

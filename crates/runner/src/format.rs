@@ -1190,58 +1190,83 @@ fn deepest(samples: &[flowlab_emu::report::DepthSample]) -> Vec<u64> {
         .collect()
 }
 
-/// `flowlab compare`: the runs compared, then per flow a row per metric with each run's value
-/// and each later run's difference from the first (in points for percentages).
+/// `flowlab compare`: the runs compared, then per flow a row per metric (its label from the
+/// metric table, wrapped to what the figures leave of 80 columns) with each run's value and
+/// each later run's difference from the first (relative, in points for percentages).
 pub fn comparison_table(c: &crate::compare::Comparison) -> String {
     let mut out = String::new();
     for r in &c.runs {
         let network = r.network.as_deref().unwrap_or("network not recorded");
-        let _ = writeln!(out, "run {:<5} {} on {network}", r.run, r.kind);
+        out += &fit::wrap(&format!("run {:<5} {} on {network}", r.run, r.kind), 10);
     }
     let first = c.runs.first().map_or(0, |r| r.run);
-    let mut header = format!("  {:<14}", "metric");
-    for r in &c.runs {
-        let _ = write!(header, " {:>14}", format!("run {}", r.run));
-    }
-    for r in c.runs.iter().skip(1) {
-        let _ = write!(header, " {:>20}", format!("{} − {first}", r.run));
-    }
+    let mut head: Vec<String> = c.runs.iter().map(|r| format!("run {}", r.run)).collect();
+    head.extend(
+        c.runs
+            .iter()
+            .skip(1)
+            .map(|r| format!("{} − {first}", r.run)),
+    );
     for f in &c.flows {
-        let _ = writeln!(out, "\n{} ({})\n{header}", f.flow, f.protocol);
-        for m in &f.metrics {
-            let _ = write!(out, "  {:<14}", m.metric);
-            for v in &m.values {
-                let cell = v.map_or("—".into(), |v| metric_value(&m.metric, v));
-                let _ = write!(out, " {cell:>14}");
-            }
-            for d in &m.differences {
-                let cell = d.map_or("—".into(), |d| metric_difference(&m.metric, d));
-                let _ = write!(out, " {cell:>20}");
-            }
-            out.push('\n');
+        let rows: Vec<(String, Vec<String>)> = f
+            .metrics
+            .iter()
+            .map(|m| {
+                let metric = flowlab_report::describe(&m.metric);
+                let values = m.values.iter().map(|v| v.map(|v| metric.format(v)));
+                let differences = (m.differences.iter()).map(|d| d.map(|d| difference(&metric, d)));
+                let cells = values.chain(differences);
+                let cells = cells.map(|c| c.unwrap_or("—".into())).collect();
+                (metric.label.clone(), cells)
+            })
+            .collect();
+        let _ = writeln!(out, "\n{} ({})", f.flow, f.protocol);
+        out += &comparison_rows(&head, &rows);
+    }
+    out
+}
+
+/// The rows of one flow under `head`: labels left, wrapped to the width the cells leave.
+fn comparison_rows(head: &[String], rows: &[(String, Vec<String>)]) -> String {
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            let cells = rows.iter().map(|(_, cells)| cells[i].chars().count());
+            cells.chain([head[i].chars().count()]).max().unwrap_or(0)
+        })
+        .collect();
+    let figures: usize = widths.iter().map(|w| w + 2).sum();
+    let longest = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_width = longest.min(fit::WIDTH.saturating_sub(2 + figures)).max(16);
+    let line = |label: &str, cells: &[String]| {
+        let mut text = format!("  {label:<label_width$}");
+        for (cell, w) in cells.iter().zip(&widths) {
+            let _ = write!(text, "  {cell:>w$}");
+        }
+        text.trim_end().to_string() + "\n"
+    };
+    let mut out = line("metric", head);
+    for (label, cells) in rows {
+        let lines = fit::wrap_to(label, label_width);
+        out += &line(&lines[0], cells);
+        for more in &lines[1..] {
+            out += &line(more, &[]);
         }
     }
     out
 }
 
-fn metric_value(metric: &str, v: f64) -> String {
-    match metric {
-        m if m.ends_with("_bps") => format_rate(v),
-        m if m.ends_with("_us") => format_duration_ns(v * 1e3),
-        m if m.ends_with("_pct") => format!("{v:.3} %"),
-        _ => format_count(v),
-    }
-}
-
-fn metric_difference(metric: &str, d: crate::compare::Difference) -> String {
+/// A later run's difference from the first: relative, in points for a percentage, or in the
+/// metric's unit where the first value is 0.
+fn difference(metric: &flowlab_report::Metric, d: crate::compare::Difference) -> String {
     let sign = if d.absolute < 0.0 { "-" } else { "+" };
-    if metric.ends_with("_pct") {
-        return format!("{sign}{:.3} pt", d.absolute.abs());
-    }
-    let magnitude = metric_value(metric, d.absolute.abs());
-    match d.relative_pct {
-        Some(r) => format!("{sign}{magnitude} ({r:+.1} %)"),
-        None => format!("{sign}{magnitude}"),
+    match (metric.unit, d.relative_pct) {
+        (flowlab_report::Unit::Percent, _) => format!("{sign}{:.3} pt", d.absolute.abs()),
+        (_, Some(r)) => format!("{r:+.1} %"),
+        (_, None) => format!("{sign}{}", metric.format(d.absolute.abs())),
     }
 }
 
@@ -1463,6 +1488,7 @@ mod tests {
             delay: Some(delay),
             jitter_ns: slow,
             tcp_info: Some(tcp),
+            schedule_error: None,
         };
         let text = format!("{}\n{}", interval_header(false), interval_line(&r));
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
@@ -1603,7 +1629,7 @@ mod tests {
         };
         assert_eq!(
             pacing_text(&p),
-            "auto: sleep, then spin the last 45.0 us (wake-up p50 12.0 us, p99 40.0 us); \
+            "auto: sleep, then spin the last 45.0 µs (wake-up p50 12.0 µs, p99 40.0 µs); \
              waits 1.2% of one core"
         );
         p.strategy = "spin".into();
@@ -1635,7 +1661,7 @@ mod tests {
         };
         assert_eq!(
             cpu_lines("CPU client (vm)", Some(&cpu), Some(&role)),
-            "  CPU client (vm)    99.9% of one core in its test threads (67.0% user + 32.9% system), of which pacing spin 68.7%; 48.0 us CPU per packet\n\
+            "  CPU client (vm)    99.9% of one core in its test threads (67.0% user + 32.9% system), of which pacing spin 68.7%; 48.0 µs CPU per packet\n\
              \x20                    process 101.5%, peak memory 14.0 MiB; host 53.3% busy of 2 cores, softirq 3.2%, busiest CPU 6.1% (host-wide)\n"
         );
         assert_eq!(

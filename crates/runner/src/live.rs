@@ -1,5 +1,6 @@
 //! `flowlab test --live`: a terminal view redrawn at every interval report — this interval's
-//! throughput, loss and delay percentiles above small plots of each over the test so far.
+//! throughput, loss, delay percentiles and the sender's schedule error above small plots of
+//! each over the test so far.
 //! It draws in an inline viewport below the command line (no alternate screen, no raw mode:
 //! Ctrl-C stops the test as usual and the result prints under the view). Where stdout is not
 //! a terminal, [`test_observer`] gives the plain interval lines instead.
@@ -20,7 +21,7 @@ use crate::terminal::{Output, Terminal};
 use crate::{format, Event, Observer};
 
 /// Lines the view takes.
-pub const HEIGHT: u16 = 12;
+pub const HEIGHT: u16 = 13;
 /// Intervals the plots keep: the view's memory is bounded however long the test runs.
 const HISTORY: usize = 512;
 
@@ -51,6 +52,8 @@ struct Point {
     throughput_bps: f64,
     lost: u64,
     delay_p99_ns: Option<f64>,
+    /// The sender's largest lateness against its schedule (early departures count as 0).
+    schedule_max_ns: Option<f64>,
 }
 
 /// What the view shows: the test's headline, its latest interval and the history.
@@ -73,6 +76,7 @@ impl LiveState {
             throughput_bps: report.throughput_bps,
             lost: report.lost,
             delay_p99_ns: report.delay.as_ref().map(|d| d.p99_ns),
+            schedule_max_ns: report.schedule_error.as_ref().map(|e| e.max_ns.max(0.0)),
         });
         self.packets += report.packets;
         self.lost += report.lost;
@@ -109,6 +113,7 @@ impl LiveState {
             ),
             None => "delay: none measured in this interval".to_string(),
         }));
+        lines.push(Line::from(schedule_line(r)));
         lines
     }
 
@@ -116,6 +121,20 @@ impl LiveState {
     fn series(&self, width: u16, value: impl Fn(&Point) -> u64) -> Vec<u64> {
         let skip = self.history.len().saturating_sub(usize::from(width));
         self.history.iter().skip(skip).map(value).collect()
+    }
+}
+
+/// The sender's departures against their schedule in this interval.
+fn schedule_line(r: &IntervalReport) -> String {
+    match &r.schedule_error {
+        Some(e) => format!(
+            "schedule error p50 {}  p99 {}  max {}  ({} packets)",
+            format_duration_ns(e.p50_ns),
+            format_duration_ns(e.p99_ns),
+            format_duration_ns(e.max_ns),
+            format_count(e.count as f64)
+        ),
+        None => "schedule error: not measured here (max rate, TCP, or the agent sends)".to_string(),
     }
 }
 
@@ -129,11 +148,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &LiveState) {
     );
     let inner = outer.inner(area);
     frame.render_widget(outer, area);
-    let [text, plots] = Layout::vertical([Constraint::Length(2), Constraint::Min(3)]).areas(inner);
+    let [text, plots] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(inner);
     frame.render_widget(Paragraph::new(state.figures()), text);
-    let columns = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas::<3>(plots);
+    let columns = Layout::horizontal([Constraint::Ratio(1, 4); 4]).areas::<4>(plots);
     let peak = |values: &[u64]| values.iter().copied().max().unwrap_or(0);
-    let plots: [Plot; 3] = [
+    let plots: [Plot; 4] = [
         (
             "throughput",
             |p| p.throughput_bps as u64,
@@ -145,13 +164,20 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &LiveState) {
             |p| p.delay_p99_ns.unwrap_or(0.0) as u64,
             |v| format_duration_ns(v as f64),
         ),
+        (
+            "sent late",
+            |p| p.schedule_max_ns.unwrap_or(0.0) as u64,
+            |v| format_duration_ns(v as f64),
+        ),
     ];
     for ((name, value, label), area) in plots.into_iter().zip(columns) {
         let data = state.series(area.width.saturating_sub(2), value);
-        let title = format!(" {name} (peak {}) ", label(peak(&data)));
-        let plot = Sparkline::default()
-            .block(Block::default().borders(Borders::ALL).title(title))
-            .data(&data);
+        // The peak goes under the plot: four titles and their figures do not fit 80 columns.
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .title(format!(" {name} "))
+            .title_bottom(format!(" max {} ", label(peak(&data))));
+        let plot = Sparkline::default().block(block).data(&data);
         frame.render_widget(plot, area);
     }
 }

@@ -251,9 +251,10 @@ pub fn format_bytes(bytes: f64) -> String {
     format_si(bytes, &["", "k", "M", "G", "T"], "B")
 }
 
-/// Formats nanoseconds in the most readable of ns, us, ms and s: `12.3 us`, `2.50 s`.
+/// Formats nanoseconds in the most readable of ns, µs, ms and s: `12.3 µs`, `2.50 s` (human
+/// text; parsing takes `us` too, for those who cannot type µ).
 pub fn format_duration_ns(ns: f64) -> String {
-    format_si(ns, &["ns", "us", "ms", "s"], "")
+    format_si(ns, &["ns", "µs", "ms", "s"], "")
 }
 
 /// Formats a wall-clock span as people say it: `45 s`, `4 min 48 s`, `2 h 05 min`.
@@ -655,11 +656,11 @@ mod tests {
             (format_bytes(1.5e6), "1.50 MB"),
             (format_bytes(512.0), "512 B"),
             (format_bytes(64_000.0), "64.0 kB"),
-            (format_duration_ns(12_300.0), "12.3 us"),
+            (format_duration_ns(12_300.0), "12.3 µs"),
             (format_duration_ns(1_234_000.0), "1.23 ms"),
             (format_duration_ns(2.5e9), "2.50 s"),
             (format_duration_ns(850.0), "850 ns"),
-            (format_duration_ns(-1500.0), "-1.50 us"),
+            (format_duration_ns(-1500.0), "-1.50 µs"),
             (format_duration_ns(0.25), "0.250 ns"),
             (format_duration_ns(3600e9), "3600 s"),
             (format_count(1234.0), "1.23 k"),

@@ -290,6 +290,7 @@ impl Session<'_> {
             send_cap_bps: config.limits.max_rate_bps,
             return_cookie: cookie,
             packet_key: packet_key.filter(|_| spec.authenticated_packets),
+            schedule_watch: None,
         };
         let report = run_test(conn, data, spec, &ctx, &config.limits);
         stats.record(crate::metrics::TestSummary::of(session, spec, &report));

@@ -104,6 +104,7 @@ pub fn run_multicast(
             .min(),
         return_cookie: None,
         packet_key: None,
+        schedule_watch: None,
     };
     let stop = AtomicBool::new(false);
     let (outcome, time) = std::thread::scope(|scope| {

@@ -327,6 +327,9 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
     ) -> Result<Self, String> {
         let paced = spec.rate_bps.is_some();
         let mut meter = SenderMeter::new(socks.len(), paced, spec.packet_log);
+        if let Some(watch) = &ctx.schedule_watch {
+            meter.watch_schedule(watch.clone());
+        }
         let size = spec.size as usize;
         // A GSO train is one IP datagram of segments; each segment must also fit the path
         // MTU, which only the first send tells (EINVAL): then the sender falls back to

@@ -140,11 +140,40 @@ fn the_table_shows_values_and_differences() {
     );
     assert!(text.contains("run 4     experiment on lab t"), "{text}");
     assert!(text.contains("4 − 3"), "{text}");
-    let goodput = text.lines().find(|l| l.contains("goodput_bps")).unwrap();
-    assert!(goodput.contains("5.00 Mbit/s"), "{goodput}");
-    assert!(goodput.contains("-250 kbit/s (-5.0 %)"), "{goodput}");
-    let loss = text.lines().find(|l| l.contains("loss_pct")).unwrap();
-    assert!(loss.contains("+0.250 pt"), "{loss}");
+    // Labels and units from the metric table, not the stored names.
+    assert!(!text.contains('_'), "{text}");
+    let goodput = text.lines().find(|l| l.contains("goodput")).unwrap();
+    assert_eq!(
+        goodput,
+        "  goodput           5 Mbit/s  4.75 Mbit/s     -5.0 %"
+    );
+    let loss = text.lines().find(|l| l.contains("packet loss")).unwrap();
+    assert!(loss.ends_with(" 0       0.25 %  +0.250 pt"), "{loss}");
+}
+
+/// Three runs with delays fit 80 columns: long labels wrap, times read in µs.
+#[test]
+fn three_runs_fit_80_columns() {
+    let probe = |id: RunId, p50_us: f64, p99_us: f64| {
+        let metrics = [("delay_p50_us", p50_us), ("delay_p99_us", p99_us)];
+        let params = json!({"flow": "probe"});
+        run(id, Value::Null, vec![point(params, 0, &metrics)])
+    };
+    let runs = [
+        probe(1, 52.5, 310.0),
+        probe(2, 53.0, 2_480.0),
+        probe(3, 0.0, 312.0),
+    ];
+    let text = crate::format::comparison_table(&Comparison::of(&runs).unwrap());
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let rows = [
+        "  metric                              run 1    run 2   run 3     2 − 1     3 − 1",
+        "  median relative one-way delay     52.5 µs    53 µs       0    +1.0 %  -100.0 %",
+        "  99th percentile relative one-way   310 µs  2.48 ms  312 µs  +700.0 %    +0.6 %",
+        "  delay",
+    ];
+    assert!(text.ends_with(&(rows.join("\n") + "\n")), "{text}");
+    assert!(!text.contains(" us"), "{text}");
 }
 
 #[test]

@@ -25,11 +25,27 @@ pub fn wrap(text: &str, indent: usize) -> String {
     out
 }
 
+/// `text` broken at spaces into lines of at most `width` characters (a longer word alone on
+/// its line): a label in a table's cell.
+pub fn wrap_to(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// The words of `text`, a unit kept with the number before it (`2.07 k packets/s` too) and
 /// a figure with its bound (`3 ns ± 1 ns`).
 fn glued_words(text: &str) -> Vec<String> {
-    const UNITS: [&str; 14] = [
-        "%", "B", "kB", "MB", "GB", "MiB", "ns", "us", "µs", "ms", "s", "k", "M", "ppm",
+    const UNITS: [&str; 13] = [
+        "%", "B", "kB", "MB", "GB", "MiB", "ns", "µs", "ms", "s", "k", "M", "ppm",
     ];
     let is_unit = |w: &str| {
         let unit = w.trim_end_matches([',', '.', ';', ':', ')']);
@@ -144,16 +160,16 @@ mod tests {
         );
         assert!(text.ends_with("\n9.76 Mbit/s.\n"), "{text}");
         assert_eq!(wrap("params    a b", 10), "params    a b\n");
-        let text = wrap(&format!("{} offset 12.5 ms ± 3.00 us", "x".repeat(60)), 4);
-        assert!(text.ends_with("\n    12.5 ms ± 3.00 us\n"), "{text}");
+        let text = wrap(&format!("{} offset 12.5 ms ± 3.00 µs", "x".repeat(60)), 4);
+        assert!(text.ends_with("\n    12.5 ms ± 3.00 µs\n"), "{text}");
     }
 
     #[test]
     fn long_report_lines_go_on_under_their_text() {
-        let delay = "  one-way delay      min 0 ns  mean 2.17 us  p50 672 ns  p90 5.34 us  p99 26.0 us  p99.9 37.5 us  max 37.5 us  stddev 4.53 us\n";
+        let delay = "  one-way delay      min 0 ns  mean 2.17 µs  p50 672 ns  p90 5.34 µs  p99 26.0 µs  p99.9 37.5 µs  max 37.5 µs  stddev 4.53 µs\n";
         assert_eq!(
             fit(delay),
-            "  one-way delay      min 0 ns  mean 2.17 us  p50 672 ns  p90 5.34 us\n                     p99 26.0 us  p99.9 37.5 us  max 37.5 us  stddev 4.53 us\n"
+            "  one-way delay      min 0 ns  mean 2.17 µs  p50 672 ns  p90 5.34 µs\n                     p99 26.0 µs  p99.9 37.5 µs  max 37.5 µs  stddev 4.53 µs\n"
         );
         let sender =
             "  sender (client)    4137 packets, 4.96 MB in 1.999 s: 19.9 Mbit/s, 2.07 k packets/s";

@@ -97,7 +97,7 @@ mod tests {
             "target 127.0.0.1",
             "rate_bps 2.00 Mbit/s",
             "size 1.20 kB",
-            "duration_ns 350 us",
+            "duration_ns 350 µs",
             "socket.send_buffer 4.19 MB",
             "socket.zerocopy false",
             "flows 4",

@@ -11,7 +11,9 @@ use flowlab_units::{format_bytes, format_duration_ns, format_rate};
 use serde_json::Value;
 
 use super::fit::wrap;
-use super::table::{print_columns, value_column, Column, Unit};
+use flowlab_report::Unit;
+
+use super::table::{print_columns, value_column, Column};
 
 /// The result of each kind of search, told apart by the fields each has (the stored document
 /// carries no kind).
@@ -102,9 +104,9 @@ fn throughput_table(t: &ThroughputResult) -> String {
     let loss: Vec<_> = trials.iter().map(|t| Some(t.1 * 100.0)).collect();
     let through: Vec<_> = trials.iter().map(|t| Some(t.2)).collect();
     table(&[
-        value_column("offered", Unit::BitRate, &offered),
+        value_column("offered", Unit::BitsPerSec, &offered),
         value_column("loss", Unit::Percent, &loss),
-        value_column("throughput", Unit::BitRate, &through),
+        value_column("throughput", Unit::BitsPerSec, &through),
     ])
 }
 
@@ -198,9 +200,9 @@ fn load_table(points: &[LoadPoint]) -> String {
     };
     table(&[
         column("load", Unit::Percent, |p| p.load_pct),
-        column("offered", Unit::BitRate, |p| p.rate_bps as f64),
+        column("offered", Unit::BitsPerSec, |p| p.rate_bps as f64),
         column("loss", Unit::Percent, |p| p.loss_ratio * 100.0),
-        column("throughput", Unit::BitRate, |p| p.throughput_bps),
+        column("throughput", Unit::BitsPerSec, |p| p.throughput_bps),
     ])
 }
 
@@ -233,7 +235,7 @@ fn burst_table(e: &BufferEstimate) -> String {
         column("burst", Unit::Bytes, &|p| p.burst_bytes as f64),
         column("packets", Unit::Count, &|p| p.burst_packets as f64),
         column("loss", Unit::Percent, &|p| p.loss_ratio * 100.0),
-        column("throughput", Unit::BitRate, &|p| p.throughput_bps),
+        column("throughput", Unit::BitsPerSec, &|p| p.throughput_bps),
     ])
 }
 
@@ -361,7 +363,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("       2                      42\n"),
+            text.contains("\n          longest lossless\n  search             burst\n       1                40\n       2                42\n"),
             "{text}"
         );
         let odd = json!({"something": 1});

@@ -1,55 +1,26 @@
 //! The metrics table of `flowlab show` and `flowlab sweep`: one row per point (repetitions
-//! pooled), its columns grouped (throughput, loss, delay, CPU), each value in SI units with
-//! the column's unit in its header, and wrapped to 80 columns: a group too wide for one
-//! table continues in another, each repeating the swept parameters.
+//! pooled), its columns grouped (throughput, loss, delay, CPU), each headed by the metric
+//! table's label (`flowlab_report::describe`) and its values in SI units with the column's
+//! unit under the label, and wrapped to 80 columns: a group too wide for one table continues
+//! in another, each repeating the swept parameters.
 
 use flowlab_report::stats::Method;
-use flowlab_report::{Estimate, PointStats};
+use flowlab_report::{describe, Estimate, Metric, PointStats, Unit};
 use flowlab_spec::{Param, ValueKind};
 use flowlab_store::{plain, Run};
 
-use super::fit::{wrap, WIDTH};
-
-/// The unit a metric carries in its name (`goodput_bps`, `rtt_mean_us`, `loss_pct`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Unit {
-    BitRate,
-    Nanos,
-    Micros,
-    Percent,
-    PerSecond,
-    Bytes,
-    Count,
-}
-
-fn unit_of(name: &str) -> Unit {
-    if name.ends_with("_bps") {
-        Unit::BitRate
-    } else if name.ends_with("_us") {
-        Unit::Micros
-    } else if name.ends_with("_ns") || name.contains("_ns_") {
-        Unit::Nanos
-    } else if name.ends_with("_pct") {
-        Unit::Percent
-    } else if name.ends_with("_per_sec") {
-        Unit::PerSecond
-    } else if name.ends_with("_bytes") {
-        Unit::Bytes
-    } else {
-        Unit::Count
-    }
-}
+use super::fit::{wrap, wrap_to, WIDTH};
 
 /// The column groups, in the order they print.
 const GROUPS: [&str; 4] = ["throughput", "loss", "delay", "CPU"];
 
 fn group_of(name: &str) -> &'static str {
-    let unit = unit_of(name);
+    let unit = describe(name).unit;
     if name.contains("cpu") {
         "CPU"
-    } else if matches!(unit, Unit::Micros | Unit::Nanos) {
+    } else if unit == Unit::Seconds {
         "delay"
-    } else if matches!(unit, Unit::BitRate | Unit::PerSecond | Unit::Bytes)
+    } else if matches!(unit, Unit::BitsPerSec | Unit::PerSec | Unit::Bytes)
         || matches!(
             name,
             "packets_sent" | "packets_received" | "transactions" | "echoes"
@@ -77,29 +48,31 @@ fn reading_order(name: &str) -> (String, usize) {
         .unwrap_or((name.to_string(), 0))
 }
 
-/// A column's divisor and unit: the SI prefix that puts its largest value in [1, 1000).
-fn column_scale(unit: Unit, largest: f64) -> (f64, String) {
-    let (base, prefixes, symbol): (f64, &[&str], &str) = match unit {
+/// A column's divisor and unit for values in `unit` (seconds, bit/s, ...): the SI prefix that
+/// puts its largest value in [1, 1000). A column of zeros keeps the prefix `stored` (the
+/// stored number's unit, 1e-6 for µs) names.
+fn column_scale(unit: Unit, largest: f64, stored: f64) -> (f64, String) {
+    // The first prefix as a power of 1000: nanoseconds are 1000^-3 s.
+    let (first, prefixes, symbol): (i32, &[&str], &str) = match unit {
         Unit::Percent => return (1.0, "%".into()),
-        // Microseconds, shown from ns to s.
-        Unit::Micros => (1e-3, &["n", "µ", "m", ""], "s"),
-        Unit::Nanos => (1.0, &["n", "µ", "m", ""], "s"),
-        Unit::BitRate => (1.0, &["", "k", "M", "G", "T"], "bit/s"),
-        Unit::PerSecond => (1.0, &["", "k", "M", "G", "T"], "/s"),
-        Unit::Bytes => (1.0, &["", "k", "M", "G", "T"], "B"),
+        Unit::Plain => return (1.0, String::new()),
+        Unit::Seconds => (-3, &["n", "µ", "m", ""], "s"),
+        Unit::BitsPerSec => (0, &["", "k", "M", "G", "T"], "bit/s"),
+        Unit::PerSec => (0, &["", "k", "M", "G", "T"], "/s"),
+        Unit::Bytes => (0, &["", "k", "M", "G", "T"], "B"),
         // Counts below a million read best whole.
         Unit::Count if largest < 1e6 => return (1.0, String::new()),
-        Unit::Count => (1.0, &["", "k", "M", "G", "T"], ""),
+        Unit::Count => (0, &["", "k", "M", "G", "T"], ""),
     };
-    let mut divisor = base;
-    // A column of zeros keeps the unit its name carries (µs, not ns).
-    let mut step = usize::from(unit == Unit::Micros && largest == 0.0);
-    divisor *= 1000f64.powi(step as i32);
-    while step + 1 < prefixes.len() && largest.abs() / divisor >= 1000.0 {
-        divisor *= 1000.0;
+    let divisor = |step: usize| 1000f64.powi(first + step as i32);
+    let floor = if largest == 0.0 { stored } else { 0.0 };
+    let mut step = 0;
+    while step + 1 < prefixes.len()
+        && (largest.abs() / divisor(step) >= 1000.0 || divisor(step) < floor * 0.999)
+    {
         step += 1;
     }
-    (divisor, format!("{}{symbol}", prefixes[step]))
+    (divisor(step), format!("{}{symbol}", prefixes[step]))
 }
 
 /// About 3 significant digits, at most 3 decimals; whole counts without decimals.
@@ -138,23 +111,31 @@ fn cell(e: &Estimate, divisor: f64, whole: bool) -> String {
     }
 }
 
-/// The header of a column: its name without the unit suffix its second line shows.
-fn label(name: &str) -> &str {
-    ["_bps", "_us", "_ns", "_pct"]
-        .iter()
-        .find_map(|suffix| name.strip_suffix(suffix))
-        .unwrap_or(name)
-}
+/// A column's label is wrapped to its cells' width, but no narrower than this.
+const LABEL_WIDTH: usize = 16;
 
-/// One column: its two header lines (name, unit) and its cells, one per row.
+/// One column: its label (wrapped over as many lines as it needs), its unit and its cells,
+/// one per row.
 pub(super) struct Column {
-    pub head: [String; 2],
+    pub label: Vec<String>,
+    pub unit: String,
     pub cells: Vec<String>,
 }
 
 impl Column {
+    /// A column headed by `label`, wrapped at spaces to the width of its cells.
+    pub fn new(label: &str, unit: String, cells: Vec<String>) -> Column {
+        let widest = |texts: &[String]| texts.iter().map(|t| t.chars().count()).max();
+        let width = widest(&cells).unwrap_or(0).max(LABEL_WIDTH);
+        Column {
+            label: wrap_to(label, width),
+            unit,
+            cells,
+        }
+    }
+
     fn width(&self) -> usize {
-        (self.head.iter().chain(&self.cells))
+        (self.label.iter().chain([&self.unit]).chain(&self.cells))
             .map(|s| s.chars().count())
             .max()
             .unwrap_or(0)
@@ -163,46 +144,52 @@ impl Column {
 
 /// A column of plain figures in `unit`, scaled to one SI prefix named in its header; `-` where
 /// a figure is missing.
-pub(super) fn value_column(head: &str, unit: Unit, values: &[Option<f64>]) -> Column {
+pub(super) fn value_column(label: &str, unit: Unit, values: &[Option<f64>]) -> Column {
     let largest = values.iter().flatten().map(|v| v.abs()).fold(0.0, f64::max);
-    let (divisor, symbol) = column_scale(unit, largest);
+    let (divisor, symbol) = column_scale(unit, largest, 1.0);
     let whole = unit == Unit::Count && divisor == 1.0;
-    Column {
-        head: [head.to_string(), symbol],
-        cells: (values.iter())
-            .map(|v| v.map_or("-".into(), |v| number(v / divisor, whole)))
-            .collect(),
-    }
+    let cells = (values.iter())
+        .map(|v| v.map_or("-".into(), |v| number(v / divisor, whole)))
+        .collect();
+    Column::new(label, symbol, cells)
 }
 
 fn metric_column(name: &str, rows: &[PointStats]) -> Column {
-    let estimate = |r: &PointStats| r.estimates.iter().find(|(k, _)| k == name).map(|(_, e)| *e);
-    let unit = unit_of(name);
+    let metric = describe(name);
+    let estimate = |r: &PointStats| {
+        let (_, e) = r.estimates.iter().find(|(k, _)| k == name)?;
+        Some(Estimate {
+            mean: e.mean * metric.scale,
+            ci_low: e.ci_low * metric.scale,
+            ci_high: e.ci_high * metric.scale,
+            ..*e
+        })
+    };
     let largest = rows
         .iter()
         .filter_map(estimate)
         .map(|e| e.mean.abs())
         .fold(0.0, f64::max);
-    let (divisor, symbol) = column_scale(unit, largest);
-    let whole = unit == Unit::Count && divisor == 1.0;
-    Column {
-        head: [label(name).to_string(), symbol],
-        cells: rows
-            .iter()
-            .map(|r| estimate(r).map_or("-".into(), |e| cell(&e, divisor, whole)))
-            .collect(),
-    }
+    let (divisor, symbol) = column_scale(metric.unit, largest, metric.scale);
+    let whole = metric.unit == Unit::Count && divisor == 1.0;
+    let cells = rows
+        .iter()
+        .map(|r| estimate(r).map_or("-".into(), |e| cell(&e, divisor, whole)))
+        .collect();
+    Column::new(&metric.label, symbol, cells)
 }
 
 /// A swept parameter's unit when its values are numbers: a rate in SI units, sizes in whole
-/// bytes and durations in seconds (as stored), a metric by its name (`offered_bps`).
+/// bytes and durations in seconds (as stored), a metric as the metric table says
+/// (`offered_bps`); the symbol, when not the unit's own.
 fn key_unit(name: &str) -> Option<(Unit, &'static str)> {
     match name.parse::<Param>().map(Param::kind) {
-        Ok(ValueKind::Rate) => Some((Unit::BitRate, "")),
+        Ok(ValueKind::Rate) => Some((Unit::BitsPerSec, "")),
         Ok(ValueKind::Bytes) => Some((Unit::Count, "B")),
         Ok(ValueKind::Duration) => Some((Unit::Count, "s")),
-        _ if unit_of(name) != Unit::Count => Some((unit_of(name), "")),
-        _ => None,
+        _ => {
+            Some((describe(name).unit, "")).filter(|(u, _)| !matches!(u, Unit::Count | Unit::Plain))
+        }
     }
 }
 
@@ -217,20 +204,22 @@ fn key_column(name: &str, rows: &[PointStats]) -> Column {
                 .unwrap_or(Some(None))
         })
         .collect();
+    let Metric { label, scale, .. } = describe(name);
     match (numbers, key_unit(name)) {
         (Some(values), Some((unit, symbol))) => {
-            let mut column = value_column(label(name), unit, &values);
+            let values: Vec<Option<f64>> = values.iter().map(|v| v.map(|v| v * scale)).collect();
+            let mut column = value_column(&label, unit, &values);
             if !symbol.is_empty() {
-                column.head[1] = symbol.into();
+                column.unit = symbol.into();
             }
             column
         }
-        _ => Column {
-            cells: (rows.iter())
+        _ => {
+            let cells = (rows.iter())
                 .map(|r| r.params.get(name).map(plain).unwrap_or_default())
-                .collect(),
-            head: [name.to_string(), String::new()],
-        },
+                .collect();
+            Column::new(&label, String::new(), cells)
+        }
     }
 }
 
@@ -246,14 +235,16 @@ fn key_columns(run: &Run, rows: &[PointStats]) -> Vec<Column> {
         .collect();
     if n.iter().any(|&n| n > 1) {
         keys.push(Column {
-            head: ["n".into(), String::new()],
+            label: vec!["n".into()],
+            unit: String::new(),
             cells: n.iter().map(usize::to_string).collect(),
         });
     }
     keys
 }
 
-/// Prints `columns` as a table under a two-line header, each line indented by two spaces.
+/// Prints `columns` as a table under their labels (the last lines of each aligned) and units,
+/// each line indented by two spaces.
 pub(super) fn print_columns(columns: &[&Column], rows: usize, out: &mut String) {
     let widths: Vec<usize> = columns.iter().map(|c| c.width()).collect();
     let line = |text: &dyn Fn(&Column) -> &str| {
@@ -262,9 +253,15 @@ pub(super) fn print_columns(columns: &[&Column], rows: usize, out: &mut String) 
             .collect();
         format!("  {}", cells.join("  ")).trim_end().to_string() + "\n"
     };
-    out.push_str(&line(&|c| &c.head[0]));
-    if columns.iter().any(|c| !c.head[1].is_empty()) {
-        out.push_str(&line(&|c| &c.head[1]));
+    let label_lines = columns.iter().map(|c| c.label.len()).max().unwrap_or(0);
+    for i in 0..label_lines {
+        out.push_str(&line(&|c| {
+            let blank = label_lines - c.label.len();
+            i.checked_sub(blank).map_or("", |at| &c.label[at])
+        }));
+    }
+    if columns.iter().any(|c| !c.unit.is_empty()) {
+        out.push_str(&line(&|c| &c.unit));
     }
     for row in 0..rows {
         out.push_str(&line(&|c| &c.cells[row]));
@@ -315,7 +312,8 @@ pub fn metrics_table(run: &Run, names: &[String]) -> String {
             print_columns(&columns, rows.len(), &mut out);
         }
     }
-    if let Some(note) = flowlab_report::interval_note(&rows) {
+    let label = |name: &str| describe(name).label;
+    if let Some(note) = flowlab_report::interval_note_naming(&rows, &label) {
         out.push_str(&wrap(&note, 2));
     }
     out
@@ -376,31 +374,40 @@ mod tests {
             at("loss") < at("delay") && at("delay") < at("CPU"),
             "{text}"
         );
-        // 16 delay columns do not fit in one table: it continues, the size repeated.
-        assert!(text.contains("\ndelay (continued)\n  size"), "{text}");
+        // 16 delay columns do not fit in one table: it continues in 5 more, the size repeated
+        // in each of the 9 tables.
+        assert_eq!(text.matches("\ndelay (continued)\n").count(), 5, "{text}");
+        let sizes = text.lines().filter(|l| l.starts_with("  packet size"));
+        assert_eq!(sizes.count(), 9, "{text}");
         let lines: Vec<&str> = text.lines().collect();
+        // Labels from the metric table, never the stored names.
+        assert!(!text.contains('_'), "{text}");
         let throughput = at("throughput");
-        assert!(lines[throughput + 1].contains("goodput"), "{text}");
-        assert!(!lines[throughput + 1].contains("goodput_bps"), "{text}");
+        assert!(
+            lines[throughput + 1].starts_with("  packet size  goodput  packets sent"),
+            "{text}"
+        );
         assert!(lines[throughput + 2].contains("Mbit/s"), "{text}");
         assert!(lines[throughput + 3].contains("2.00"), "{text}");
         assert!(lines[throughput + 4].contains("2.50"), "{text}");
-        // One-way delays up to 600 µs in µs; round trips up to 1.2 ms in ms, both rows.
+        assert!(lines[throughput + 3].ends_with(" 1000"), "{text}");
+        // Each distribution's statistics together, min first; its labels over two lines.
         let delay = at("delay");
-        assert!(lines[delay + 2].ends_with("µs"), "{text}");
-        assert!(lines[delay + 3].ends_with(" 175"), "{text}");
-        let rtt = at("delay (continued)");
+        assert!(lines[delay + 1].ends_with("minimum relative  mean relative  median relative"));
+        assert!(lines[delay + 2].starts_with("  packet size     one-way delay"));
+        // One-way delays up to 600 µs in µs; round trips up to 1.2 ms in ms, both rows.
+        assert!(lines[delay + 3].ends_with("µs"), "{text}");
+        assert!(lines[delay + 4].ends_with(" 175"), "{text}");
+        let rtt = lines
+            .iter()
+            .position(|l| l.ends_with("mean round-trip           median  90th percentile"))
+            .unwrap();
         assert!(lines[rtt + 2].ends_with("ms"), "{text}");
         assert!(lines[rtt + 3].ends_with(" 0.350"), "{text}");
         assert!(lines[rtt + 4].ends_with(" 1.20"), "{text}");
+        assert!(lines[at("CPU") + 1].ends_with("client CPU"), "{text}");
         assert!(lines[at("CPU") + 2].contains('%'), "{text}");
         assert!(lines[at("loss") + 3].ends_with("0.500"), "{text}");
-        assert!(lines[throughput + 3].ends_with(" 1000"), "{text}");
-        // Each distribution's statistics together, min first.
-        assert!(
-            lines[delay + 1].starts_with("  size  delay_min  delay_mean"),
-            "{text}"
-        );
     }
 
     #[test]
@@ -408,21 +415,30 @@ mod tests {
         let run = sweep(&[(100, 950e3, 350.0)]);
         let text = metrics_table(&run, &["rtt_p99_us".into(), "goodput_bps".into()]);
         // One point: no parameter was swept, so none names the row.
-        let expected =
-            "throughput\n  goodput\n   kbit/s\n      950\ndelay\n  rtt_p99\n       µs\n      350\n";
+        let expected = "throughput\n  goodput\n   kbit/s\n      950\n\
+                        delay\n  99th percentile\n  round-trip time\n               µs\n              350\n";
         assert_eq!(text, expected);
     }
 
     #[test]
     fn scales_and_rounds() {
-        assert_eq!(column_scale(Unit::BitRate, 2e9), (1e9, "Gbit/s".into()));
-        assert_eq!(column_scale(Unit::Micros, 0.5), (1e-3, "ns".into()));
-        assert_eq!(column_scale(Unit::Micros, 0.0), (1.0, "µs".into()));
-        assert_eq!(column_scale(Unit::Nanos, 105_024.0), (1e3, "µs".into()));
-        assert_eq!(unit_of("cpu_ns_per_packet_client"), Unit::Nanos);
-        assert_eq!(column_scale(Unit::Micros, 2.5e6), (1e6, "s".into()));
-        assert_eq!(column_scale(Unit::Count, 999_999.0), (1.0, "".into()));
-        assert_eq!(column_scale(Unit::Count, 2e6), (1e6, "M".into()));
+        assert_eq!(
+            column_scale(Unit::BitsPerSec, 2e9, 1.0),
+            (1e9, "Gbit/s".into())
+        );
+        assert_eq!(
+            column_scale(Unit::Seconds, 0.5e-9, 1e-6),
+            (1e-9, "ns".into())
+        );
+        assert_eq!(column_scale(Unit::Seconds, 0.0, 1e-6), (1e-6, "µs".into()));
+        assert_eq!(column_scale(Unit::Seconds, 0.0, 1e-9), (1e-9, "ns".into()));
+        assert_eq!(
+            column_scale(Unit::Seconds, 105_024e-9, 1e-9),
+            (1e-6, "µs".into())
+        );
+        assert_eq!(column_scale(Unit::Seconds, 2.5, 1e-6), (1.0, "s".into()));
+        assert_eq!(column_scale(Unit::Count, 999_999.0, 1.0), (1.0, "".into()));
+        assert_eq!(column_scale(Unit::Count, 2e6, 1.0), (1e6, "M".into()));
         assert_eq!(reading_order("rtt_p99_us"), ("rtt".into(), 4));
         assert_eq!(reading_order("loss_pct"), ("loss_pct".into(), 0));
         assert_eq!(number(2.0, false), "2.00");
@@ -432,10 +448,29 @@ mod tests {
         assert_eq!(number(9.9996, false), "10.0");
         assert_eq!(number(-0.0999, false), "-0.100");
         assert_eq!(number(1000.0, true), "1000");
-        assert_eq!(label("rtt_p99_us"), "rtt_p99");
         assert_eq!(group_of("host_cpu_agent_pct"), "CPU");
+        assert_eq!(group_of("cpu_ns_per_packet_client"), "CPU");
+        assert_eq!(group_of("jitter_us"), "delay");
         assert_eq!(group_of("loss_periods"), "loss");
         assert_eq!(group_of("transactions_per_sec"), "throughput");
+    }
+
+    /// Labels wrap at spaces to their cells' width (at least 16), the last lines aligned.
+    #[test]
+    fn long_labels_wrap_over_lines() {
+        let wide = Column::new(
+            "99th percentile relative one-way delay",
+            "µs".into(),
+            vec!["41.8 (28.2–66.9)".into()],
+        );
+        assert_eq!(wide.label, ["99th percentile", "relative one-way", "delay"]);
+        let short = Column::new("n", String::new(), vec!["3".into()]);
+        let mut out = String::new();
+        print_columns(&[&short, &wide], 1, &mut out);
+        assert_eq!(
+            out,
+            "      99th percentile\n     relative one-way\n  n             delay\n                   µs\n  3  41.8 (28.2–66.9)\n"
+        );
     }
 
     #[test]
@@ -447,7 +482,7 @@ mod tests {
         let text = metrics_table(&run, &["goodput_bps".into()]);
         assert_eq!(
             text,
-            "throughput\n  offered  goodput\n   Mbit/s   Mbit/s\n     1.00     2.00\n     20.0     2.50\n"
+            "throughput\n  offered load  goodput\n        Mbit/s   Mbit/s\n          1.00     2.00\n          20.0     2.50\n"
         );
     }
 }

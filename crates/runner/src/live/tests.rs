@@ -9,6 +9,19 @@ use super::*;
 
 fn interval(index: u64, throughput_bps: f64, lost: u64, p99_us: f64) -> IntervalReport {
     let us = |x: f64| x * 1000.0;
+    let late = |max_us: f64| LatencySummary {
+        count: 500 - lost,
+        min_ns: us(-2.0),
+        mean_ns: us(1.0),
+        max_ns: us(max_us),
+        variance_ns2: 0.0,
+        stddev_ns: 0.0,
+        p50_ns: us(1.0),
+        p90_ns: us(2.0),
+        p99_ns: us(max_us / 2.0),
+        p999_ns: us(max_us),
+        peak_to_peak_ns: 0.0,
+    };
     IntervalReport {
         index,
         start_ns: index * 1_000_000_000,
@@ -34,11 +47,13 @@ fn interval(index: u64, throughput_bps: f64, lost: u64, p99_us: f64) -> Interval
         }),
         jitter_ns: us(5.0),
         tcp_info: None,
+        // The interval with losses is the one whose departures came late.
+        schedule_error: Some(late(if lost > 0 { 800.0 } else { 8.0 })),
     }
 }
 
 fn view() -> LiveView<TestBackend> {
-    let terminal = ratatui::Terminal::new(TestBackend::new(100, HEIGHT)).unwrap();
+    let terminal = ratatui::Terminal::new(TestBackend::new(80, HEIGHT)).unwrap();
     let mut view = LiveView::new(terminal);
     let options = TestOptions {
         target: "10.0.0.2".into(),
@@ -95,16 +110,42 @@ fn each_interval_redraws_the_figures_and_the_plots() {
         "{text}"
     );
     assert!(
-        screen[2].contains("delay p50 55.0 us  p90 80.0 us  p99 120 us"),
+        screen[2].contains("delay p50 55.0 µs  p90 80.0 µs  p99 120 µs"),
         "{text}"
     );
-    assert!(text.contains(" throughput (peak 2.00 Mbit/s) "), "{text}");
-    assert!(text.contains(" lost (peak 50) "), "{text}");
-    assert!(text.contains(" delay p99 (peak 400 us) "), "{text}");
+    assert!(text.contains(" max 2.00 Mbit/s "), "{text}");
+    assert!(text.contains(" max 50 "), "{text}");
+    assert!(text.contains(" max 400 µs "), "{text}");
+    assert!(
+        screen[3].contains("schedule error p50 1.00 µs  p99 4.00 µs  max 8.00 µs  (500 packets)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" sent late ") && text.contains(" max 800 µs "),
+        "{text}"
+    );
     // The plots' first row holds only the peaks' full bars: the two 2 Mbit/s intervals,
-    // the one with losses and the 400 us delay; the dips stay below it.
-    let plot_top = &screen[5];
-    assert_eq!(plot_top.matches('█').count(), 4, "{text}");
+    // the one with losses, the 400 µs delay and the 800 µs lateness; the dips stay below.
+    let plot_top = &screen[6];
+    assert_eq!(plot_top.matches('█').count(), 5, "{text}");
+}
+
+#[test]
+fn an_interval_without_schedule_error_says_why() {
+    let mut view = view();
+    let report = IntervalReport {
+        schedule_error: None,
+        ..interval(0, 1e6, 0, 100.0)
+    };
+    view.on(Event::Interval {
+        report: &report,
+        transactions: false,
+    });
+    let screen = rows(&view);
+    assert!(
+        screen[3].contains("schedule error: not measured here (max rate, TCP, or the agent sends)"),
+        "{screen:#?}"
+    );
 }
 
 #[test]

@@ -126,6 +126,7 @@ const CTX: RunContext = RunContext {
     send_cap_bps: None,
     return_cookie: None,
     packet_key: None,
+    schedule_watch: None,
 };
 
 fn sender<'a>(

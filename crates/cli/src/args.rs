@@ -428,7 +428,8 @@ pub struct SweepArgs {
     pub target: String,
     /// A parameter and its values: size=100..8000:100, proto=udp,tcp, rate=1M,2M,5M,
     /// mode=oneway,loopback,reverse, duration=1s,2s, count=..., flows=1..4:1, or any other
-    /// test parameter by its flag name (congestion=cubic,bbr, dscp=ef,af41, nodelay=on,off);
+    /// test parameter by its flag name (congestion=cubic,bbr, dscp=ef,af41, nodelay=on,off,
+    /// pacing=precise,efficient,auto);
     /// what a point does not set follows it as on the command line. Repeat for a grid.
     #[arg(long, value_name = "NAME=VALUES", required = true)]
     pub vary: Vec<String>,
@@ -506,4 +507,8 @@ pub struct SweepArgs {
     /// Wait for packets in flight after the last one is sent.
     #[arg(long)]
     pub drain: Option<String>,
+    /// How senders wait for deadlines, at every point: precise, efficient or auto (as
+    /// `flowlab test --pacing`).
+    #[arg(long, value_name = "MODE")]
+    pub pacing: Option<String>,
 }

@@ -281,7 +281,9 @@ pub struct TestArgs {
     /// Seed of random traffic models: the same seed replays the same traffic.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow.
+    /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow. From
+    /// 64 paced one-way UDP flows the client sends them all from one port, many per system
+    /// call (each still to its own agent port).
     #[arg(long, short = 'P', alias = "parallel", default_value_t = 1, group = "flowlab",
           value_parser = clap::value_parser!(u32).range(1..=65535))]
     pub flows: u32,

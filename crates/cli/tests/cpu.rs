@@ -127,7 +127,14 @@ fn paced_role_cpu_agrees_with_proc_stat_and_text_with_json() {
     let agent = loopback_agent(&[]);
     // Precise pacing spins at any load; auto may choose to sleep only on a busy machine.
     let common = [
-        "--rate", "20M", "--size", "1200", "--duration", "2s", "--pacing", "precise",
+        "--rate",
+        "20M",
+        "--size",
+        "1200",
+        "--duration",
+        "2s",
+        "--pacing",
+        "precise",
     ];
 
     let path = json_path("oneway");

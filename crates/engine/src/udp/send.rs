@@ -541,7 +541,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
     /// One sendmmsg of the gathered packets, each to its flow's peer.
     fn send_gathered(&self) -> io::Result<usize> {
         let Some((fd, _)) = self.socks.first().and_then(DatagramSend::shared) else {
-            return Ok(0);
+            return Err(io::Error::other("no shared socket"));
         };
         let to: Vec<_> = self
             .gathered

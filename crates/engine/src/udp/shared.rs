@@ -18,7 +18,8 @@ pub const SHARED_SOCKET_FROM_FLOWS: u32 = 64;
 
 /// Whether a client sends the flows of `spec` from one shared socket: a paced one-way UDP
 /// load of [`SHARED_SOCKET_FROM_FLOWS`] or more flows, without what is per socket (transmit
-/// timestamps, the kernel's pacing rate).
+/// timestamps, the kernel's pacing rate). Its flows are paced in user space (no SO_TXTIME,
+/// which finds its qdisc by a connected peer), and a send buffer set is the one socket's.
 pub fn shares_socket(spec: &TestSpec) -> bool {
     spec.protocol == Protocol::Udp
         && spec.direction == Direction::Oneway

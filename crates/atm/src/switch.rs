@@ -153,6 +153,12 @@ pub struct PortConfig {
     pub efci_threshold: Option<usize>,
     /// Slotted line (cell slots on a fixed grid) or not (see the module doc).
     pub slotted: bool,
+    /// How far the line's transmit clock runs off the nominal rate, in parts per million (a
+    /// host adapter's own oscillator against the switch's). A busy period keeps the nominal
+    /// cell time; one that starts after an idle line starts on the grid displaced by the
+    /// offset accumulated since time 0 (modulo a cell time), so the port's slots drift
+    /// against every other port's instead of staying in phase with them.
+    pub clock_offset_ppm: i32,
 }
 
 impl PortConfig {
@@ -166,6 +172,7 @@ impl PortConfig {
             clp1_threshold: None,
             efci_threshold: None,
             slotted: true,
+            clock_offset_ppm: 0,
         }
     }
 }
@@ -554,10 +561,26 @@ impl OutputPort {
             return;
         }
         let line = self.config.line;
+        if self.config.clock_offset_ppm != 0 {
+            self.epoch_ns = self.drifted_epoch(now_ns);
+        }
         let k = line.first_slot_at_or_after(self.epoch_ns, now_ns);
         let cell = line.cell_time();
         self.slot_ns = line.cell_start_ns(self.epoch_ns, k);
         self.slot_rem = (u128::from(k) * cell.numer()) % cell.denom();
+    }
+
+    /// The origin of the slot grid at `now_ns` for a clock `clock_offset_ppm` off: the phase it
+    /// has drifted by since time 0, within one cell time (never after `now_ns`).
+    fn drifted_epoch(&self, now_ns: u64) -> u64 {
+        let drift = i128::from(now_ns) * i128::from(self.config.clock_offset_ppm) / 1_000_000;
+        let cell = i128::from(self.step_whole.max(1));
+        let phase = drift.rem_euclid(cell) as u64;
+        if phase <= now_ns {
+            phase
+        } else {
+            0
+        }
     }
 
     #[inline]
@@ -682,6 +705,34 @@ mod tests {
         // Long idle: aligned to the grid again.
         p.enqueue(1_000_001, CellMeta::user_data(vc, 0, false));
         assert_eq!(p.poll_timeout(), Some(1_010_000));
+    }
+
+    #[test]
+    fn an_offset_clock_drifts_against_the_grid_between_busy_periods() {
+        let mut config = PortConfig::new(line(), 10);
+        config.clock_offset_ppm = 20;
+        let mut p = OutputPort::new(config);
+        let vc = p.add_vc(ServiceCategory::Ubr);
+        // 20 ppm of 1 s is 20 µs, two cell times: back on the nominal grid.
+        p.enqueue(1_000_000_000, CellMeta::user_data(vc, 0, false));
+        assert_eq!(p.poll_timeout(), Some(1_000_000_000));
+        drain(&mut p);
+        // 20 ppm of 1.1 s is 22 µs: the grid has moved 2 µs.
+        p.enqueue(1_100_000_000, CellMeta::user_data(vc, 0, false));
+        p.enqueue(1_100_000_000, CellMeta::user_data(vc, 0, false));
+        let d = drain(&mut p);
+        assert_eq!(d[0].tx_start_ns, 1_100_002_000);
+        assert_eq!(
+            d[1].tx_start_ns, 1_100_012_000,
+            "a busy period keeps the cell time"
+        );
+        // Negative offsets drift the other way.
+        let mut config = PortConfig::new(line(), 10);
+        config.clock_offset_ppm = -20;
+        let mut p = OutputPort::new(config);
+        let vc = p.add_vc(ServiceCategory::Ubr);
+        p.enqueue(1_100_000_000, CellMeta::user_data(vc, 0, false));
+        assert_eq!(p.poll_timeout(), Some(1_100_008_000));
     }
 
     #[test]

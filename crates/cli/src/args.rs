@@ -177,6 +177,21 @@ pub enum Proto {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Iperf2Peer {
+    Sender,
+    Receivers,
+}
+
+impl From<Iperf2Peer> for flowlab_runner::multicast::Iperf2Peer {
+    fn from(peer: Iperf2Peer) -> Self {
+        match peer {
+            Iperf2Peer::Sender => Self::Sender,
+            Iperf2Peer::Receivers => Self::Receivers,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// Client sends, agent receives.
     Oneway,
@@ -217,8 +232,13 @@ pub struct TestArgs {
     pub proto: Option<Proto>,
     /// Send one UDP flow to the multicast group TARGET (GROUP or GROUP:PORT, port 5001)
     /// that every agent of --agents joins and receives (docs/multicast.md).
-    #[arg(long, requires = "agents", group = "flowlab")]
+    #[arg(long, group = "flowlab")]
     pub multicast: bool,
+    /// --multicast with iperf2 (Debian's iperf) at one end, in its datagrams: `sender`
+    /// (iperf -c GROUP -u sends, the agents receive for --duration) or `receivers`
+    /// (iperf -s -u -B GROUP receives, with the agents if any; --bind picks the interface).
+    #[arg(long, value_enum, requires = "multicast")]
+    pub iperf2: Option<Iperf2Peer>,
     /// --multicast: the receiving agents, HOST[:PORT],...
     #[arg(long, value_delimiter = ',', requires = "multicast")]
     pub agents: Vec<String>,

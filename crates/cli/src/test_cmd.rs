@@ -139,7 +139,8 @@ pub fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     };
     if args.multicast {
         let db = (!args.no_store).then_some(args.db.as_deref());
-        let request = MulticastRequest::new(options, &args.agents, args.ttl);
+        let request =
+            MulticastRequest::new(options, &args.agents, args.ttl, args.iperf2.map(Into::into));
         return flowlab_runner::multicast::run_and_print(&request, args.json, db);
     }
     flowlab_runner::test::check_path_rate(&options.target, [&options.spec], args.force_rate)?;

@@ -5,6 +5,7 @@ mod common;
 
 use std::process::Command;
 
+use common::lab::Lab;
 use common::*;
 
 /// One emulated lab at a time: an emulator spins before each release, and two of them (and
@@ -13,8 +14,7 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A two-host lab whose one link is `emulate = { EMULATE }`, torn down when dropped.
 struct EmuLab {
-    name: String,
-    dir: std::path::PathBuf,
+    lab: Lab,
     _turn: std::sync::MutexGuard<'static, ()>,
 }
 
@@ -22,24 +22,12 @@ impl EmuLab {
     fn up(tag: &str, emulate: &str) -> EmuLab {
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let name = format!("e{tag}{}", std::process::id() % 100_000);
-        let dir = std::env::temp_dir().join(format!("flowlab-emu-{name}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("lab.toml");
         let text = format!(
             "[lab]\nname = \"{name}\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
              [[link]]\na = \"a\"\nb = \"b\"\nemulate = {{ {emulate} }}\n"
         );
-        std::fs::write(&file, text).unwrap();
-        let o = Command::new(FLOWLAB)
-            .args(["lab", "up"])
-            .arg(&file)
-            .env("FLOWLAB_LAB_DIR", &dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "lab up: {}", stderr(&o));
         EmuLab {
-            name,
-            dir,
+            lab: Lab::from_text(name, &text),
             _turn: turn,
         }
     }
@@ -48,12 +36,19 @@ impl EmuLab {
     fn test_a_to_b(&self, args: &[&str]) -> serde_json::Value {
         let o = Command::new(FLOWLAB)
             .args([
-                "lab", "exec", "--lab", &self.name, "a", "--", FLOWLAB, "test",
+                "lab",
+                "exec",
+                "--lab",
+                &self.lab.name,
+                "a",
+                "--",
+                FLOWLAB,
+                "test",
             ])
             .arg("10.77.0.2")
             .args(args)
             .arg("--json")
-            .env("FLOWLAB_LAB_DIR", &self.dir)
+            .env("FLOWLAB_LAB_DIR", &self.lab.dir)
             .output()
             .unwrap();
         assert!(o.status.success(), "test: {}", stderr(&o));
@@ -63,26 +58,8 @@ impl EmuLab {
     /// The emulator's report (rewritten every second; waits for the next one).
     fn report(&self) -> serde_json::Value {
         std::thread::sleep(std::time::Duration::from_millis(1200));
-        let path = self.dir.join(&self.name).join("emulator.json");
+        let path = self.lab.dir.join(&self.lab.name).join("emulator.json");
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
-}
-
-impl Drop for EmuLab {
-    fn drop(&mut self) {
-        let o = Command::new(FLOWLAB)
-            .args(["lab", "down", &self.name])
-            .env("FLOWLAB_LAB_DIR", &self.dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "lab down: {}", stderr(&o));
-        let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let prefix = format!("fl-{}-", self.name);
-        assert!(
-            !String::from_utf8_lossy(&left.stdout).contains(&prefix),
-            "lab down left namespaces behind"
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -458,7 +458,7 @@ fn connect_data(
 
 mod icmp;
 mod multicast;
-pub use multicast::{run_multicast, MulticastOptions};
+pub use multicast::{run_multicast, GroupSender, MulticastOptions, MulticastOutcome};
 
 /// Runs one test. Errors before the start are returned; later ones are kept in the result
 /// together with everything measured up to them.

@@ -514,6 +514,7 @@ fn built_documents_match_the_schema() {
         port: 5001,
         hops: 1,
         session: 7,
+        header: flowlab_spec::DatagramHeader::Iperf2,
     });
     check_document(&mut validator, &result);
 

@@ -100,6 +100,11 @@ impl PortSpec {
         cfg.clp1_threshold = self.clp_threshold;
         cfg
     }
+
+    /// Cells an IP packet of `ip_len` bytes takes with this port's encapsulation.
+    pub fn cells_of(&self, ip_len: usize) -> usize {
+        cells_per_packet(ip_len, self.encap)
+    }
 }
 
 /// The ATM port of a link with a `phy`, `None` without one.
@@ -451,7 +456,7 @@ impl LinkModel for AtmLink {
         self.settle(now_ns);
         self.report.frames_in += 1;
         let v = self.vc_of(frame.dscp);
-        let cells = cells_per_packet(frame.len as usize, self.spec.port.encap) as u32;
+        let cells = self.spec.port.cells_of(frame.len as usize) as u32;
         let vc = &mut self.vcs[v];
         vc.frames_in += 1;
         let no = vc.next_no;

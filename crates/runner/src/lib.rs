@@ -12,6 +12,7 @@ pub mod demo;
 pub mod doctor;
 pub mod emulated;
 pub mod experiment;
+mod foreign_udp;
 pub mod format;
 pub mod host;
 pub mod iperf3;

@@ -7,12 +7,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::ExitCode;
 
-use flowlab_control::client::{run_multicast, MulticastOptions};
+use flowlab_control::client::{run_multicast, MulticastOptions, MulticastOutcome};
 use flowlab_control::{TestOptions, TestRun};
-use flowlab_spec::{MulticastGroup, TestSpec};
+use flowlab_results::SideReport;
+use flowlab_spec::{DatagramHeader, MulticastGroup, TestSpec};
 use flowlab_units::{format_duration_ns, format_rate};
 
 use crate::test::usage_error;
+
+mod iperf2;
 
 /// iperf2's port, so `iperf -s -u -B GROUP` hears flowlab's sender as typed.
 pub const DEFAULT_PORT: u16 = 5001;
@@ -26,14 +29,31 @@ pub struct MulticastRequest {
     pub agents: Vec<String>,
     /// IPv4 TTL or IPv6 hop limit.
     pub ttl: u8,
+    /// `--iperf2`: which end is iperf2's; the datagrams then carry its header.
+    pub iperf2: Option<Iperf2Peer>,
+}
+
+/// The end of a multicast test that iperf2 (Debian's `iperf`) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Iperf2Peer {
+    /// `iperf -c GROUP -u -T 1` sends: flowlab's agents receive for the test's duration.
+    Sender,
+    /// `iperf -s -u -B GROUP` receives (and any agents given): flowlab sends.
+    Receivers,
 }
 
 impl MulticastRequest {
-    pub fn new(test: TestOptions, agents: &[String], ttl: u8) -> MulticastRequest {
+    pub fn new(
+        test: TestOptions,
+        agents: &[String],
+        ttl: u8,
+        iperf2: Option<Iperf2Peer>,
+    ) -> MulticastRequest {
         MulticastRequest {
             test,
             agents: agents.to_vec(),
             ttl,
+            iperf2,
         }
     }
 }
@@ -63,48 +83,75 @@ pub fn spec_of(request: &MulticastRequest) -> anyhow::Result<TestSpec> {
             port,
             hops: request.ttl,
             session: rand::random(),
+            header: match request.iperf2 {
+                Some(_) => DatagramHeader::Iperf2,
+                None => DatagramHeader::Flowlab,
+            },
         }),
         ..request.test.spec.clone()
     };
     spec.validate()
         .map_err(|e| usage_error(format!("invalid test: {e}")))?;
-    if request.agents.is_empty() {
-        return Err(usage_error(
-            "a multicast test needs receivers: --agents A,B,C",
-        ));
+    match request.iperf2 {
+        // iperf2's receivers may be the only ones.
+        Some(Iperf2Peer::Receivers) => {}
+        _ if request.agents.is_empty() => {
+            return Err(usage_error(
+                "a multicast test needs receivers: --agents A,B,C",
+            ))
+        }
+        Some(Iperf2Peer::Sender) if spec.duration_ns.is_none() => {
+            return Err(usage_error(
+                "--iperf2 sender: the agents listen for a --duration, not a --count",
+            ))
+        }
+        _ => {}
     }
     Ok(spec)
 }
 
-/// Runs the request: one result per receiving agent.
-pub fn run(request: &MulticastRequest) -> anyhow::Result<Vec<TestRun>> {
+/// Runs the request: the sender's side and one result per receiving agent.
+pub fn run(request: &MulticastRequest) -> anyhow::Result<MulticastOutcome> {
+    let spec = spec_of(request)?;
     let options = MulticastOptions {
         agents: request.agents.clone(),
-        spec: spec_of(request)?,
+        spec: spec.clone(),
         key: request.test.key.clone(),
         drain: request.test.drain,
         bind: request.test.bind,
     };
     flowlab_sys::signal::interrupt_flag();
-    Ok(run_multicast(&options)?)
+    let outcome = match request.iperf2 {
+        None => run_multicast(&options, None),
+        Some(Iperf2Peer::Receivers) => run_multicast(
+            &options,
+            Some(&|socket, stop| iperf2::send(socket, &spec, stop)),
+        ),
+        Some(Iperf2Peer::Sender) => {
+            run_multicast(&options, Some(&|_, stop| iperf2::await_sender(&spec, stop)))
+        }
+    };
+    Ok(outcome?)
 }
 
 /// Runs the request, stores it in `db` (`None`: not at all) as one run with a point per
-/// receiver, and prints its results: a JSON array of one document per receiver, or the
+/// receiving agent (none: not stored), and prints its results: a JSON array of one document per receiver, or the
 /// receivers side by side. Exit status 1 when any receiver's test failed or the store did.
 pub fn run_and_print(
     request: &MulticastRequest,
     json: bool,
     db: Option<Option<&Path>>,
 ) -> anyhow::Result<ExitCode> {
-    let runs = run(request)?;
-    let stored = db.is_none_or(|db| store(db, request, &runs));
+    let outcome = run(request)?;
+    let runs = &outcome.receivers;
+    // No flowlab receiver (iperf2's alone), no result to keep: its report is iperf's.
+    let stored = runs.is_empty() || db.is_none_or(|db| store(db, request, runs));
     let text = match json {
         true => {
             let documents: Vec<_> = runs.iter().map(|r| &r.result).collect();
             serde_json::to_string_pretty(&documents)? + "\n"
         }
-        false => render(&runs),
+        false => render(request, &outcome),
     };
     std::io::stdout().write_all(text.as_bytes())?;
     let failed = runs.iter().any(|r| r.result.error.is_some());
@@ -132,37 +179,59 @@ fn store(db: Option<&Path>, request: &MulticastRequest, runs: &[TestRun]) -> boo
 }
 
 /// The receivers side by side: what each got of what was sent, and its delay.
-pub fn render(runs: &[TestRun]) -> String {
+pub fn render(request: &MulticastRequest, outcome: &MulticastOutcome) -> String {
     let mut out = String::new();
-    let Some(first) = runs.first() else {
-        return out;
-    };
-    let s = &first.result.summary;
-    let (group, hops) = first
-        .result
-        .spec
-        .multicast
-        .as_ref()
-        .map_or((String::new(), 0), |m| {
-            (SocketAddr::new(m.group, m.port).to_string(), m.hops)
+    let group = parse_group(&request.test.target)
+        .map_or(request.test.target.clone(), |(ip, port)| {
+            SocketAddr::new(ip, port).to_string()
         });
-    let _ = writeln!(
-        out,
-        "Multicast to {group} (TTL {hops}): {} packets, {} sent at {}",
-        s.packets_sent,
-        flowlab_units::format_bytes(s.bytes_sent as f64),
-        format_rate(s.sender_throughput_bps)
-    );
+    let _ = writeln!(out, "{}", sender_line(request, &group, &outcome.sender));
+    if outcome.receivers.is_empty() {
+        return out;
+    }
     let _ = writeln!(
         out,
         "  {:<22} {:>9} {:>7} {:>8} {:>10} {:>10}",
         "receiver", "received", "lost", "loss", "delay p50", "delay max"
     );
-    for run in runs {
+    for run in &outcome.receivers {
         out.push_str(&receiver_line(run));
     }
-    out.push_str("  delay: one-way, relative to each receiver's fastest packet (no clock sync)\n");
+    out.push_str(match request.iperf2 {
+        Some(Iperf2Peer::Sender) => "  delay: one-way, from iperf's send stamps to each receiver's clock, relative to its fastest packet\n",
+        _ => "  delay: one-way, relative to each receiver's fastest packet (no clock sync)\n",
+    });
     out
+}
+
+/// Who sent what to the group.
+fn sender_line(request: &MulticastRequest, group: &str, sender: &SideReport) -> String {
+    let ttl = request.ttl;
+    let mut line = match (request.iperf2, sender.sender.as_ref()) {
+        (Some(Iperf2Peer::Sender), _) => format!("Multicast from iperf2 (iperf -c) to {group}"),
+        (_, None) => format!("Multicast to {group} (TTL {ttl})"),
+        (peer, Some(sent)) => {
+            let seconds = sent.duration_ns as f64 / 1e9;
+            let rate = match seconds > 0.0 {
+                true => sent.bytes_sent as f64 * 8.0 / seconds,
+                false => 0.0,
+            };
+            let bytes = flowlab_units::format_bytes(sent.bytes_sent as f64);
+            let (what, after) = match peer {
+                Some(_) => ("iperf2 datagrams", ", then its final datagram"),
+                None => ("packets", ""),
+            };
+            format!(
+                "Multicast to {group} (TTL {ttl}): {} {what}, {bytes} sent at {}{after}",
+                sent.packets_sent,
+                format_rate(rate)
+            )
+        }
+    };
+    if let Some(e) = &sender.error {
+        let _ = write!(line, "\n  sender error: {e}");
+    }
+    line
 }
 
 fn receiver_line(run: &TestRun) -> String {
@@ -221,7 +290,7 @@ mod tests {
             bind: None,
             cport: None,
         };
-        let request = MulticastRequest::new(test, &["10.0.0.2".to_string()], 3);
+        let request = MulticastRequest::new(test, &["10.0.0.2".to_string()], 3, None);
         let spec = spec_of(&request).unwrap();
         let m = spec.multicast.unwrap();
         assert_eq!((m.port, m.hops), (6000, 3));
@@ -234,6 +303,37 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "a multicast test needs receivers: --agents A,B,C"
+        );
+    }
+
+    #[test]
+    fn iperf2_at_either_end_sets_the_header_and_who_must_be_there() {
+        let test = TestOptions {
+            target: "239.1.2.3".into(),
+            spec: TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway),
+            key: None,
+            drain: std::time::Duration::ZERO,
+            interface: None,
+            agent_interface: None,
+            bind: None,
+            cport: None,
+        };
+        let header = |r: &MulticastRequest| spec_of(r).map(|s| s.multicast.unwrap().header);
+        let receivers = MulticastRequest::new(test.clone(), &[], 1, Some(Iperf2Peer::Receivers));
+        assert_eq!(header(&receivers).unwrap(), DatagramHeader::Iperf2);
+        let agents = ["10.0.0.2".to_string()];
+        let sender = MulticastRequest::new(test.clone(), &agents, 1, Some(Iperf2Peer::Sender));
+        assert_eq!(header(&sender).unwrap(), DatagramHeader::Iperf2);
+        let plain = MulticastRequest::new(test.clone(), &agents, 1, None);
+        assert_eq!(header(&plain).unwrap(), DatagramHeader::Flowlab);
+        let alone = MulticastRequest::new(test.clone(), &[], 1, Some(Iperf2Peer::Sender));
+        assert!(header(&alone).unwrap_err().to_string().contains("--agents"));
+        let mut counted = sender.clone();
+        counted.test.spec.duration_ns = None;
+        counted.test.spec.count = Some(100);
+        assert_eq!(
+            header(&counted).unwrap_err().to_string(),
+            "--iperf2 sender: the agents listen for a --duration, not a --count"
         );
     }
 }

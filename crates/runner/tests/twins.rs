@@ -1,12 +1,16 @@
 //! Every lab in examples/lab with a network file of the same base name in examples/sim (its
 //! twin, for `flowlab run --sim`) describes the same links: the same nodes joined, and on
-//! each link the same rate, delay, ATM PHY and encapsulation, losses and jitter, and the same
-//! scheduler where the lab's link has one. So an experiment run on both compares the emulator (or tbf) with
-//! the simulator, not two different networks.
+//! each link the same rate, delay, ATM PHY and encapsulation, losses and jitter, the same
+//! scheduler where the lab's link has one, and where it has VCs by DSCP, the twin's classes
+//! queued as its VCs are (apart or sharing one buffer, as many packets each). So an
+//! experiment run on both compares the emulator (or tbf) with the simulator, not two
+//! different networks.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use flowlab_link::atm::AtmSpec;
+use flowlab_link::diffserv::{SchedKind, SchedSpec};
 use flowlab_link::impair::ImpairConfig;
 use flowlab_link::loss::LossModel;
 use flowlab_netns::lab::{LabSpec, LinkSpec};
@@ -74,6 +78,62 @@ fn sim_facts(l: &NetworkLink) -> Facts {
     }
 }
 
+/// Queues are compared in packets of this many bytes (a lab's VC buffers count cells).
+const MTU: usize = 1500;
+
+/// How a link's VCs (the lab's) or classes (the twin's) hold their backlog, in MTU-sized
+/// packets: one buffer for all, or one apart for each (its DSCPs, highest priority first).
+#[derive(Debug, PartialEq)]
+enum Queues {
+    Shared(usize),
+    Apart(Vec<(Vec<u8>, usize)>),
+}
+
+fn sorted(dscps: &[u8]) -> Vec<u8> {
+    let mut d = dscps.to_vec();
+    d.sort_unstable();
+    d
+}
+
+/// A lab ATM link's VCs, if it has several: apart when every VC's share of the port fits
+/// beside the others'.
+fn lab_queues(atm: &AtmSpec) -> Option<Queues> {
+    let port = &atm.port;
+    let packets = |cells: usize| cells / port.cells_of(MTU);
+    let share = port.vc_limits.buffer_cells.unwrap_or(port.buffer_cells);
+    if atm.vcs.len() < 2 {
+        return None;
+    }
+    if share * atm.vcs.len() > port.buffer_cells {
+        return Some(Queues::Shared(packets(port.buffer_cells)));
+    }
+    let mut vcs: Vec<_> = atm.vcs.iter().collect();
+    vcs.sort_by_key(|v| v.service.priority());
+    let each = packets(share);
+    Some(Queues::Apart(
+        vcs.iter().map(|v| (sorted(&v.dscps), each)).collect(),
+    ))
+}
+
+/// A twin's classes, in its scheduler's order (strict priority: first served first).
+fn twin_queues(sched: &SchedSpec) -> Queues {
+    let packets = |c: &flowlab_link::diffserv::ClassSpec| {
+        (0..=1_000_000)
+            .find(|&n| !c.limit.admits(n, (n * MTU) as u64, MTU as u32))
+            .unwrap_or(usize::MAX)
+    };
+    match sched.kind {
+        SchedKind::Fifo => Queues::Shared(packets(&sched.classes[0])),
+        _ => Queues::Apart(
+            sched
+                .classes
+                .iter()
+                .map(|c| (sorted(&c.dscps), packets(c)))
+                .collect(),
+        ),
+    }
+}
+
 /// Every difference between the lab and its twin, one line each.
 fn differences(lab: &LabSpec, net: &SimNetwork) -> Vec<String> {
     let mut out = Vec::new();
@@ -104,6 +164,16 @@ fn differences(lab: &LabSpec, net: &SimNetwork) -> Vec<String> {
         let ip = l.emulate.as_ref().and_then(|e| e.ip.as_ref());
         if ip.is_some_and(|ip| &ip.sched != s.sched) {
             out.push(format!("{}-{}: the schedulers differ", l.a, l.b));
+        }
+        let atm = l.emulate.as_ref().and_then(|e| e.atm.as_ref());
+        if let Some(vcs) = atm.and_then(lab_queues) {
+            let classes = twin_queues(s.sched);
+            if vcs != classes {
+                let (a, b) = (&l.a, &l.b);
+                out.push(format!(
+                    "{a}-{b}: lab VCs {vcs:?}, network classes {classes:?}"
+                ));
+            }
         }
     }
     out
@@ -175,6 +245,33 @@ fn a_twin_that_disagrees_is_caught() {
         let d = two_node_differences(emulate, &keys);
         assert_eq!(d.len(), 1, "{keys}: {d:?}");
         assert!(d[0].starts_with("a-b: lab Facts"), "{d:?}");
+    }
+}
+
+#[test]
+fn a_twin_whose_classes_are_not_queued_as_the_lab_vcs_is_caught() {
+    let vcs = r#"vcs = [{ dscp = "ef", service = "cbr" }, { service = "ubr" }]"#;
+    let apart = format!(r#"phy = "E1", buffer_cells = 4000, vc_buffer_cells = 2000, {vcs}"#);
+    let twin = "phy = \"E1\"\nscheduler = \"priority\"\nclasses = [\
+                { name = \"premium\", dscp = [\"ef\"], buffer_packets = 62 },\
+                { name = \"rest\", buffer_packets = 62, default = true }]\n";
+    assert_eq!(two_node_differences(&apart, twin), Vec::<String>::new());
+    let cases = [
+        // One buffer for both VCs, as many cells as the twin's two queues' packets.
+        format!(r#"phy = "E1", buffer_cells = 4000, {vcs}"#),
+        // Shares that together overbook the port.
+        format!(r#"phy = "E1", buffer_cells = 3000, vc_buffer_cells = 2000, {vcs}"#),
+        // Half the twin's queue each.
+        format!(r#"phy = "E1", buffer_cells = 4000, vc_buffer_cells = 1000, {vcs}"#),
+        // The premium VC served after the rest.
+        apart
+            .replace("\"cbr\"", "\"ubr\"")
+            .replace("\"ubr\" }]", "\"cbr\" }]"),
+    ];
+    for emulate in cases {
+        let d = two_node_differences(&emulate, twin);
+        assert_eq!(d.len(), 1, "{emulate}: {d:?}");
+        assert!(d[0].starts_with("a-b: lab VCs"), "{d:?}");
     }
 }
 

@@ -33,7 +33,7 @@ use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::EchoReport;
 use flowlab_stats::{rate_over_span, LatencyStats};
 use flowlab_traffic::EndCondition;
-use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::Exp1;
 
@@ -53,6 +53,8 @@ const NEVER: u64 = u64::MAX;
 const STAGE_SEED_MIX: u64 = 0x9e37_79b9_7f4a_7c15;
 /// What a receiver report's `arrival_clock` says of the simulator's arrival times.
 const VIRTUAL_CLOCK: &str = "virtual";
+/// Spreads a port's seed over its adapter clock's offset.
+const CLOCK_SEED_MIX: u64 = 0xbf58_476d_1ce4_e5b9;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
@@ -655,6 +657,21 @@ fn adapter_line(line: LineRate, host: &NodeSpec) -> LineRate {
     }
 }
 
+/// A host adapter's transmit clock against the switches' (which share one): 10 to 20 ppm
+/// either way, drawn from the port's seed, within SONET's free-running ±20 ppm. Without it
+/// every adapter sends on the switches' cell grid, and a packet turned round at once (a ping
+/// echo) reaches the next switch port exactly as a place in its buffer frees, ahead of any
+/// cell arriving between slots, so it is never refused by a full buffer.
+fn adapter_clock_ppm(port_seed: u64) -> i32 {
+    let draw = ChaCha8Rng::seed_from_u64(port_seed ^ CLOCK_SEED_MIX).next_u32();
+    let ppm = 10 + (draw % 11) as i32;
+    if draw & (1 << 31) == 0 {
+        ppm
+    } else {
+        -ppm
+    }
+}
+
 /// Both directions of every link, each an output port (cells or packets) with its line, its
 /// far end, and its impairment stage, seeded per direction from the run's `seed`.
 fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
@@ -681,7 +698,10 @@ fn ifaces(m: &Model, seed: u64) -> Vec<Iface> {
                     let cfg = if from_kind == NodeKind::AtmSwitch {
                         a.port.port_config(buffer)
                     } else {
-                        PortConfig::new(adapter_line(a.port.line, &m.nodes[from]), buffer)
+                        let mut cfg =
+                            PortConfig::new(adapter_line(a.port.line, &m.nodes[from]), buffer);
+                        cfg.clock_offset_ppm = adapter_clock_ppm(stage_seed);
+                        cfg
                     };
                     IfaceKind::Atm(Box::new(OutputPort::new(cfg)))
                 }
@@ -1967,6 +1987,8 @@ fn recirculate(bg: &mut Background, d: &Departure) {
 
 mod bg_model;
 mod cell_loss;
+#[cfg(test)]
+mod echo_tests;
 mod fragments;
 mod p2mp;
 

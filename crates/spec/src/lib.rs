@@ -177,6 +177,20 @@ pub struct MulticastGroup {
     pub hops: u8,
     /// The session every probe carries: the client's choice, the same at every receiver.
     pub session: u32,
+    /// The datagrams' header: flowlab's probe, or iperf2's (`--iperf2`).
+    #[serde(default)]
+    pub header: DatagramHeader,
+}
+
+/// How a multicast flow's datagrams begin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatagramHeader {
+    /// flowlab's probe header, with the test's session.
+    #[default]
+    Flowlab,
+    /// iperf2's `UDP_datagram` (no session: every datagram to the group counts).
+    Iperf2,
 }
 
 /// Where native link-layer frames go.
@@ -704,6 +718,7 @@ mod tests {
             port: 5001,
             hops: 1,
             session: 9,
+            header: DatagramHeader::Flowlab,
         };
         let to = |addr: &str| TestSpec {
             multicast: Some(group(addr)),

@@ -1,6 +1,7 @@
 //! Wire formats of flowlab: the probe header at the start of every test packet, the framing of
 //! the control protocol between a client and an agent, the return-routability datagram, and
-//! STAMP's test packets (RFC 8762) and ICMP echo for interoperating with other measurement tools.
+//! STAMP's test packets (RFC 8762), iperf2's UDP header and ICMP echo for interoperating
+//! with other measurement tools.
 //! This crate depends on no other flowlab crate.
 //!
 //! Every format follows the same shape: a checked view over untrusted bytes that never panics
@@ -10,6 +11,7 @@
 pub mod ack;
 pub mod control;
 pub mod icmp;
+pub mod iperf2;
 pub mod message;
 pub mod probe;
 pub mod stamp;

@@ -14,7 +14,6 @@ impl Lab {
     pub fn up(example: &str, base_name: &str) -> Lab {
         // Lab names are short (interface names derive from them): a prefix and this process.
         let name = format!("t{}{}", &base_name[..2], std::process::id() % 100_000);
-        let dir = std::env::temp_dir().join(format!("flowlab-lab-{name}"));
         let text = std::fs::read_to_string(format!(
             "{}/../../examples/lab/{example}",
             env!("CARGO_MANIFEST_DIR")
@@ -24,6 +23,12 @@ impl Lab {
             &format!("name = \"{base_name}\""),
             &format!("name = \"{name}\""),
         );
+        Lab::from_text(name, &text)
+    }
+
+    /// The lab `text` describes, named `name`, brought up.
+    pub fn from_text(name: String, text: &str) -> Lab {
+        let dir = std::env::temp_dir().join(format!("flowlab-lab-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("lab.toml");
         std::fs::write(&file, text).unwrap();

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use flowlab_engine::RunContext;
+use flowlab_engine::{RunContext, SenderOutcome};
 use flowlab_results::{Role, SideReport};
 use flowlab_spec::{MulticastGroup, TestSpec};
 use socket2::{Domain, Socket, Type};
@@ -32,6 +32,13 @@ pub struct MulticastOptions {
     pub bind: Option<IpAddr>,
 }
 
+/// The one sender's side, and a result per receiving agent (each with that sender's side).
+#[derive(Debug, Clone)]
+pub struct MulticastOutcome {
+    pub sender: SideReport,
+    pub receivers: Vec<TestRun>,
+}
+
 /// One receiving agent while the test runs.
 struct Receiver {
     target: String,
@@ -41,8 +48,17 @@ struct Receiver {
     last_heard: Instant,
 }
 
-/// Runs the test: every agent joins first, then the client sends; one result per agent.
-pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientError> {
+/// How the group's flow is sent from the socket connected to it, until done or `stop`, when
+/// not by the engine's sender (flowlab's probes): e.g. in another tool's datagrams. `None`
+/// when another host sent it: no count here, so each receiver's loss is what it saw missing.
+pub type GroupSender<'a> = dyn Fn(&UdpSocket, &AtomicBool) -> Option<SenderOutcome> + Sync + 'a;
+
+/// Runs the test: every agent joins first, then the client sends (by `send`, or the engine's
+/// sender when `None`); one result per agent.
+pub fn run_multicast(
+    options: &MulticastOptions,
+    send: Option<&GroupSender<'_>>,
+) -> Result<MulticastOutcome, ClientError> {
     let spec = &options.spec;
     let group = spec
         .multicast
@@ -62,7 +78,11 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
             .local_addr()
             .map_err(super::setup_io)?
             .ip(),
-        (None, None) => return Err(ClientError::Target("no receiving agents given".into())),
+        (None, None) => {
+            return Err(ClientError::Target(
+                "no receiving agents given: --bind ADDR names the interface to send from".into(),
+            ))
+        }
     };
     let socket = group_sender(&group, local).map_err(|e| {
         ClientError::Setup(format!(
@@ -87,27 +107,40 @@ pub fn run_multicast(options: &MulticastOptions) -> Result<Vec<TestRun>, ClientE
     };
     let stop = AtomicBool::new(false);
     let (outcome, time) = std::thread::scope(|scope| {
-        let sender = scope
-            .spawn(|| ThreadTime::measure(|| flowlab_engine::udp_send(&socks, spec, &ctx, &stop)));
-        watch(&mut receivers, || sender.is_finished(), options.drain);
+        let sender = scope.spawn(|| {
+            ThreadTime::measure(|| match send {
+                Some(send) => send(&socks[0], &stop),
+                None => Some(flowlab_engine::udp_send(&socks, spec, &ctx, &stop)),
+            })
+        });
+        // With no agents (other tools receive) the flow runs its course, or until Ctrl-C.
+        match receivers.is_empty() {
+            true => wait_for(|| sender.is_finished() || flowlab_sys::signal::is_interrupted()),
+            false => watch(&mut receivers, || sender.is_finished(), options.drain),
+        }
         stop.store(true, Ordering::Relaxed);
         // A panic in the sender is a bug: it goes on up.
         sender
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
+    let (sender, error) = outcome.map_or((None, None), |o| (Some(o.report), o.error));
     let client = SideReport {
         cpu: time.cpu_load(),
-        sender: Some(outcome.report),
-        error: outcome.error,
+        sender,
+        error,
         notes,
         ..SideReport::new(Role::Sender, flowlab_sys::host::hostname())
     };
     let interrupted = flowlab_sys::signal::is_interrupted();
-    Ok(receivers
+    let receivers = receivers
         .into_iter()
         .map(|r| r.finish(spec, &client, started_at_ns, interrupted))
-        .collect())
+        .collect();
+    Ok(MulticastOutcome {
+        sender: client,
+        receivers,
+    })
 }
 
 /// Asks one agent to join the group and receive.
@@ -160,6 +193,12 @@ fn group_sender(group: &MulticastGroup, local: IpAddr) -> std::io::Result<UdpSoc
     }
     socket.connect(&at.into())?;
     Ok(socket.into())
+}
+
+fn wait_for(done: impl Fn() -> bool) {
+    while !done() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Serves the control connections (heartbeats out, live reports in) until the sender is

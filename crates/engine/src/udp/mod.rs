@@ -16,9 +16,10 @@ use std::sync::atomic::AtomicBool;
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::schedule_book::ScheduleBook;
 use flowlab_results::EchoReport;
-use flowlab_spec::TestSpec;
+use flowlab_spec::{DatagramHeader, TestSpec};
 use flowlab_sys::poll::wait_readable;
 use flowlab_sys::{clock, udp};
+use flowlab_wire::iperf2::Iperf2Header;
 use flowlab_wire::{ProbeHeader, ProbeRepr};
 
 use crate::packet_auth::PacketAuth;
@@ -100,6 +101,7 @@ pub fn udp_ping<S: DatagramSocket>(
                             session: ctx.session,
                             auth: auth.as_ref(),
                             book: sender.as_ref().and_then(|s| s.book.as_ref()),
+                            header: DatagramHeader::Flowlab,
                         };
                         record_datagram(
                             &mut meter,
@@ -256,6 +258,10 @@ pub fn udp_receive<S: DatagramSocket>(
         session: ctx.session,
         auth: auth.as_ref(),
         book: None,
+        header: spec
+            .multicast
+            .as_ref()
+            .map_or(DatagramHeader::Flowlab, |m| m.header),
     };
     let mut echoer = spec.echo_every.map(|n| Echoer::new(ctx, u64::from(n)));
     let mut meter =
@@ -400,6 +406,8 @@ struct Incoming<'a> {
     auth: Option<&'a PacketAuth>,
     /// Echoes back at the sender: when their packets were due, and which packets come back.
     book: Option<&'a ScheduleBook>,
+    /// Whose header the datagrams carry (iperf2's has no session).
+    header: DatagramHeader,
 }
 
 fn record_datagram(
@@ -410,11 +418,7 @@ fn record_datagram(
     meta: udp::RecvMeta,
     scratch: &mut TrainScratch,
 ) {
-    let Incoming {
-        session,
-        auth,
-        book,
-    } = *from;
+    let book = from.book;
     // Echoes come back to a loopback client; anything else goes one way. On a shared medium
     // (native frames on `lo`) an end also sees the other direction's frames: not ours.
     let expect_echo = meter.expects_echoes();
@@ -430,35 +434,37 @@ fn record_datagram(
     let mut train: Option<Arrived> = None;
     scratch.seqs.clear();
     for datagram in datagrams(payload, &meta) {
-        let probe = match ProbeRepr::parse(datagram) {
-            // Forged or altered: not a packet of this test.
-            Ok(p) if p.session == session && auth.is_some_and(|a| !a.verify(datagram)) => {
-                meter.on_malformed();
-                continue;
-            }
-            Ok(p) if p.session == session && p.is_echo() == expect_echo => p,
-            Ok(p) if p.session == session => continue,
-            _ => {
+        let (seq, sent_ns, echoed_ns) = match read_datagram(datagram, from, expect_echo) {
+            Read::Packet {
+                seq,
+                sent_ns,
+                echoed_ns,
+            } => (seq, sent_ns, echoed_ns),
+            Read::NotOurs => continue,
+            Read::Malformed => {
                 meter.on_malformed();
                 continue;
             }
         };
         let arrived = Arrived {
-            seq: probe.seq,
+            seq,
             size: datagram.len() as u32,
-            sent_ns: probe.sent_ns,
-            echoed_ns: probe.is_echo().then_some(probe.echoed_ns),
+            sent_ns,
+            echoed_ns,
             arrival_ns,
             kernel_stamp,
         };
         // An echo at its sender: timed from its departure and from its schedule, counted in
         // the echoes' own sequence space (one datagram each: echo receivers take no GRO).
         if let Some(book) = book.filter(|_| expect_echo) {
-            match book.echo_seq(probe.seq) {
-                Some(seq) => meter.on_echo(
+            match book.echo_seq(seq) {
+                Some(echo_seq) => meter.on_echo(
                     flow_index,
-                    Arrived { seq, ..arrived },
-                    book.scheduled(flow_index, probe.seq),
+                    Arrived {
+                        seq: echo_seq,
+                        ..arrived
+                    },
+                    book.scheduled(flow_index, seq),
                 ),
                 None => meter.on_malformed(),
             }
@@ -477,10 +483,50 @@ fn record_datagram(
             }
             None => train = Some(arrived),
         }
-        scratch.seqs.push(probe.seq);
+        scratch.seqs.push(seq);
     }
     if let Some(t) = train {
         meter.on_train(flow_index, t, &scratch.seqs);
+    }
+}
+
+/// What a datagram says of itself.
+enum Read {
+    Packet {
+        seq: u64,
+        sent_ns: u64,
+        echoed_ns: Option<u64>,
+    },
+    /// Another test's packet, the other direction's, or iperf2's final datagram.
+    NotOurs,
+    Malformed,
+}
+
+fn read_datagram(datagram: &[u8], from: &Incoming<'_>, expect_echo: bool) -> Read {
+    if from.header == DatagramHeader::Iperf2 {
+        // iperf2 numbers from 1 (flowlab from 0); its final datagram's id is negative.
+        return match Iperf2Header::parse(datagram) {
+            Some(h) if h.id > 0 => Read::Packet {
+                seq: h.id as u64 - 1,
+                sent_ns: h.sent_ns(),
+                echoed_ns: None,
+            },
+            Some(_) => Read::NotOurs,
+            None => Read::Malformed,
+        };
+    }
+    match ProbeRepr::parse(datagram) {
+        // Forged or altered: not a packet of this test.
+        Ok(p) if p.session == from.session && from.auth.is_some_and(|a| !a.verify(datagram)) => {
+            Read::Malformed
+        }
+        Ok(p) if p.session == from.session && p.is_echo() == expect_echo => Read::Packet {
+            seq: p.seq,
+            sent_ns: p.sent_ns,
+            echoed_ns: p.is_echo().then_some(p.echoed_ns),
+        },
+        Ok(p) if p.session == from.session => Read::NotOurs,
+        _ => Read::Malformed,
     }
 }
 
@@ -614,6 +660,45 @@ mod tests {
         };
         assert!(header.emit(&mut packet));
         packet
+    }
+
+    /// A receiver of iperf2's datagrams: ids from 1 are packets from 0, stamped with their
+    /// send time; the final (negative) datagram and flowlab's probes are not counted.
+    #[test]
+    fn iperf2_datagrams_read_by_their_own_header() {
+        let from = Incoming {
+            session: 7,
+            auth: None,
+            book: None,
+            header: DatagramHeader::Iperf2,
+        };
+        let mut datagram = vec![0u8; 100];
+        Iperf2Header::at(3, 5_000_001_000).emit(&mut datagram);
+        assert!(matches!(
+            read_datagram(&datagram, &from, false),
+            Read::Packet {
+                seq: 2,
+                sent_ns: 5_000_001_000,
+                echoed_ns: None
+            }
+        ));
+        Iperf2Header::at(-4, 0).emit(&mut datagram);
+        assert!(matches!(
+            read_datagram(&datagram, &from, false),
+            Read::NotOurs
+        ));
+        assert!(matches!(
+            read_datagram(&datagram[..15], &from, false),
+            Read::Malformed
+        ));
+        let flowlab = Incoming {
+            header: DatagramHeader::Flowlab,
+            ..from
+        };
+        assert!(matches!(
+            read_datagram(&probe(7, 3, 0), &flowlab, false),
+            Read::Packet { seq: 3, .. }
+        ));
     }
 
     /// `--echo-every 10`: of a load's packets, 0, 10 and 20 come back marked and stamped;

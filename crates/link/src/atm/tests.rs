@@ -145,6 +145,52 @@ fn dscp_picks_the_vc_and_cbr_cells_go_first() {
     assert_eq!(d[0].1, line.cell_departure_ns(0, slot + 1));
 }
 
+/// A UBR flood in front of three EF frames on an E1 port of 200 cells: sharing the buffer,
+/// the flood fills it and the EF frames are lost; with 100 cells a VC (EPD at 68: a frame
+/// that may not fit is refused whole), every EF frame leaves and no cell meets a full buffer.
+#[test]
+fn each_vc_keeps_its_share_of_the_buffer_from_a_flood() {
+    let ef_delivered = |limits: VcLimits| {
+        let mut spec = AtmSpec::single_vc(port(PhysicalLayer::E1, 200));
+        spec.port.vc_limits = limits;
+        spec.vcs.insert(
+            0,
+            VcSpec {
+                name: "ef".into(),
+                dscps: vec![46],
+                service: ServiceCategory::Cbr,
+                contract: None,
+                police: PolicingAction::Drop,
+            },
+        );
+        let mut m = AtmLink::new(spec, 1);
+        let flood = (0..10).map(|i| (0, frame(i, 1500)));
+        let ef = (10..13).map(|id| {
+            (
+                0,
+                Frame {
+                    id,
+                    len: 1000,
+                    dscp: 46,
+                },
+            )
+        });
+        let (events, _) = run_virtual(&mut m, flood.chain(ef));
+        let mut r = Vec::new();
+        m.report(&mut r);
+        let c = r[0].cells.clone().unwrap();
+        let ef = departures(&events).iter().filter(|d| d.0 >= 10).count();
+        (ef, c.dropped_buffer_full, c.frames_epd)
+    };
+    assert_eq!(ef_delivered(VcLimits::default()).0, 0);
+    let shares = VcLimits {
+        buffer_cells: Some(100),
+        epd_threshold: Some(68),
+    };
+    // 1500 B is 32 cells: the flood's first three frames (96 cells) pass EPD, seven do not.
+    assert_eq!(ef_delivered(shares), (3, 0, 7));
+}
+
 #[test]
 fn the_policer_drops_cells_beyond_the_contract() {
     let mut spec = AtmSpec::single_vc(port(PhysicalLayer::Oc3c, 100_000));

@@ -2,10 +2,9 @@
 //! by a driver of the engine's sender core with iperf3's header in each datagram; both
 //! received into flowlab's `ReceiverMeter`, then told in iperf3's result figures.
 
-use std::io::{self, Read};
+use std::io::Read;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use flowlab_engine::RunContext;
 use flowlab_iperf3::results::StreamResult;
@@ -15,16 +14,8 @@ use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::{ReceiverReport, SenderReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::clock;
-use flowlab_traffic::sender::{Batching, Packet, Poll};
 
-/// How long a blocked read or write waits before it looks at the stop flag.
-const POLL: Duration = Duration::from_millis(50);
-/// The engine's train batching for paced UDP.
-const BATCHING: Batching = Batching {
-    train_window_ns: flowlab_engine::TRAIN_WINDOW_NS,
-    max_batch: flowlab_engine::MAX_BATCH,
-    max_lateness_ns: flowlab_engine::MAX_LATENESS_NS,
-};
+use crate::foreign_udp::{udp_send, POLL};
 
 /// A test's streams, opened by the client: TCP connections, the client's connected UDP
 /// sockets, or the server's one UDP socket and each stream's client address.
@@ -76,9 +67,18 @@ pub fn send_all(
     stop: &AtomicBool,
 ) -> (SenderReport, Option<String>) {
     let spec = spec_of(plan, true);
-    let udp = |socket: &UdpSocket, to: Option<SocketAddr>| {
-        udp_send(socket, to, &spec, plan.counters_64bit, stop)
+    // Datagrams number from 1, stamped with the monotonic clock, as iperf3 does.
+    let header = |datagram: &mut [u8], seq: u64| {
+        let now = clock::monotonic_ns();
+        let header = UdpHeader {
+            sec: (now / 1_000_000_000) as u32,
+            usec: (now % 1_000_000_000 / 1_000) as u32,
+            count: seq + 1,
+        };
+        header.emit(datagram, plan.counters_64bit);
     };
+    let udp =
+        |socket: &UdpSocket, to: Option<SocketAddr>| udp_send(socket, to, &spec, &header, stop);
     let meters: Vec<(SenderMeter, Option<String>)> = match streams {
         Streams::Tcp(tcp) => {
             let ctx = RunContext {
@@ -145,93 +145,6 @@ fn on_threads<T: Send, F: FnOnce() -> T + Send>(jobs: impl Iterator<Item = F>) -
         let handles: Vec<_> = jobs.map(|job| scope.spawn(job)).collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     })
-}
-
-/// Sends one UDP stream: the engine's sender core decides when, iperf3's header numbers the
-/// datagrams from 1 and stamps them with the monotonic clock, as iperf3 does.
-fn udp_send(
-    socket: &UdpSocket,
-    to: Option<SocketAddr>,
-    spec: &TestSpec,
-    counters_64bit: bool,
-    stop: &AtomicBool,
-) -> (SenderMeter, Option<String>) {
-    let mut meter = SenderMeter::new(1, spec.paced(), false);
-    let _ = socket.set_write_timeout(Some(POLL));
-    let start = clock::monotonic_ns();
-    let mut core = match spec.sender_core(0..1, start, BATCHING, spec.send_policy()) {
-        Ok(core) => core,
-        Err(e) => return (meter, Some(e)),
-    };
-    let mut datagram = vec![0u8; spec.size as usize];
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            core.handle_stop();
-        }
-        match core.poll(clock::monotonic_ns()) {
-            Poll::Done => break,
-            Poll::Wait { until_ns } => {
-                let deadline = until_ns.min(clock::monotonic_ns() + POLL.as_nanos() as u64);
-                let (_, spun) = clock::pace_until_counting_spin(deadline, 0);
-                meter.on_pacing_spin(spun);
-            }
-            Poll::Transmit { .. } => {
-                meter.on_batch(core.train().len() as u64);
-                let out = Datagrams {
-                    socket,
-                    to,
-                    counters_64bit,
-                };
-                let (taken, error) = out.send(core.train(), &mut datagram, &mut meter);
-                match error.map(|e| e.kind()) {
-                    None | Some(io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                        let lost = core.handle_sent(taken);
-                        meter.on_send_buffer_full(0, lost);
-                    }
-                    Some(io::ErrorKind::ConnectionRefused) => core.handle_unreachable(),
-                    Some(kind) => core.handle_failure(format!("UDP send failed: {kind}")),
-                }
-            }
-        }
-    }
-    (meter, core.error().map(str::to_string))
-}
-
-/// Where one UDP stream's datagrams go, and how they are numbered.
-struct Datagrams<'a> {
-    socket: &'a UdpSocket,
-    to: Option<SocketAddr>,
-    counters_64bit: bool,
-}
-
-impl Datagrams<'_> {
-    /// Sends a train's datagrams, each stamped now; how many the socket took, and the error
-    /// that stopped the rest.
-    fn send(
-        &self,
-        train: &[Packet],
-        datagram: &mut [u8],
-        meter: &mut SenderMeter,
-    ) -> (usize, Option<io::Error>) {
-        for (k, p) in train.iter().enumerate() {
-            let now = clock::monotonic_ns();
-            let header = UdpHeader {
-                sec: (now / 1_000_000_000) as u32,
-                usec: (now % 1_000_000_000 / 1_000) as u32,
-                count: p.seq + 1,
-            };
-            header.emit(datagram, self.counters_64bit);
-            let sent = match self.to {
-                Some(to) => self.socket.send_to(datagram, to),
-                None => self.socket.send(datagram),
-            };
-            match sent {
-                Ok(_) => meter.on_sent(0, p.seq, p.size, now, p.due_ns, now),
-                Err(e) => return (k, Some(e)),
-            }
-        }
-        (train.len(), None)
-    }
 }
 
 /// Receives UDP until `stop`: from a connected socket (one stream), or from the server's

@@ -41,6 +41,22 @@ fn the_fragmented_ping_counts_the_cells_of_both_fragments() {
     assert_eq!(rows[0].verdict, Verdict::Exact);
 }
 
+/// Seed 002's Table 1: with loops on the echoes' port too, every size loses more pings than
+/// with the requests' port loaded alone (the requests meet the same cells in both runs).
+#[test]
+fn pings_lose_more_with_loops_in_both_directions() {
+    let rows = outcomes(&["002"], |r| r.item.starts_with("Table 1: ping loss")).unwrap();
+    let loss = |bytes: &str, loops: &str| {
+        let item = format!("Table 1: ping loss, {bytes} bytes, loops in {loops}");
+        let row = rows.iter().find(|o| o.row.item == item);
+        row.and_then(|o| o.simulated).expect(&item)
+    };
+    for bytes in ["64", "128", "256", "512", "1024", "2048", "4096"] {
+        let (one, both) = (loss(bytes, "one direction"), loss(bytes, "both directions"));
+        assert!(both > one, "{bytes} bytes: {one} % one way, {both} % both");
+    }
+}
+
 /// The 1 MiB window's goodput stays under what a 6 Mb/s PCR can carry: 9140 bytes of TCP
 /// payload per 192 cells of 53 bytes.
 #[test]

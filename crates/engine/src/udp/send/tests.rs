@@ -346,6 +346,7 @@ fn a_late_sender_shows_its_lateness_in_the_round_trip_from_schedule() {
         session: CTX.session,
         auth: None,
         book: s.book.as_ref(),
+        header: flowlab_spec::DatagramHeader::Flowlab,
     };
     for (datagram, _) in socks[0].sent.lock().unwrap().iter() {
         let mut echo = datagram.clone();

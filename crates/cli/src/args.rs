@@ -301,7 +301,9 @@ pub struct TestArgs {
     /// Seed of random traffic models: the same seed replays the same traffic.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow.
+    /// Parallel flows, each on its own sockets (own ports); --rate applies to each flow. From
+    /// 64 paced one-way UDP flows the client sends them all from one port, many per system
+    /// call (each still to its own agent port).
     #[arg(long, short = 'P', alias = "parallel", default_value_t = 1, group = "flowlab",
           value_parser = clap::value_parser!(u32).range(1..=65535))]
     pub flows: u32,
@@ -448,7 +450,8 @@ pub struct SweepArgs {
     pub target: String,
     /// A parameter and its values: size=100..8000:100, proto=udp,tcp, rate=1M,2M,5M,
     /// mode=oneway,loopback,reverse, duration=1s,2s, count=..., flows=1..4:1, or any other
-    /// test parameter by its flag name (congestion=cubic,bbr, dscp=ef,af41, nodelay=on,off);
+    /// test parameter by its flag name (congestion=cubic,bbr, dscp=ef,af41, nodelay=on,off,
+    /// pacing=precise,efficient,auto);
     /// what a point does not set follows it as on the command line. Repeat for a grid.
     #[arg(long, value_name = "NAME=VALUES", required = true)]
     pub vary: Vec<String>,
@@ -526,4 +529,8 @@ pub struct SweepArgs {
     /// Wait for packets in flight after the last one is sent.
     #[arg(long)]
     pub drain: Option<String>,
+    /// How senders wait for deadlines, at every point: precise, efficient or auto (as
+    /// `flowlab test --pacing`).
+    #[arg(long, value_name = "MODE")]
+    pub pacing: Option<String>,
 }

@@ -40,6 +40,7 @@ fn base_flags(args: &SweepArgs, varied: &[&str]) -> Vec<String> {
         ("flows", &args.flows),
         ("interval", &args.interval),
         ("drain", &args.drain),
+        ("pacing", &args.pacing),
     ] {
         if let Some(v) = value.as_ref().filter(|_| !is_varied(name)) {
             f.extend([format!("--{name}"), v.clone()]);

@@ -491,6 +491,40 @@ fn parallel_flows_each_keep_their_own_accounting() {
     }
 }
 
+/// From 64 one-way flows the client sends from one shared socket: every agent socket hears
+/// its flow from the one port, each flow with its own accounting.
+#[test]
+fn many_one_way_flows_share_one_client_socket() {
+    let agent = loopback_agent(&[]);
+    let o = flowlab(&[
+        "test",
+        &agent.addr,
+        "--flows",
+        "64",
+        "--rate",
+        "80k",
+        "--size",
+        "100",
+        "-n",
+        "10",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    let ports = v["spec"]["client_udp_ports"].as_array().unwrap();
+    assert_eq!(ports.len(), 64);
+    assert!(ports.iter().all(|p| *p == ports[0]), "one port: {ports:?}");
+    let sent = f64_at(&v, "/summary/packets_sent");
+    assert_eq!(sent + f64_at(&v, "/summary/lost_by_sender"), 640.0);
+    assert!(sent >= 400.0, "only {sent} sent");
+    assert_eq!(f64_at(&v, "/summary/packets_received"), sent);
+    let flows = v["agent"]["receiver"]["flows"].as_array().unwrap();
+    let unique: Vec<f64> = flows.iter().map(|f| f64_at(f, "/packets/unique")).collect();
+    assert_eq!(unique.len(), 64);
+    assert!(unique.iter().all(|&u| u <= 10.0), "{unique:?}");
+    assert_eq!(unique.iter().sum::<f64>(), sent);
+}
+
 #[test]
 fn every_mode_and_protocol_runs_on_ipv6_loopback_too() {
     let mut cmd = Command::new(FLOWLAB);

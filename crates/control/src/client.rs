@@ -314,11 +314,14 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         });
         raw_interface = Some(interface);
     }
+    // Many one-way flows share one socket: the agent's sockets all hear its one port.
+    let shared = flowlab_engine::shares_socket(&spec);
+    let sockets = if shared { 1 } else { spec.flows };
     let udp = match spec.protocol {
         // A multicast receiver hears the group, not a socket of this end.
         Protocol::Raw => Vec::new(),
         Protocol::Udp if spec.multicast.is_some() => Vec::new(),
-        Protocol::Udp => (0..spec.flows)
+        Protocol::Udp => (0..sockets)
             .map(|flow| {
                 let at = data_addr(local_ip, options.cport, flow)?;
                 UdpSocket::bind(at).map_err(|e| {
@@ -332,6 +335,9 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
         .iter()
         .map(|s| s.local_addr().map(|a| a.port()).unwrap_or(0))
         .collect();
+    if shared {
+        spec.client_udp_ports = spec.client_udp_ports.repeat(spec.flows as usize);
+    }
     conn.send(&Message::Request { spec: spec.clone() })
         .map_err(setup_error)?;
     match conn.recv(SETUP_TIMEOUT).map_err(setup_error)? {
@@ -364,6 +370,8 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
 /// The client's data sockets, one per flow.
 enum Data {
     Udp(Vec<UdpSocket>),
+    /// One unconnected socket for many one-way flows, and each flow's agent address.
+    SharedUdp(UdpSocket, Vec<SocketAddr>),
     Raw(Vec<flowlab_sys::raw::RawSocket>),
     Tcp(Vec<TcpStream>),
     /// CRR: the agent's address, connected to anew for every transaction, and the number of
@@ -399,6 +407,17 @@ fn connect_data(
             flowlab_sys::raw::RawSocket::open(interface, mac)
                 .map(|s| Data::Raw(vec![s]))
                 .map_err(|e| ClientError::Setup(raw_error(&interface.name, &e)))
+        }
+        Protocol::Udp if flowlab_engine::shares_socket(spec) => {
+            let sock = accepted
+                .udp
+                .pop()
+                .filter(|_| ports.len() == spec.flows as usize);
+            let peers = ports
+                .iter()
+                .map(|&p| SocketAddr::new(agent_ip, p))
+                .collect();
+            Ok(Data::SharedUdp(sock.ok_or_else(bad_reply)?, peers))
         }
         Protocol::Udp => {
             if ports.len() != accepted.udp.len() {
@@ -469,6 +488,9 @@ pub fn run_test(
         Data::Raw(_) | Data::TcpConnectEach(..) => Vec::new(),
         Data::Udp(socks) => {
             flowlab_engine::configure_udp(socks, &spec, spec.direction != Direction::Reverse)
+        }
+        Data::SharedUdp(sock, _) => {
+            flowlab_engine::configure_udp(std::slice::from_ref(sock), &spec, true)
         }
         Data::Tcp(streams) => {
             flowlab_engine::configure_tcp(streams, &spec, spec.direction != Direction::Reverse)
@@ -802,6 +824,10 @@ fn spawn_roles<'scope, 'env>(
             let mut out = RoleOutcome::default();
             let (outcome, time) = ThreadTime::measure(|| match data {
                 Data::Udp(socks) => flowlab_engine::udp_send(socks, spec, ctx, stop_sending),
+                Data::SharedUdp(sock, peers) => {
+                    let flows = flowlab_engine::SharedFlow::all(sock, peers);
+                    flowlab_engine::udp_send(&flows, spec, ctx, stop_sending)
+                }
                 Data::Raw(socks) => flowlab_engine::udp_send(socks, spec, ctx, stop_sending),
                 Data::Tcp(streams) => flowlab_engine::tcp_send(streams, spec, ctx, stop_sending),
                 // No standing connection: only request/response tests connect per transaction.
@@ -855,6 +881,15 @@ fn spawn_roles<'scope, 'env>(
                     stop_receiving,
                     &mut on_interval,
                 ),
+                // Shared only by one-way senders (`shares_socket`): nothing to receive.
+                Data::SharedUdp(..) => flowlab_engine::udp_receive::<UdpSocket>(
+                    &[],
+                    spec,
+                    ctx,
+                    round_trip,
+                    stop_receiving,
+                    &mut on_interval,
+                ),
             });
             RoleOutcome {
                 time,
@@ -898,6 +933,10 @@ fn spawn_requester<'scope, 'env>(
             }
             // Refused by TestSpec::validate: no native-frame transactions.
             Data::Raw(_) => flowlab_engine::udp_request(&[], spec, ctx, stop, &mut on_interval),
+            // Never shared: `shares_socket` leaves transactions out.
+            Data::SharedUdp(..) => {
+                flowlab_engine::udp_request(&[], spec, ctx, stop, &mut on_interval)
+            }
         });
         RoleOutcome {
             time: time.with_workers(outcome.worker_cpu_ns),

@@ -2,8 +2,8 @@
 //! set. One thread serves all flows of a role this way.
 
 use std::io;
-use std::net::{TcpStream, UdpSocket};
-use std::os::fd::AsFd;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use flowlab_sys::poll::Poller;
 use flowlab_sys::raw::RawSocket;
@@ -44,6 +44,11 @@ pub trait DatagramSend: Sync {
     }
     /// Appends the kernel's transmit timestamps queued on the socket (`--tx-timestamps`).
     fn tx_stamps(&self, out: &mut Vec<TxStamp>) -> io::Result<()>;
+    /// The unconnected socket this flow shares with others, and the flow's peer: the
+    /// datagrams of all its flows can leave in one call (see `udp::shared`).
+    fn shared(&self) -> Option<(BorrowedFd<'_>, SocketAddr)> {
+        None
+    }
 }
 
 impl DatagramSend for UdpSocket {

@@ -155,7 +155,9 @@ fn stored(param: Param, value: &ParamValue, typed: &str) -> Value {
         (ValueKind::Duration, ParamValue::Duration(ns)) => seconds(*ns),
         (ValueKind::Rate, ParamValue::Rate(None)) => json!("max"),
         (_, v) if numeric(param) => magnitude(v).map_or(Value::Null, |n| json!(n)),
-        (ValueKind::Protocol | ValueKind::Direction, _) => json!(typed.to_ascii_lowercase()),
+        (ValueKind::Protocol | ValueKind::Direction | ValueKind::Pacing, _) => {
+            json!(typed.to_ascii_lowercase())
+        }
         _ => json!(typed),
     }
 }

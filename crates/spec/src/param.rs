@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use flowlab_traffic::TrafficSpec;
+use flowlab_traffic::{PacingMode, TrafficSpec};
 use flowlab_units::{parse_bytes, parse_count, parse_duration, parse_rate, parse_switch};
 
 use crate::{refuse, Direction, Protocol, SpecError, TestSpec};
@@ -39,6 +39,7 @@ pub enum Param {
     WindowClamp,
     ReadRate,
     KernelPacing,
+    Pacing,
     Zerocopy,
     TxTimestamps,
     BusyPoll,
@@ -61,6 +62,8 @@ pub enum ValueKind {
     Switch,
     Text,
     Traffic,
+    /// `precise`, `efficient` or `auto`.
+    Pacing,
 }
 
 /// A typed value of a parameter.
@@ -77,11 +80,12 @@ pub enum ParamValue {
     Switch(bool),
     Text(String),
     Traffic(TrafficSpec),
+    Pacing(PacingMode),
 }
 
 impl Param {
     /// Every parameter, in the order `--help` texts list them.
-    pub const ALL: [Param; 27] = [
+    pub const ALL: [Param; 28] = [
         Param::Protocol,
         Param::Direction,
         Param::Rate,
@@ -104,6 +108,7 @@ impl Param {
         Param::WindowClamp,
         Param::ReadRate,
         Param::KernelPacing,
+        Param::Pacing,
         Param::Zerocopy,
         Param::TxTimestamps,
         Param::BusyPoll,
@@ -136,6 +141,7 @@ impl Param {
             Param::WindowClamp => "window-clamp",
             Param::ReadRate => "read-rate",
             Param::KernelPacing => "kernel-pacing",
+            Param::Pacing => "pacing",
             Param::Zerocopy => "zerocopy",
             Param::TxTimestamps => "tx-timestamps",
             Param::BusyPoll => "busy-poll",
@@ -169,6 +175,7 @@ impl Param {
             | Param::BusyPoll => ValueKind::Switch,
             Param::Congestion | Param::Preset => ValueKind::Text,
             Param::Traffic => ValueKind::Traffic,
+            Param::Pacing => ValueKind::Pacing,
         }
     }
 
@@ -211,6 +218,11 @@ impl Param {
             ValueKind::Traffic => {
                 ParamValue::Traffic(TrafficSpec::parse(t).map_err(|e| bad(e.to_string()))?)
             }
+            ValueKind::Pacing => ParamValue::Pacing(
+                t.to_ascii_lowercase()
+                    .parse()
+                    .map_err(|_| bad("expected precise, efficient or auto".into()))?,
+            ),
         })
     }
 }
@@ -259,6 +271,7 @@ impl ParamValue {
             ParamValue::Switch(_) => "on or off",
             ParamValue::Text(_) => "a name",
             ParamValue::Traffic(_) => "a traffic model",
+            ParamValue::Pacing(_) => "a pacing mode",
         }
     }
 }
@@ -306,6 +319,7 @@ impl TestSpec {
             (Param::Zerocopy, V::Switch(b)) => s.zerocopy = b,
             (Param::TxTimestamps, V::Switch(b)) => s.tx_timestamps = b,
             (Param::BusyPoll, V::Switch(b)) => self.busy_poll = b,
+            (Param::Pacing, V::Pacing(m)) => self.pacing = m,
             (Param::Traffic, V::Traffic(t)) => {
                 let rate = self.rate_bps.unwrap_or(MODEL_RATE_AT_MAX);
                 self.traffic = Some(t.with_defaults(rate, self.size));
@@ -353,6 +367,7 @@ impl TestSpec {
             Param::Zerocopy => Some(V::Switch(s.zerocopy)),
             Param::TxTimestamps => Some(V::Switch(s.tx_timestamps)),
             Param::BusyPoll => Some(V::Switch(self.busy_poll)),
+            Param::Pacing => Some(V::Pacing(self.pacing)),
             Param::Traffic => self.traffic.clone().map(V::Traffic),
             Param::Preset => match &self.traffic {
                 Some(TrafficSpec::Preset { name }) => Some(V::Text(name.clone())),
@@ -434,6 +449,31 @@ mod tests {
             v(Param::Traffic, "poisson:pps=1000,size=500"),
             ParamValue::Traffic(_)
         ));
+        assert_eq!(
+            v(Param::Pacing, "Precise"),
+            ParamValue::Pacing(PacingMode::Precise)
+        );
+    }
+
+    /// `pacing` is set like any parameter, and validate refuses a mode without deadlines.
+    #[test]
+    fn pacing_is_a_parameter_that_validate_judges() {
+        let mut s = udp();
+        s.set(
+            Param::Pacing,
+            Param::Pacing.parse_value("efficient").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(s.pacing, PacingMode::Efficient);
+        assert!(s.validate().is_ok());
+        s.set(Param::Rate, ParamValue::Rate(None)).unwrap();
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.starts_with("pacing efficient needs a paced test"), "{e}");
+        let e = Param::Pacing.parse_value("lazy").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid pacing 'lazy': expected precise, efficient or auto"
+        );
     }
 
     #[test]
@@ -484,6 +524,7 @@ mod tests {
             Param::Dscp.parse_value("af99").unwrap_err(),
             Param::Nodelay.parse_value("maybe").unwrap_err(),
             Param::Traffic.parse_value("warp:9").unwrap_err(),
+            Param::Pacing.parse_value("fast").unwrap_err(),
             Param::Congestion.parse_value(" ").unwrap_err(),
             udp()
                 .set(Param::Size, ParamValue::Rate(Some(1)))
@@ -532,6 +573,7 @@ mod tests {
             ValueKind::Traffic => ParamValue::Traffic(
                 TrafficSpec::parse(&format!("poisson:pps={small},size={small}")).unwrap(),
             ),
+            ValueKind::Pacing => ParamValue::Pacing(PacingMode::ALL[n as usize % 3]),
         }
     }
 
@@ -570,6 +612,7 @@ mod tests {
                 ValueKind::Switch => "on".to_string(),
                 ValueKind::Text => format!("x{n}"),
                 ValueKind::Traffic => format!("poisson:pps={n}"),
+                ValueKind::Pacing => ["precise", "Efficient", "auto"][n as usize % 3].to_string(),
             };
             let value = p.parse_value(&text).unwrap();
             let mut s = udp();

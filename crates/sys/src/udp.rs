@@ -390,25 +390,54 @@ pub fn recv_batch(fd: impl AsFd, batch: &mut RecvBatch) -> io::Result<usize> {
 /// accepts and returns how many went. An error (EAGAIN, ENOBUFS, ...) is
 /// returned only if nothing was sent; the caller classifies it.
 pub fn send_batch(fd: impl AsFd, packets: &[&[u8]]) -> io::Result<usize> {
-    send_batch_flags(fd.as_fd(), packets, 0)
+    send_batch_flags(fd.as_fd(), packets, &[], 0)
 }
 
 /// [`send_batch`] that never blocks (MSG_DONTWAIT), whatever the socket's
 /// blocking mode: a paced sender sharing its socket with a blocking receiver
 /// (loopback tests) must not wait for buffer space.
 pub fn send_batch_nowait(fd: impl AsFd, packets: &[&[u8]]) -> io::Result<usize> {
-    send_batch_flags(fd.as_fd(), packets, libc::MSG_DONTWAIT)
+    send_batch_flags(fd.as_fd(), packets, &[], libc::MSG_DONTWAIT)
 }
 
+/// sendmmsg on an unconnected socket, datagram `i` to `to[i]`: flows that
+/// share one socket (and its source port) leave in one call. Returns as
+/// [`send_batch`]; `to` must name one address per datagram. `nowait`: never
+/// block for buffer space, as [`send_batch_nowait`].
+pub fn send_batch_to(
+    fd: impl AsFd,
+    packets: &[&[u8]],
+    to: &[SocketAddr],
+    nowait: bool,
+) -> io::Result<usize> {
+    if to.len() != packets.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "one destination per datagram",
+        ));
+    }
+    let flags = if nowait { libc::MSG_DONTWAIT } else { 0 };
+    send_batch_flags(fd.as_fd(), packets, to, flags)
+}
+
+/// sendmmsg in chunks of 64; `to` empty (a connected socket) or one address
+/// per packet.
 fn send_batch_flags(
     fd: BorrowedFd<'_>,
     packets: &[&[u8]],
+    to: &[SocketAddr],
     flags: libc::c_int,
 ) -> io::Result<usize> {
     const CHUNK: usize = 64;
     let raw = fd.as_fd().as_raw_fd();
     let mut sent = 0usize;
-    for chunk in packets.chunks(CHUNK) {
+    for (c, chunk) in packets.chunks(CHUNK).enumerate() {
+        let names: Vec<socket2::SockAddr> = to
+            .iter()
+            .skip(c * CHUNK)
+            .take(chunk.len())
+            .map(|&a| a.into())
+            .collect();
         let mut iovs = [libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
@@ -424,9 +453,15 @@ fn send_batch_flags(
         for (i, hdr) in hdrs.iter_mut().take(chunk.len()).enumerate() {
             hdr.msg_hdr.msg_iov = iov_ptr.wrapping_add(i);
             hdr.msg_hdr.msg_iovlen = 1;
+            if let Some(name) = names.get(i) {
+                // The kernel only reads the name; *mut is only the C type.
+                hdr.msg_hdr.msg_name = name.as_ptr().cast_mut().cast();
+                hdr.msg_hdr.msg_namelen = name.len();
+            }
         }
         // SAFETY: the first `chunk.len()` headers point at iovecs in `iovs`,
-        // which point at the caller's live slices; the kernel only reads them.
+        // which point at the caller's live slices, and at names in `names`,
+        // alive until the call returns; the kernel only reads them.
         let rc =
             unsafe { libc::sendmmsg(raw, hdrs.as_mut_ptr(), chunk.len() as libc::c_uint, flags) };
         if rc < 0 {
@@ -755,6 +790,34 @@ mod tests {
         // Out-of-range indexes do not panic.
         assert!(batch.payload(99).is_empty());
         assert_eq!(batch.meta(99), RecvMeta::default());
+    }
+
+    /// One unconnected socket, each datagram to its own receiver, in one call;
+    /// more than one chunk of 64, so every chunk finds its own names.
+    #[test]
+    fn batch_to_many_receivers_from_one_port() {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rx: Vec<UdpSocket> = (0..3)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        for r in &rx {
+            r.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        }
+        let pkts: Vec<Vec<u8>> = (0..150u8).map(|i| vec![i; 10 + usize::from(i)]).collect();
+        let refs: Vec<&[u8]> = pkts.iter().map(Vec::as_slice).collect();
+        let to: Vec<SocketAddr> = (0..150).map(|i| rx[i % 3].local_addr().unwrap()).collect();
+        assert_eq!(send_batch_to(&tx, &refs, &to, false).unwrap(), 150);
+        let mut buf = [0u8; 256];
+        for (i, sent) in pkts.iter().enumerate() {
+            let (n, from) = rx[i % 3].recv_from(&mut buf).unwrap();
+            assert_eq!(
+                (&buf[..n], from),
+                (sent.as_slice(), tx.local_addr().unwrap())
+            );
+        }
+        let e = send_batch_to(&tx, &refs, &to[..1], true).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(send_batch_to(&tx, &[], &[], true).unwrap(), 0);
     }
 
     #[test]

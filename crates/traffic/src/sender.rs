@@ -12,6 +12,10 @@
 //! 3. Send what is left of `train()` and report exactly one of [`SenderCore::handle_sent`]
 //!    (all, some or none taken), [`SenderCore::handle_unreachable`] or
 //!    [`SenderCore::handle_failure`].
+//!
+//! A driver may gather the trains of several flows due at once and send them in one call:
+//! it reports each as taken when gathered, then gives back what the call refused with
+//! [`SenderCore::handle_refused`].
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -275,6 +279,21 @@ impl SenderCore {
         flow.pacer.advance(advance as u64);
         self.due.push(Reverse((p.polled_ns, p.flow)));
         lost as u64
+    }
+
+    /// A driver that sends several flows' trains in one call reports each train as taken
+    /// ([`SenderCore::handle_sent`]) as it gathers them; when the call then refuses the last
+    /// `refused` of them on `flow` (a suffix of what it gathered of the flow), their sequence
+    /// numbers go back to the flow, so the numbers stay dense over packets sent. Returns how
+    /// many are lost: with `drop_refused` all of them. Without it the pacer has already moved
+    /// past them, so a driver batches across flows only under `drop_refused`.
+    pub fn handle_refused(&mut self, flow: usize, refused: usize) -> u64 {
+        let Some(f) = self.flows.get_mut(flow) else {
+            return 0;
+        };
+        let refused = (refused as u64).min(f.next_seq);
+        f.next_seq -= refused;
+        refused
     }
 
     /// The peer's port is unreachable (an ICMP error for an earlier packet): the train is

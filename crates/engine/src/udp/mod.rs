@@ -1,10 +1,13 @@
-//! UDP roles for one or many flows, each flow on its own connected socket: a paced sender
-//! (`send`: one thread, a timer heap over the flows, trains sent with UDP GSO or sendmmsg), a
+//! UDP roles for one or many flows, each flow on its own connected socket (or, for a client's
+//! many one-way flows, one shared socket: `shared`): a paced sender
+//! (`send`: one thread, a timer heap over the flows, trains sent with UDP GSO or sendmmsg,
+//! across flows on a shared socket), a
 //! receiver (recvmmsg with kernel timestamps, socket-drop counters and GRO), an echoer, and
 //! the loopback client that sends and takes the echoes on one thread (also the client of a
 //! one-way load whose every Nth packet is echoed, `--echo-every`).
 
 mod send;
+mod shared;
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -29,6 +32,7 @@ use crate::{
 use send::{Sender, Step};
 
 pub use send::udp_send;
+pub use shared::{shares_socket, SharedFlow, SHARED_SOCKET_FROM_FLOWS};
 
 /// A receiver of this many flows, or of a flow fast enough for GRO, reads every
 /// [`COALESCE_PERIOD`] rather than waking per datagram (see `Readiness::coalesced`).

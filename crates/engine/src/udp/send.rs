@@ -49,9 +49,18 @@ impl Train {
         }
     }
 
-    /// Stamps the train's packets (each at most the stride) with the session and send time.
-    fn stamp(&mut self, packets: &[Packet], session: u32, sent_ns: u64, auth: Option<&PacketAuth>) {
-        for (i, (slot, p)) in self.bytes.chunks_mut(self.stride).zip(packets).enumerate() {
+    /// Stamps `packets` (each at most the stride) into the slots from `first` on, with the
+    /// session and send time.
+    fn stamp(
+        &mut self,
+        first: usize,
+        packets: &[Packet],
+        session: u32,
+        sent_ns: u64,
+        auth: Option<&PacketAuth>,
+    ) {
+        let slots = self.bytes.chunks_mut(self.stride).skip(first);
+        for (i, (slot, p)) in (first..).zip(slots.zip(packets)) {
             self.lens[i] = (p.size as usize).clamp(PROBE_HEADER_LEN, self.stride);
             ProbeRepr {
                 flags: 0,
@@ -69,6 +78,20 @@ impl Train {
 
     fn len(&self, i: usize) -> usize {
         self.lens[i]
+    }
+
+    fn capacity(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// The first `count` packets, each its `len` bytes.
+    fn frames(&self, count: usize) -> Vec<&[u8]> {
+        self.bytes
+            .chunks(self.stride)
+            .zip(&self.lens)
+            .take(count)
+            .map(|(slot, &len)| &slot[..len])
+            .collect()
     }
 
     /// Hands the first `count` packets to the kernel one by one, each to leave at
@@ -102,14 +125,7 @@ impl Train {
             sock.send_segments(buf, self.stride as u16, !wait)
                 .map(|_| count)
         } else {
-            let slices: Vec<&[u8]> = self
-                .bytes
-                .chunks(self.stride)
-                .zip(&self.lens)
-                .take(count)
-                .map(|(slot, &len)| &slot[..len])
-                .collect();
-            sock.send_frames(&slices, !wait)
+            sock.send_frames(&self.frames(count), !wait)
         }
     }
 }
@@ -281,6 +297,10 @@ pub(crate) struct Sender<'a, S> {
     /// Each datagram carries its scheduled time for the fq qdisc (`--kernel-pacing`).
     kernel_timed: bool,
     gso: bool,
+    /// The flows share one unconnected socket: what is due at once leaves in one call.
+    shared: bool,
+    /// The packets gathered across flows for one shared send, in slot order.
+    gathered: Vec<(usize, Packet)>,
     train: Train,
     realtime_offset: i64,
     acks: Option<AckReader>,
@@ -336,6 +356,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         // sendmmsg. Transmit stamps are matched one per datagram, so they rule out GSO trains.
         let stamping = spec.socket.tx_timestamps && paced;
         let kernel_timed = paced && socks.first().is_some_and(DatagramSend::kernel_timed);
+        let shared = paced && !stamping && !kernel_timed && shared_socket(socks);
         let gso = !stamping
             && !kernel_timed
             && !spec.modelled()
@@ -373,6 +394,8 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
             departures: Departures::new(socks.len()),
             kernel_timed,
             gso,
+            shared,
+            gathered: Vec::with_capacity(max_train),
             train: Train::new(stride, max_train),
             realtime_offset: clock::realtime_minus_monotonic_ns(),
             acks: ctx.return_cookie.map(|cookie| AckReader {
@@ -398,6 +421,10 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         match self.core.poll(now) {
             Poll::Done => Step::Done,
             Poll::Wait { until_ns } => Step::Idle { until_ns },
+            Poll::Transmit { flow } if self.shared => {
+                self.transmit_shared(flow, now);
+                Step::Sent
+            }
             Poll::Transmit { flow } => {
                 self.transmit(flow, now);
                 Step::Sent
@@ -422,7 +449,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         };
         let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
         self.train
-            .stamp(packets, self.session, sent_ns, self.auth.as_ref());
+            .stamp(0, packets, self.session, sent_ns, self.auth.as_ref());
         let sock = &self.socks[i];
         let mut sent = if self.kernel_timed {
             self.train
@@ -461,25 +488,96 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
     }
 
+    /// Gathers the trains of every flow due at `now`, from flow `first` on, into one send on
+    /// the shared socket. Each train is reported taken as it is gathered; what the send then
+    /// refuses gives its sequence numbers back and is lost (paced flows only share).
+    fn transmit_shared(&mut self, first: usize, now: u64) {
+        self.gathered.clear();
+        let now_mono = clock::monotonic_ns();
+        let sent_ns = now_mono.saturating_add_signed(self.realtime_offset);
+        let mut flow = first;
+        loop {
+            // A train that does not fit stays pending for the next send.
+            if self.gathered.len() + self.core.train().len() > self.train.capacity() {
+                break;
+            }
+            let train = self.core.train();
+            let admitted = self.budget.admit(now, train.len(), |k| train[k].size);
+            self.core.handle_budget(admitted);
+            let packets = self.core.train();
+            let at = self.gathered.len();
+            self.train
+                .stamp(at, packets, self.session, sent_ns, self.auth.as_ref());
+            self.gathered.extend(packets.iter().map(|&p| (flow, p)));
+            let count = packets.len();
+            self.core.handle_sent(count);
+            match self.core.poll(now) {
+                Poll::Transmit { flow: next } => flow = next,
+                Poll::Wait { .. } | Poll::Done => break,
+            }
+        }
+        let taken = match self.send_gathered() {
+            Ok(n) => n,
+            Err(e) if udp::is_send_buffer_full(&e) => 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(e) => {
+                for &(i, _) in &self.gathered {
+                    self.meter.on_send_error(i, 1);
+                }
+                return self.core.handle_failure(format!("send failed: {e}"));
+            }
+        };
+        if taken > 0 {
+            self.meter.on_batch(taken as u64);
+        }
+        for k in 0..self.gathered.len() {
+            let (i, p) = self.gathered[k];
+            if k < taken {
+                self.record_packet(i, &p, self.train.len(k), sent_ns, now_mono);
+            } else {
+                let lost = self.core.handle_refused(i, 1);
+                self.meter.on_send_buffer_full(i, lost);
+            }
+        }
+    }
+
+    /// One sendmmsg of the gathered packets, each to its flow's peer.
+    fn send_gathered(&self) -> io::Result<usize> {
+        let Some((fd, _)) = self.socks.first().and_then(DatagramSend::shared) else {
+            return Err(io::Error::other("no shared socket"));
+        };
+        let to: Vec<_> = self
+            .gathered
+            .iter()
+            .filter_map(|&(i, _)| self.socks[i].shared().map(|(_, peer)| peer))
+            .collect();
+        udp::send_batch_to(fd, &self.train.frames(self.gathered.len()), &to, true)
+    }
+
     /// Feeds the meter the first `taken` packets of the train, and their transmit stamps.
     fn record(&mut self, i: usize, taken: usize, sent_ns: u64, now_mono: u64) {
         if taken > 0 {
             self.meter.on_batch(taken as u64);
         }
-        for (k, p) in self.core.train().iter().take(taken).enumerate() {
-            let len = self.train.len(k) as u32;
-            self.meter
-                .on_sent(i, p.seq, len, sent_ns, p.due_ns, now_mono);
-            if let (true, Some(deadline)) = (self.stamping, p.due_ns) {
-                self.departures.on_sent(i, deadline);
-            }
-            if let (Some(book), Some(due)) = (&mut self.book, p.due_ns) {
-                book.on_sent(i, p.seq, due.saturating_add_signed(self.realtime_offset));
-            }
+        for k in 0..taken {
+            let p = self.core.train()[k];
+            self.record_packet(i, &p, self.train.len(k), sent_ns, now_mono);
         }
         if self.stamping {
             self.departures
                 .collect(&self.socks[i], i, self.realtime_offset, &mut self.meter);
+        }
+    }
+
+    /// Feeds the meter one packet of flow `i` that the kernel took, `len` bytes.
+    fn record_packet(&mut self, i: usize, p: &Packet, len: usize, sent_ns: u64, now_mono: u64) {
+        self.meter
+            .on_sent(i, p.seq, len as u32, sent_ns, p.due_ns, now_mono);
+        if let (true, Some(deadline)) = (self.stamping, p.due_ns) {
+            self.departures.on_sent(i, deadline);
+        }
+        if let (Some(book), Some(due)) = (&mut self.book, p.due_ns) {
+            book.on_sent(i, p.seq, due.saturating_add_signed(self.realtime_offset));
         }
     }
 
@@ -506,6 +604,16 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         let error = self.core.error().map(str::to_string);
         (self.meter, error)
     }
+}
+
+/// Whether every flow of `socks` sends from one shared socket.
+fn shared_socket<S: DatagramSend>(socks: &[S]) -> bool {
+    use std::os::fd::AsRawFd;
+    let fd = |s: &S| s.shared().map(|(fd, _)| fd.as_raw_fd());
+    socks
+        .first()
+        .and_then(fd)
+        .is_some_and(|first| socks.iter().all(|s| fd(s) == Some(first)))
 }
 
 #[cfg(test)]

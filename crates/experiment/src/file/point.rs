@@ -32,6 +32,7 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "send_buffer",
     "recv_buffer",
     "echo_every",
+    "pacing",
 ];
 const HOST_KEYS: &[&str] = &["name", "address"];
 /// The flow keys that set a field of its `TestSpec` (beyond its protocol and mode), in the
@@ -49,6 +50,7 @@ const SPEC_KEYS: &[&str] = &[
     "send_buffer",
     "recv_buffer",
     "echo_every",
+    "pacing",
 ];
 const PROTOCOLS: &[(&str, Protocol)] = &[
     ("udp", Protocol::Udp),

@@ -1,6 +1,7 @@
 use super::point::normalise_address;
 use super::*;
 use flowlab_spec::{Direction, Protocol};
+use flowlab_traffic::PacingMode;
 use proptest::prelude::*;
 
 const BASE: &str = r#"
@@ -507,6 +508,27 @@ fn every_flow_key_maps_into_the_test_spec() {
     );
 }
 
+/// `pacing` is a flow key, and sweeps like any other.
+#[test]
+fn pacing_is_a_flow_key_and_sweeps() {
+    let text = format!(
+        "{BASE}\n[[sweep]]\nparam = \"flow.f1.pacing\"\n\
+         values = [\"precise\", \"efficient\", \"auto\"]\n"
+    );
+    let e = load(&text).unwrap();
+    let modes: Vec<_> = e.points.iter().map(|p| p.flows[0].spec.pacing).collect();
+    assert_eq!(modes, PacingMode::ALL);
+    let example = include_str!("../../../../examples/experiments/pacing-modes.toml");
+    let e = load(example).unwrap();
+    let modes: Vec<_> = e.points.iter().map(|p| p.flows[0].spec.pacing).collect();
+    assert_eq!(modes, PacingMode::ALL, "docs' example");
+    let f = load(&one_flow("pacing = \"efficient\"")).unwrap();
+    assert_eq!(
+        f.points[0].flow("f").unwrap().spec.pacing,
+        PacingMode::Efficient
+    );
+}
+
 #[test]
 fn refusals_of_test_spec_validate_name_the_key_at_fault() {
     for (keys, needle, want) in [
@@ -544,6 +566,16 @@ fn refusals_of_test_spec_validate_name_the_key_at_fault() {
             "protocol = \"tcp\"\nsize = \"100MB\"",
             "size =",
             "exceeds the TCP message maximum",
+        ),
+        (
+            "rate = \"max\"\npacing = \"precise\"",
+            "pacing",
+            "pacing precise needs a paced test",
+        ),
+        (
+            "pacing = \"lazy\"",
+            "pacing",
+            "expected precise, efficient or auto",
         ),
     ] {
         let text = one_flow(keys);

@@ -147,6 +147,26 @@ fn points_are_checked_before_any_test() {
     assert_eq!(p[1].params, json!({"size": 200, "mss": 536}));
 }
 
+/// `--vary pacing=...`: stored lower-case, each point's mode set, validate's refusal kept.
+#[test]
+fn pacing_is_swept_and_each_point_validated() {
+    let axes = vec![parse_vary("pacing=Precise,efficient,auto").unwrap()];
+    assert_eq!(
+        values(&axes[0]),
+        vec![json!("precise"), json!("efficient"), json!("auto")]
+    );
+    let p = points(&axes, set_all).unwrap();
+    let modes: Vec<_> = p.iter().map(|p| p.spec.pacing).collect();
+    assert_eq!(modes, flowlab_traffic::PacingMode::ALL);
+    let axes = vec![
+        parse_vary("rate=max").unwrap(),
+        parse_vary("pacing=precise").unwrap(),
+    ];
+    let e = format!("{:#}", points(&axes, set_all).unwrap_err());
+    assert!(e.contains("pacing precise needs a paced test"), "{e}");
+    assert!(parse_vary("pacing=lazy").is_err());
+}
+
 /// A test runner that runs nothing: it answers from a closure.
 struct Fake<F: FnMut(&Point, u32) -> anyhow::Result<PointOutcome>>(F);
 

@@ -62,6 +62,29 @@ fn each_packet_is_handed_out_on_its_slot_with_the_next_sequence_number() {
     assert_eq!(c.error(), None);
 }
 
+/// Trains gathered across flows, reported taken, then partly refused by one send: the
+/// refused packets' sequence numbers go to the flows' next packets.
+#[test]
+fn refused_packets_of_a_gathered_batch_give_back_their_sequence_numbers() {
+    let mut c = core(vec![paced(0, 10), paced(0, 10)], policy());
+    // 1.5 ms late: two packets of each flow are due.
+    assert_eq!(c.poll(1_500_000), Poll::Transmit { flow: 0 });
+    assert_eq!(c.handle_sent(2), 0);
+    assert_eq!(c.poll(1_500_000), Poll::Transmit { flow: 1 });
+    assert_eq!(c.handle_sent(2), 0);
+    // The call took flow 0's two and the first of flow 1's.
+    assert_eq!(c.handle_refused(1, 1), 1);
+    assert_eq!(c.handle_refused(7, 1), 0, "no such flow");
+    let next = |c: &mut SenderCore, flow| {
+        assert_eq!(c.poll(2 * MS), Poll::Transmit { flow });
+        let seq = c.train()[0].seq;
+        c.handle_sent(1);
+        seq
+    };
+    assert_eq!(next(&mut c, 0), 2);
+    assert_eq!(next(&mut c, 1), 1, "the refused packet's number is reused");
+}
+
 #[test]
 fn flows_are_served_in_order_of_their_deadlines() {
     let mut c = core(vec![paced(2 * MS, 1), paced(MS, 1)], policy());

@@ -381,3 +381,84 @@ fn a_late_sender_shows_its_lateness_in_the_round_trip_from_schedule() {
     let on_time = (due.min_ns - rtt.min_ns).abs();
     assert!(on_time < 1_000_000.0, "on time they agree: {due:?}");
 }
+
+/// Three flows of one unconnected socket, each to its own receiver.
+fn shared_flows(sock: &std::net::UdpSocket) -> (Vec<std::net::UdpSocket>, TestSpec) {
+    let receivers: Vec<_> = (0..3)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    for r in &receivers {
+        r.set_nonblocking(true).unwrap();
+    }
+    sock.set_nonblocking(true).unwrap();
+    let spec = TestSpec {
+        flows: 3,
+        client_udp_ports: vec![5000; 3],
+        ..spec(4)
+    };
+    (receivers, spec)
+}
+
+/// (flow's receiver, sequence number) of every datagram waiting at the receivers.
+fn arrived(receivers: &[std::net::UdpSocket]) -> Vec<(usize, u64)> {
+    let mut buf = [0u8; 2000];
+    let mut out = Vec::new();
+    for (i, r) in receivers.iter().enumerate() {
+        while let Ok(n) = r.recv(&mut buf) {
+            out.push((i, ProbeRepr::parse(&buf[..n]).unwrap().seq));
+        }
+    }
+    out
+}
+
+/// A sender woken late finds every flow due: their packets leave in one sendmmsg, each to
+/// its flow's peer with the flow's own sequence numbers, each departure metered.
+#[test]
+fn flows_of_a_shared_socket_due_at_once_leave_in_one_call() {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (receivers, spec) = shared_flows(&sock);
+    let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
+    let flows = crate::udp::SharedFlow::all(&sock, &peers);
+    let budget = SendBudget::new(None, 0);
+    let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
+    // 2.2 ms in: slots 0..=2 of flow 0, 0..=1 of flows 1 and 2 (staggered by 1/3 ms).
+    assert!(matches!(s.step(2_200_000), Step::Sent));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut got = arrived(&receivers);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)]
+    );
+    assert!(matches!(s.step(2_200_000), Step::Idle { .. }));
+    let (meter, error) = s.finish();
+    assert_eq!(error, None);
+    let report = meter.report();
+    assert_eq!(report.packets_sent, 7);
+    assert_eq!(
+        (report.batching.syscalls, report.batching.max_batch),
+        (1, 7)
+    );
+    assert_eq!(report.schedule_error.as_ref().map(|e| e.count), Some(7));
+}
+
+/// A send the kernel refuses for good (no route from an IPv4 socket to an IPv6 peer) ends
+/// the sender with the error, every gathered packet counted as a send error.
+#[test]
+fn a_shared_send_that_fails_ends_sending() {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (_receivers, spec) = shared_flows(&sock);
+    let peers = vec!["[::1]:9".parse().unwrap(); 3];
+    let flows = crate::udp::SharedFlow::all(&sock, &peers);
+    let budget = SendBudget::new(None, 0);
+    let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
+    s.step(2_200_000);
+    assert!(matches!(s.step(2_200_000), Step::Done));
+    let (meter, error) = s.finish();
+    assert!(error.is_some_and(|e| e.starts_with("send failed")));
+    let report = meter.report();
+    assert_eq!(
+        (report.packets_sent, report.lost_by_sender.send_errors),
+        (0, 7)
+    );
+}

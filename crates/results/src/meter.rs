@@ -54,6 +54,8 @@ struct FlowRx {
     /// `--omit`: the first sequence number measured (one past the warm-up's highest seen);
     /// `seq` counts from it.
     base: u64,
+    /// The packets its sender says it sent, told in-band (iperf2's final datagram).
+    announced_sent: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -261,6 +263,14 @@ impl ReceiverMeter {
         self.malformed += 1;
     }
 
+    /// A flow's sender's own count of its packets, told in-band (iperf2's final datagram):
+    /// without a count from elsewhere, packets lost after the last one received count too.
+    pub fn set_announced_sent(&mut self, flow: usize, packets: u64) {
+        if let Some(f) = self.flows.get_mut(flow) {
+            f.announced_sent = Some(packets);
+        }
+    }
+
     /// Cumulative drops at a flow's receiving socket, as the kernel reports them.
     pub fn set_socket_drops(&mut self, flow: usize, drops: u64) {
         if let Some(f) = self.flows.get_mut(flow) {
@@ -384,13 +394,24 @@ impl ReceiverMeter {
             .collect()
     }
 
-    /// The report; `sent` is the sender's per-flow packet counts when known, so tail losses
-    /// count.
+    /// The report; `sent` is the sender's per-flow packet counts when known (else what a
+    /// sender announced in-band, at least what was seen), so tail losses count.
     pub fn report(&self, sent: Option<&[u64]>) -> ReceiverReport {
         // After a warm-up, what the sender sent from each flow's first measured number on.
         let sent_by = |i: usize| {
-            let base = self.flows.get(i).map_or(0, |f| f.base);
-            sent.and_then(|s| s.get(i)).map(|n| n.saturating_sub(base))
+            let f = self.flows.get(i)?;
+            let seen = || {
+                let c = f.seq.counts();
+                c.unique + c.lost
+            };
+            let announced = || {
+                f.announced_sent
+                    .map(|n| n.saturating_sub(f.base).max(seen()))
+            };
+            let given = sent
+                .and_then(|s| s.get(i))
+                .map(|n| n.saturating_sub(f.base));
+            given.or_else(announced)
         };
         let counts: Vec<SeqCounts> = self
             .flows
@@ -959,6 +980,24 @@ mod tests {
             .report(None)
             .warmup
             .is_none());
+    }
+
+    /// iperf2's final datagram says 6 were sent: 0, 1 and 3 arrived, so 2, 4 and 5 are lost;
+    /// a count from the sender's end wins, and an announced count below what arrived is
+    /// not believed.
+    #[test]
+    fn an_announced_count_counts_the_tail_lost() {
+        let mut m = ReceiverMeter::new(1, false, false);
+        for seq in [0, 1, 3] {
+            m.on_packet(0, arrived(seq, seq * 100, seq * 100 + 10));
+        }
+        assert_eq!(m.report(None).packets.lost, 1);
+        m.set_announced_sent(0, 6);
+        assert_eq!(m.report(None).packets.lost, 3);
+        assert_eq!(m.report(Some(&[5])).packets.lost, 2);
+        m.set_announced_sent(0, 2);
+        assert_eq!(m.report(None).packets.lost, 1);
+        m.set_announced_sent(7, 100); // no such flow: nothing
     }
 
     #[test]

@@ -441,6 +441,10 @@ fn record_datagram(
                 echoed_ns,
             } => (seq, sent_ns, echoed_ns),
             Read::NotOurs => continue,
+            Read::SenderDone { packets } => {
+                meter.set_announced_sent(flow_index, packets);
+                continue;
+            }
             Read::Malformed => {
                 meter.on_malformed();
                 continue;
@@ -497,19 +501,26 @@ enum Read {
         sent_ns: u64,
         echoed_ns: Option<u64>,
     },
-    /// Another test's packet, the other direction's, or iperf2's final datagram.
+    /// Another test's packet, or the other direction's.
     NotOurs,
+    /// iperf2's final datagram: how many packets its sender sent.
+    SenderDone {
+        packets: u64,
+    },
     Malformed,
 }
 
 fn read_datagram(datagram: &[u8], from: &Incoming<'_>, expect_echo: bool) -> Read {
     if from.header == DatagramHeader::Iperf2 {
-        // iperf2 numbers from 1 (flowlab from 0); its final datagram's id is negative.
+        // iperf2 numbers from 1 (flowlab from 0); its final datagram's id is the next, negated.
         return match Iperf2Header::parse(datagram) {
             Some(h) if h.id > 0 => Read::Packet {
                 seq: h.id as u64 - 1,
                 sent_ns: h.sent_ns(),
                 echoed_ns: None,
+            },
+            Some(h) if h.is_fin() => Read::SenderDone {
+                packets: h.id.unsigned_abs() - 1,
             },
             Some(_) => Read::NotOurs,
             None => Read::Malformed,
@@ -663,7 +674,8 @@ mod tests {
     }
 
     /// A receiver of iperf2's datagrams: ids from 1 are packets from 0, stamped with their
-    /// send time; the final (negative) datagram and flowlab's probes are not counted.
+    /// send time; the final datagram (the next id, negated) tells the count sent; id 0 is
+    /// no packet.
     #[test]
     fn iperf2_datagrams_read_by_their_own_header() {
         let from = Incoming {
@@ -683,6 +695,11 @@ mod tests {
             }
         ));
         Iperf2Header::at(-4, 0).emit(&mut datagram);
+        assert!(matches!(
+            read_datagram(&datagram, &from, false),
+            Read::SenderDone { packets: 3 }
+        ));
+        Iperf2Header::at(0, 0).emit(&mut datagram);
         assert!(matches!(
             read_datagram(&datagram, &from, false),
             Read::NotOurs

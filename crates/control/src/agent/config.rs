@@ -74,8 +74,13 @@ impl AgentStats {
 pub const DEFAULT_MAX_RATE_BPS: u64 = 10_000_000_000;
 /// How often the agent shows it is alive during a test.
 pub(super) const HEARTBEAT: Duration = Duration::from_millis(500);
-/// A test ends when its client has sent nothing (it heartbeats) for this long.
+/// A test ends when its client has sent nothing (it heartbeats) for this long while the
+/// agent sends to it or echoes its packets.
 pub(super) const CLIENT_SILENCE: Duration = Duration::from_secs(3);
+/// The same while the agent only receives or answers requests: nothing goes to a client that
+/// has gone, and its heartbeats may queue behind its own traffic on a congested path (TCP's
+/// backoff over a full queue takes seconds). The duration limit still ends the test.
+pub(super) const CLIENT_SILENCE_RECEIVING: Duration = Duration::from_secs(15);
 /// How long a connecting peer may take for each setup step.
 pub(super) const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// From connecting to the request, all steps together: a peer dripping bytes holds no

@@ -18,8 +18,8 @@ use flowlab_wire::{ControlError, Hello, PROTOCOL_VERSION};
 
 use super::checks::{check_limits, check_request, raw_path};
 use super::config::{
-    AgentConfig, AgentStats, Limits, CLIENT_SILENCE, HANDSHAKE_TIMEOUT, HEARTBEAT, OVERRUN_GRACE,
-    START_TIMEOUT,
+    AgentConfig, AgentStats, Limits, CLIENT_SILENCE, CLIENT_SILENCE_RECEIVING, HANDSHAKE_TIMEOUT,
+    HEARTBEAT, OVERRUN_GRACE, START_TIMEOUT,
 };
 use super::data::DataSockets;
 use super::relay::{answer_host_query, answer_time_probes, relay_drain, relay_test};
@@ -342,7 +342,7 @@ fn run_test(
             outcome.time = time.with_workers(outcome.worker_cpu_ns);
             outcome
         });
-        report.error = serve_control(conn, &inbox, limits.max_duration);
+        report.error = serve_control(conn, &inbox, limits.max_duration, client_silence(role));
         stop.store(true, Ordering::Relaxed);
         let outcome = worker
             .join()
@@ -375,12 +375,22 @@ fn run_test(
     report
 }
 
+/// How long the agent in `role` waits for a word from its client before ending the test.
+fn client_silence(role: Role) -> Duration {
+    match role {
+        Role::Receiver | Role::Responder => CLIENT_SILENCE_RECEIVING,
+        Role::Sender | Role::Echo | Role::Requester => CLIENT_SILENCE,
+    }
+}
+
 /// Serves the control connection while the role runs: relays its events, heartbeats, and
-/// listens for the client. Returns at `finish`, or with why the test ends early.
+/// listens for the client. Returns at `finish`, or with why the test ends early: after
+/// `silence` without a word from the client, among others.
 fn serve_control(
     conn: &mut Conn,
     inbox: &mpsc::Receiver<Event>,
     max_duration: Duration,
+    silence: Duration,
 ) -> Option<String> {
     let started = Instant::now();
     let (mut last_beat, mut last_heard) = (Instant::now(), Instant::now());
@@ -411,14 +421,29 @@ fn serve_control(
         match conn.poll(Duration::from_millis(50)) {
             Ok(Some(Message::Finish)) => return None,
             Ok(Some(_)) => last_heard = Instant::now(),
-            Ok(None) if last_heard.elapsed() > CLIENT_SILENCE => {
+            Ok(None) if last_heard.elapsed() > silence => {
                 return Some(format!(
                     "client lost: no word from it for {:.0} s",
-                    CLIENT_SILENCE.as_secs_f64()
+                    silence.as_secs_f64()
                 ))
             }
             Ok(None) => {}
             Err(e) => return Some(format!("client lost: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_agent_that_sends_gives_up_on_a_silent_client_within_seconds() {
+        for sends in [Role::Sender, Role::Echo] {
+            assert_eq!(client_silence(sends), Duration::from_secs(3));
+        }
+        for listens in [Role::Receiver, Role::Responder] {
+            assert_eq!(client_silence(listens), Duration::from_secs(15));
         }
     }
 }

@@ -1220,10 +1220,28 @@ pub fn comparison_table(c: &crate::compare::Comparison) -> String {
                 (metric.label.clone(), cells)
             })
             .collect();
-        let _ = writeln!(out, "\n{} ({})", f.flow, f.protocol);
+        let _ = writeln!(out, "\n{} ({})", flow_heading(&f.flow), f.protocol);
         out += &comparison_rows(&head, &rows);
     }
     out
+}
+
+/// A compared flow's key for people: numeric parameters with a unit by label and in that
+/// unit ("offered_bps=1764000.0" reads "offered load 1.76 Mbit/s"), the rest as they are.
+fn flow_heading(key: &str) -> String {
+    let words = key.split(' ').map(|word| {
+        let Some((name, value)) = word.split_once('=') else {
+            return word.to_string();
+        };
+        let param = flowlab_report::describe(name);
+        match value.parse::<f64>() {
+            Ok(v) if param.unit != flowlab_report::Unit::Count => {
+                format!("{} {}", param.label, param.format(v))
+            }
+            _ => word.to_string(),
+        }
+    });
+    words.collect::<Vec<_>>().join(", ")
 }
 
 /// The rows of one flow under `head`: labels left, wrapped to the width the cells leave.
@@ -1298,6 +1316,15 @@ pub fn one_line_error(text: &str) -> String {
 mod tests {
     use super::*;
     use flowlab_store::{Environment, RunStatus};
+
+    #[test]
+    fn a_compared_flows_parameters_read_in_their_units() {
+        assert_eq!(
+            flow_heading("flow=premium offered_bps=1764000.0 #2"),
+            "flow=premium, offered load 1.76 Mbit/s, #2"
+        );
+        assert_eq!(flow_heading("step=3 tag=x"), "step=3, tag=x");
+    }
 
     #[test]
     fn a_parsers_error_in_one_line() {

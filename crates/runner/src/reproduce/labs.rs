@@ -103,9 +103,8 @@ const TCP: Option<Tolerance> = Some(Tolerance::Relative(0.15));
 const PING: Option<Tolerance> = None;
 /// The premium flow's delays are a maximum and a peak-to-peak of 53-byte datagrams on an
 /// E1: milliseconds the lab's hosts and emulator lose on a busy machine are of their size.
-/// Its loss: in the lab's ATM port one buffer holds every service category, so the
-/// background's cells can crowd out the CBR VC's (docs/emulation.md), where the scenario
-/// tags them CLP = 1 against a threshold.
+/// The lab's ATM port gives each VC a share of its buffer, where the scenario shares one
+/// buffer and tags the background CLP = 1 against a threshold (docs/emulation.md).
 const PREMIUM: Option<Tolerance> = None;
 
 macro_rules! ping {

@@ -826,9 +826,16 @@ pub fn experiment_header(start: &ExperimentStart) -> String {
     out
 }
 
+/// A bound on clock drift above which the estimate says nothing: quartz clocks are within
+/// about ±100 ppm, so a wider bound is probes' noise (a congested path), not a measurement.
+const DRIFT_BOUND_MEANINGFUL_PPM: f64 = 1000.0;
+
 /// A clock drift and its bound, or why there is none yet.
 fn drift_text(drift: Option<(f64, f64)>) -> String {
     match drift {
+        Some((_, bound)) if bound > DRIFT_BOUND_MEANINGFUL_PPM => {
+            format!("drift not yet known (the probes bound it only to ± {bound:.0} ppm)")
+        }
         Some((ppm, bound)) => format!("drift {ppm:+.2} ± {bound:.2} ppm"),
         None => "drift not yet known (re-probed while the experiment runs)".into(),
     }
@@ -1316,6 +1323,15 @@ pub fn one_line_error(text: &str) -> String {
 mod tests {
     use super::*;
     use flowlab_store::{Environment, RunStatus};
+
+    #[test]
+    fn a_drift_whose_bound_is_wider_than_any_clock_is_not_shown_as_a_figure() {
+        assert_eq!(drift_text(Some((7.49, 12.5))), "drift +7.49 ± 12.50 ppm");
+        assert_eq!(
+            drift_text(Some((57346.71, 128645.78))),
+            "drift not yet known (the probes bound it only to ± 128646 ppm)"
+        );
+    }
 
     #[test]
     fn a_compared_flows_parameters_read_in_their_units() {

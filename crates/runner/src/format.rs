@@ -1324,6 +1324,24 @@ mod tests {
     use super::*;
     use flowlab_store::{Environment, RunStatus};
 
+    /// A result of `spec` with `summary` and nothing else, as a test of the text wants.
+    fn bare_result(spec: TestSpec, summary: flowlab_control::Summary2) -> TestResult {
+        TestResult {
+            schema_version: SCHEMA_VERSION,
+            flowlab_version: "0".into(),
+            started_at_ns: 0,
+            target: "a".into(),
+            agent_address: "127.0.0.1:9470".into(),
+            spec,
+            summary,
+            client: None,
+            agent: None,
+            intervals: Vec::new(),
+            interrupted: false,
+            error: None,
+        }
+    }
+
     #[test]
     fn a_drift_whose_bound_is_wider_than_any_clock_is_not_shown_as_a_figure() {
         assert_eq!(drift_text(Some((7.49, 12.5))), "drift +7.49 ± 12.50 ppm");
@@ -1370,20 +1388,7 @@ mod tests {
             loss_pct: 100.0,
             ..Default::default()
         };
-        let result = TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: "0".into(),
-            started_at_ns: 0,
-            target: "a".into(),
-            agent_address: "127.0.0.1:9470".into(),
-            spec,
-            summary,
-            client: None,
-            agent: None,
-            intervals: Vec::new(),
-            interrupted: false,
-            error: None,
-        };
+        let result = bare_result(spec, summary);
         let report = std::path::Path::new("/tmp/a/rather/long/directory/name/flowlab-demo.html");
         let header = demo_header();
         let row = demo_row("test1", &[result]);
@@ -1453,20 +1458,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let result = TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: "0".into(),
-            started_at_ns: 0,
-            target: "a".into(),
-            agent_address: "127.0.0.1:9470".into(),
-            spec,
-            summary,
-            client: None,
-            agent: None,
-            intervals: Vec::new(),
-            interrupted: false,
-            error: None,
-        };
+        let result = bare_result(spec, summary);
         let text = render(&result);
         // A labelled line with the lines it goes on in.
         let line = |start: &str| {

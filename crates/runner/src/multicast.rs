@@ -278,10 +278,10 @@ mod tests {
             .contains("expected GROUP"));
     }
 
-    #[test]
-    fn a_request_needs_receivers_and_a_valid_flow() {
-        let test = TestOptions {
-            target: "239.1.2.3:6000".into(),
+    /// One-way UDP options to `target`, nothing else set.
+    fn udp_to(target: &str) -> TestOptions {
+        TestOptions {
+            target: target.into(),
             spec: TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway),
             key: None,
             drain: std::time::Duration::ZERO,
@@ -289,7 +289,12 @@ mod tests {
             agent_interface: None,
             bind: None,
             cport: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_request_needs_receivers_and_a_valid_flow() {
+        let test = udp_to("239.1.2.3:6000");
         let request = MulticastRequest::new(test, &["10.0.0.2".to_string()], 3, None);
         let spec = spec_of(&request).unwrap();
         let m = spec.multicast.unwrap();
@@ -308,16 +313,7 @@ mod tests {
 
     #[test]
     fn iperf2_at_either_end_sets_the_header_and_who_must_be_there() {
-        let test = TestOptions {
-            target: "239.1.2.3".into(),
-            spec: TestSpec::new(flowlab_spec::Protocol::Udp, flowlab_spec::Direction::Oneway),
-            key: None,
-            drain: std::time::Duration::ZERO,
-            interface: None,
-            agent_interface: None,
-            bind: None,
-            cport: None,
-        };
+        let test = udp_to("239.1.2.3");
         let header = |r: &MulticastRequest| spec_of(r).map(|s| s.multicast.unwrap().header);
         let receivers = MulticastRequest::new(test.clone(), &[], 1, Some(Iperf2Peer::Receivers));
         assert_eq!(header(&receivers).unwrap(), DatagramHeader::Iperf2);

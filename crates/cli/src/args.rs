@@ -328,8 +328,8 @@ pub struct TestArgs {
     #[arg(long, group = "flowlab")]
     pub kernel_pacing: bool,
     /// How senders wait for deadlines: precise (spin, any CPU), efficient (1 % of a core)
-    /// or auto (5 %, the default).
-    #[arg(long, value_name = "MODE", group = "flowlab")]
+    /// or auto (5 %, the default). STAMP sessions too.
+    #[arg(long, value_name = "MODE")]
     pub pacing: Option<flowlab_traffic::PacingMode>,
     /// TCP: send with MSG_ZEROCOPY.
     #[arg(long, short = 'Z', group = "flowlab")]

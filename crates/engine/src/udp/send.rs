@@ -14,8 +14,8 @@ use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
 use flowlab_wire::{ProbeRepr, PROBE_HEADER_LEN};
 
-use crate::pacing::Waiter;
 use crate::packet_auth::PacketAuth;
+use flowlab_pacing::Waiter;
 
 use crate::readiness::DatagramSend;
 use crate::{

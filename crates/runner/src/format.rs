@@ -132,20 +132,24 @@ fn model_offered(spec: &TestSpec) -> String {
 }
 
 pub fn headline(options: &TestOptions) -> String {
+    fit::wrap(&headline_line(options), 2).trim_end().to_string()
+}
+
+/// [`headline`] on one line, for a view that fits it itself.
+pub fn headline_line(options: &TestOptions) -> String {
     let s = &options.spec;
     let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
         Some(_) => "request/response",
         None => mode_name(s),
     };
-    let line = format!(
+    format!(
         "flowlab {}: {} {} to {}, {}",
         env!("CARGO_PKG_VERSION"),
         protocol_name(s.protocol),
         direction,
         options.target,
         offered(s)
-    );
-    fit::wrap(&line, 2).trim_end().to_string()
+    )
 }
 
 /// `transactions`: a request/response test, whose interval "packets" are transactions and

@@ -26,16 +26,16 @@ pub fn wrap(text: &str, indent: usize) -> String {
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a longer word alone on
-/// its line): a label in a table's cell.
+/// its line), a figure kept with its unit: a label in a table's cell.
 pub fn wrap_to(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
-    for word in text.split(' ') {
+    for word in glued_words(text) {
         match lines.last_mut() {
             Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
                 line.push(' ');
-                line.push_str(word);
+                line.push_str(&word);
             }
-            _ => lines.push(word.to_string()),
+            _ => lines.push(word),
         }
     }
     lines

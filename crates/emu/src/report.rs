@@ -64,8 +64,12 @@ pub struct DirectionReport {
     /// Frames released more than [`crate::direction::LATE_NS`] after their departure
     /// time (sent at once, never dropped for it).
     pub late: u64,
+    /// Frames released before their departure time, with a batch due at most
+    /// [`crate::direction::RELEASE_AHEAD_NS`] sooner (absent from reports written before it).
+    #[serde(default)]
+    pub early: u64,
     pub emulator_drops: EmulatorDrops,
-    /// Release time minus modelled departure time, over every frame sent.
+    /// Release time minus modelled departure time, over every frame sent (negative: early).
     pub release_error: Option<LatencySummary>,
     /// Time from a frame's kernel receive stamp (its arrival in the model) to the emulator
     /// reading it, over every frame read: the share of the release error spent before the
@@ -90,6 +94,7 @@ impl DirectionReport {
             frames_received: 0,
             frames_sent: 0,
             late: 0,
+            early: 0,
             emulator_drops: EmulatorDrops::default(),
             release_error: None,
             read_lag: None,

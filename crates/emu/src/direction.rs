@@ -191,7 +191,9 @@ impl Direction {
     }
 
     /// Handles every event due by now, and departures due within [`RELEASE_AHEAD_NS`] with
-    /// them: departures are gathered and sent in batches, losses forgotten.
+    /// them: departures are gathered and sent in batches, losses forgotten. The model's clock
+    /// moves to the last event taken, so a frame read next enters the model no earlier
+    /// (at most the window later than its arrival, as for any frame read after a release).
     fn release(&mut self) {
         let now = monotonic_ns();
         self.model_ns = self.model_ns.max(now);

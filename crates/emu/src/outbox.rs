@@ -124,7 +124,10 @@ mod tests {
         let horizon = clock + crate::direction::RELEASE_AHEAD_NS;
         let got = departures(&mut chain, &mut clock, horizon);
         assert_eq!(got, [(0, 1_000_000), (1, 1_002_000), (2, 1_005_000)]);
-        assert_eq!(clock, 1_005_000, "the model's clock moves only to the last one taken");
+        assert_eq!(
+            clock, 1_005_000,
+            "the model's clock moves only to the last one taken"
+        );
         assert_eq!(chain.next_event_ns(), Some(1_006_000));
     }
 
@@ -132,7 +135,10 @@ mod tests {
     fn without_a_window_only_what_is_due_leaves() {
         let mut chain = delayed(&[0, 1_000]);
         let mut clock = 1_000_500;
-        assert_eq!(departures(&mut chain, &mut clock, 1_000_500), [(0, 1_000_000)]);
+        assert_eq!(
+            departures(&mut chain, &mut clock, 1_000_500),
+            [(0, 1_000_000)]
+        );
         assert_eq!(clock, 1_000_500);
         // Nothing within the window: the clock stays, nothing is taken.
         let mut empty = delayed(&[50_000]);

@@ -41,7 +41,8 @@ pub struct LoopProfile {
     pub release_ns: u64,
     /// Asleep, waiting for an arrival or the next departure.
     pub sleep_ns: u64,
-    /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away.
+    /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away (with the reads
+    /// made meanwhile, while more than [`crate::direction::READ_SLACK_NS`] remained).
     pub spin_ns: u64,
 }
 

@@ -127,7 +127,7 @@ impl Direction {
         let _ = flowlab_sys::clock::set_thread_timer_slack_ns(1);
         let mut t0 = monotonic_ns();
         while !stop.load(Ordering::Relaxed) {
-            self.receive();
+            self.receive(READS_PER_TURN);
             let t1 = monotonic_ns();
             self.release();
             self.sample();
@@ -148,10 +148,10 @@ impl Direction {
         self.publish();
     }
 
-    /// Offers the frames waiting on the ingress (up to [`READS_PER_TURN`] batches) to the
-    /// chain, each at its kernel receive time.
-    fn receive(&mut self) {
-        for _ in 0..READS_PER_TURN {
+    /// Offers the frames waiting on the ingress (up to `reads` batches) to the chain, each at
+    /// its kernel receive time.
+    fn receive(&mut self, reads: usize) {
+        for _ in 0..reads {
             let n = match self.ends.ingress.receive(&mut self.batch) {
                 Ok(n) => n,
                 Err(_) => return,
@@ -261,7 +261,7 @@ impl Direction {
     /// that frames are not left in the socket while the thread waits.
     fn spin_to(&mut self, mut t: u64) {
         while t.saturating_sub(monotonic_ns()) > READ_SLACK_NS {
-            self.receive();
+            self.receive(1);
             // An arrival may leave sooner (jitter, reordering).
             t = self.chain.next_event_ns().map_or(t, |next| next.min(t));
         }

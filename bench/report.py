@@ -874,7 +874,9 @@ def emu_section(res, md, overview, meta):
              ("emu_tbf_1500", "tbf 1 Gbit/s, 1514 B frames", 1472),
              ("emu_delay_1500", "emulated, delay only (1 ms), 1514 B frames", 1472),
              ("emu_veth_64", "bare veth, 60 B frames (64 B with FCS)", 18),
-             ("emu_atm_64", "emulated, ATM OC-12c, 60 B frames (64 B with FCS)", 18)]
+             ("emu_atm_64", "emulated, ATM OC-12c, 60 B frames (64 B with FCS)", 18),
+             ("emu_atm_steered_64", "the same, b's receive work steered to the senders' core "
+              "(RPS)", 18)]
     rows, med = [], {}
     for base, what, seg in cases:
         def m(res, step, seg=seg):
@@ -898,7 +900,7 @@ def emu_section(res, md, overview, meta):
                     rows))
     md.append("")
     prof_rows = []
-    for base in ("emu_delay_1500", "emu_atm_64"):
+    for base in ("emu_delay_1500", "emu_atm_64", "emu_atm_steered_64"):
         r = med.get(base)
         p = r.get("profile") if isinstance(r, dict) else None
         if not p or not p.get("turns"):
@@ -941,7 +943,9 @@ def emu_section(res, md, overview, meta):
         rel_rows.append(["capture: b's tap − a's tap − 1 ms", cap, "", "", ""])
     md.append(f"Release error at 100k packets/s (flowlab's sender, 200 B, 10 s, delay-only "
               f"link; `{rstep}`; frames late by more than 50 µs: "
-              f"{fcount((d or {}).get('late'))} of {fcount((d or {}).get('frames_sent'))}; "
+              f"{fcount((d or {}).get('late'))} of {fcount((d or {}).get('frames_sent'))}, "
+              f"early (sent with a departure due up to 5 µs before theirs): "
+              f"{fcount((d or {}).get('early'))}, earliest {fns(err.get('min_ns'))}; "
               f"flowlab's sender sent {fnum(fs.get('sender_packets_per_sec') if doc else None)}"
               f" packets/s, its receiver got "
               f"{fnum(fs.get('receiver_packets_per_sec') if doc else None)}):\n")

@@ -1,7 +1,10 @@
 //! Departures due now, gathered so that one `sendmmsg` releases them all: at a high frame
 //! rate several frames fall due between two turns of the loop, and one system call per
-//! frame was the emulator's largest cost.
+//! frame was the emulator's largest cost. Departures due within
+//! [`RELEASE_AHEAD_NS`](crate::direction::RELEASE_AHEAD_NS) join
+//! the batch early ([`next_due`]), so that frames a few µs apart share a call.
 
+use flowlab_link::{Event, LinkModel};
 use flowlab_stats::LatencyStats;
 use flowlab_sys::packet::BatchSent;
 
@@ -9,6 +12,20 @@ use crate::report::DirectionReport;
 
 /// Frames released by one system call at most (sendmmsg's batch in `flowlab_sys`).
 pub const SEND_BATCH: usize = 64;
+
+/// The chain's next event due by `horizon_ns`: first whatever is due by `clock_ns`, then
+/// the next one at its own time, moving `clock_ns` (the model's clock) only that far.
+pub fn next_due(chain: &mut dyn LinkModel, clock_ns: &mut u64, horizon_ns: u64) -> Option<Event> {
+    loop {
+        if let Some(event) = chain.dequeue(*clock_ns) {
+            return Some(event);
+        }
+        match chain.next_event_ns() {
+            Some(t) if t > *clock_ns && t <= horizon_ns => *clock_ns = t,
+            _ => return None,
+        }
+    }
+}
 
 /// A frame due to leave: its id in the store and its modelled departure time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +58,10 @@ impl Outbox {
     }
 
     /// Counts what became of the gathered frames, sent (or not) by one batch that returned at
-    /// `now_ns`, and empties the outbox; returns the ids, for the store to free.
+    /// `now_ns`, and empties the outbox; returns the ids, for the store to free. The release
+    /// error is signed: a frame sent with an earlier batch
+    /// ([`RELEASE_AHEAD_NS`](crate::direction::RELEASE_AHEAD_NS)) counts
+    /// negative, and as early.
     pub fn settle(
         &mut self,
         outcome: BatchSent,
@@ -53,11 +73,10 @@ impl Outbox {
         report.emulator_drops.egress_full += outcome.queue_full as u64;
         report.emulator_drops.send_errors += outcome.failed as u64;
         for d in &self.due {
-            let error = now_ns.saturating_sub(d.at_ns);
-            release_error.push(error.min(i64::MAX as u64) as i64);
-            if error > crate::direction::LATE_NS {
-                report.late += 1;
-            }
+            let error = i128::from(now_ns) - i128::from(d.at_ns);
+            release_error.push(error.clamp(i64::MIN.into(), i64::MAX.into()) as i64);
+            report.early += u64::from(error < 0);
+            report.late += u64::from(error > i128::from(crate::direction::LATE_NS));
         }
         self.due.drain(..)
     }
@@ -66,6 +85,67 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flowlab_link::chain::Chain;
+    use flowlab_link::impair::{ImpairConfig, Impairments};
+    use flowlab_link::{Frame, Verdict};
+
+    /// A 1 ms delay-only chain holding frames that arrived at `arrivals_ns`.
+    fn delayed(arrivals_ns: &[u64]) -> Chain {
+        let config = ImpairConfig {
+            delay_ns: 1_000_000,
+            ..ImpairConfig::default()
+        };
+        let mut chain = Chain::new(vec![Box::new(Impairments::new(config, 1))]);
+        for (id, &t) in arrivals_ns.iter().enumerate() {
+            let frame = Frame {
+                id: id as u64,
+                len: 100,
+                dscp: 0,
+            };
+            assert_eq!(chain.enqueue(t, frame), Verdict::Queued);
+        }
+        chain
+    }
+
+    fn departures(chain: &mut Chain, clock_ns: &mut u64, horizon_ns: u64) -> Vec<(u64, u64)> {
+        std::iter::from_fn(|| next_due(chain, clock_ns, horizon_ns))
+            .map(|e| match e {
+                Event::Depart { frame, at_ns } => (frame.id, at_ns),
+                other => panic!("only departures in a delay-only chain: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn departures_within_the_window_join_the_batch_due_now() {
+        // Departures at 1.000, 1.002, 1.005, 1.006 and 1.020 ms; now is 1.000 ms.
+        let mut chain = delayed(&[0, 2_000, 5_000, 6_000, 20_000]);
+        let mut clock = 1_000_000;
+        let horizon = clock + crate::direction::RELEASE_AHEAD_NS;
+        let got = departures(&mut chain, &mut clock, horizon);
+        assert_eq!(got, [(0, 1_000_000), (1, 1_002_000), (2, 1_005_000)]);
+        assert_eq!(
+            clock, 1_005_000,
+            "the model's clock moves only to the last one taken"
+        );
+        assert_eq!(chain.next_event_ns(), Some(1_006_000));
+    }
+
+    #[test]
+    fn without_a_window_only_what_is_due_leaves() {
+        let mut chain = delayed(&[0, 1_000]);
+        let mut clock = 1_000_500;
+        assert_eq!(
+            departures(&mut chain, &mut clock, 1_000_500),
+            [(0, 1_000_000)]
+        );
+        assert_eq!(clock, 1_000_500);
+        // Nothing within the window: the clock stays, nothing is taken.
+        let mut empty = delayed(&[50_000]);
+        let mut clock = 1_000_000;
+        assert!(departures(&mut empty, &mut clock, 1_005_000).is_empty());
+        assert_eq!(clock, 1_000_000);
+    }
 
     #[test]
     fn the_outbox_fills_at_the_batch_size() {
@@ -82,12 +162,13 @@ mod tests {
         let mut o = Outbox::new();
         let mut report = DirectionReport::new("a-b", "a", "b");
         let mut errors = LatencyStats::new();
-        // Due 10 µs, 60 µs and 200 µs before the batch returned at 1 ms.
-        for (id, at_ns) in [(3, 990_000), (5, 940_000), (8, 800_000)] {
+        // Due 10 µs, 60 µs and 200 µs before the batch returned at 1 ms, and one 4 µs after
+        // it (sent early with the batch).
+        for (id, at_ns) in [(3, 990_000), (5, 940_000), (8, 800_000), (9, 1_004_000)] {
             o.push(Due { id, at_ns });
         }
         let outcome = BatchSent {
-            sent: 1,
+            sent: 2,
             queue_full: 1,
             failed: 1,
         };
@@ -95,15 +176,16 @@ mod tests {
             .settle(outcome, 1_000_000, &mut report, &mut errors)
             .map(|d| d.id)
             .collect();
-        assert_eq!(ids, [3, 5, 8]);
+        assert_eq!(ids, [3, 5, 8, 9]);
         assert!(o.due().is_empty());
-        assert_eq!(report.frames_sent, 1);
+        assert_eq!(report.frames_sent, 2);
         assert_eq!(report.emulator_drops.egress_full, 1);
         assert_eq!(report.emulator_drops.send_errors, 1);
         assert_eq!(report.late, 2, "60 µs and 200 µs exceed the 50 µs bound");
+        assert_eq!(report.early, 1);
         let s = errors.summary().unwrap();
-        assert_eq!(s.count, 3);
-        assert_eq!(s.min_ns, 10_000.0);
+        assert_eq!(s.count, 4);
+        assert_eq!(s.min_ns, -4_000.0, "early is a negative error");
         assert_eq!(s.max_ns, 200_000.0);
     }
 }

@@ -41,7 +41,8 @@ pub struct LoopProfile {
     pub release_ns: u64,
     /// Asleep, waiting for an arrival or the next departure.
     pub sleep_ns: u64,
-    /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away.
+    /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away (with the reads
+    /// made meanwhile, while more than [`crate::direction::READ_SLACK_NS`] remained).
     pub spin_ns: u64,
 }
 
@@ -64,8 +65,12 @@ pub struct DirectionReport {
     /// Frames released more than [`crate::direction::LATE_NS`] after their departure
     /// time (sent at once, never dropped for it).
     pub late: u64,
+    /// Frames released before their departure time, with a batch due at most
+    /// [`crate::direction::RELEASE_AHEAD_NS`] sooner (absent from reports written before it).
+    #[serde(default)]
+    pub early: u64,
     pub emulator_drops: EmulatorDrops,
-    /// Release time minus modelled departure time, over every frame sent.
+    /// Release time minus modelled departure time, over every frame sent (negative: early).
     pub release_error: Option<LatencySummary>,
     /// Time from a frame's kernel receive stamp (its arrival in the model) to the emulator
     /// reading it, over every frame read: the share of the release error spent before the
@@ -90,6 +95,7 @@ impl DirectionReport {
             frames_received: 0,
             frames_sent: 0,
             late: 0,
+            early: 0,
             emulator_drops: EmulatorDrops::default(),
             release_error: None,
             read_lag: None,

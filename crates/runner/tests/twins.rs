@@ -285,8 +285,16 @@ fn a_twin_whose_policers_differ_is_caught() {
     };
     let policed = r#", meter_rate = "100k", meter_burst = "10kB""#;
     let lab = format!(r#"phy = "E1", {}"#, classes(policed));
-    let twin = |meter: &str| format!("phy = \"E1\"\n{}\n", classes(meter).replace(", classes", "\nclasses"));
-    assert_eq!(two_node_differences(&lab, &twin(policed)), Vec::<String>::new());
+    let twin = |meter: &str| {
+        format!(
+            "phy = \"E1\"\n{}\n",
+            classes(meter).replace(", classes", "\nclasses")
+        )
+    };
+    assert_eq!(
+        two_node_differences(&lab, &twin(policed)),
+        Vec::<String>::new()
+    );
     let cases = [
         String::new(),
         policed.replace("100k", "200k"),

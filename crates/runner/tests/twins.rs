@@ -1,7 +1,8 @@
 //! Every lab in examples/lab with a network file of the same base name in examples/sim (its
 //! twin, for `flowlab run --sim`) describes the same links: the same nodes joined, and on
 //! each link the same rate, delay, ATM PHY and encapsulation, losses and jitter, the same
-//! scheduler where the lab's link has one, and where it has VCs by DSCP, the twin's classes
+//! scheduler where the lab's link has one (its classes' meters, the policers before the
+//! port, included), and where it has VCs by DSCP, the twin's classes
 //! queued as its VCs are (apart or sharing one buffer, as many packets each). So an
 //! experiment run on both compares the emulator (or tbf) with the simulator, not two
 //! different networks.
@@ -272,6 +273,38 @@ fn a_twin_whose_classes_are_not_queued_as_the_lab_vcs_is_caught() {
         let d = two_node_differences(&emulate, twin);
         assert_eq!(d.len(), 1, "{emulate}: {d:?}");
         assert!(d[0].starts_with("a-b: lab VCs"), "{d:?}");
+    }
+}
+
+#[test]
+fn a_twin_whose_policers_differ_is_caught() {
+    let classes = |meter: &str| {
+        format!(
+            r#"scheduler = "pq-wfq", classes = [{{ name = "ef", dscp = "ef", priority = true }}, {{ name = "af", dscp = "af11", weight = 10{meter} }}, {{ name = "be", default = true }}]"#
+        )
+    };
+    let policed = r#", meter_rate = "100k", meter_burst = "10kB""#;
+    let lab = format!(r#"phy = "E1", {}"#, classes(policed));
+    let twin = |meter: &str| {
+        format!(
+            "phy = \"E1\"\n{}\n",
+            classes(meter).replace(", classes", "\nclasses")
+        )
+    };
+    assert_eq!(
+        two_node_differences(&lab, &twin(policed)),
+        Vec::<String>::new()
+    );
+    let cases = [
+        String::new(),
+        policed.replace("100k", "200k"),
+        policed.replace("10kB", "20kB"),
+        format!(r#"{policed}, red = "af13""#),
+        format!(r#"{policed}, meter = "srtcm""#),
+    ];
+    for meter in cases {
+        let d = two_node_differences(&lab, &twin(&meter));
+        assert_eq!(d, ["a-b: the schedulers differ"], "{meter}");
     }
 }
 

@@ -37,7 +37,8 @@ pub fn run(scenario: &Scenario, seed_override: Option<u64>) -> SimReport {
     for v in &scenario.variants {
         let seed = seed_override.unwrap_or(v.model.seed);
         description.clone_from(&v.model.description);
-        let out = engine::Sim::new(&v.model, seed).run();
+        let model = v.model.with_spread_starts(seed);
+        let out = engine::Sim::new(&model, seed).run();
         runs.push(RunReport {
             sweep: v.sweep.as_ref().map(|(param, value)| SweepPoint {
                 param: param.clone(),

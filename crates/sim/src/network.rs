@@ -147,7 +147,7 @@ impl SimNetwork {
             )
         })?;
         let net = Reader::of(net, "network")?;
-        net.only(&["name", "description", "drain"])?;
+        net.only(&["name", "description", "drain", "start_spread"])?;
         let nodes = read_nodes(&tables(&doc, "node")?)?;
         let links = read_links(&tables(&doc, "link")?, &nodes)?;
         let drain_ns = net.duration_ns("drain")?.unwrap_or(DEFAULT_DRAIN_NS);
@@ -160,6 +160,7 @@ impl SimNetwork {
             duration_ns: 0,
             drain_ns,
             seed: 1,
+            start_spread_ns: crate::scenario::start::read_spread(&net)?.unwrap_or(0),
             nodes,
             links,
             flows: Vec::new(),
@@ -268,7 +269,8 @@ pub fn run_step(network: &SimNetwork, flows: &[SimFlow]) -> Result<Vec<SimFlowRe
     let variants = [Variant { sweep: None, model }];
     crate::limits::check_packet_budget(&variants).map_err(limit)?;
     let model = &variants[0].model;
-    let out = Sim::new(model, model.seed).run();
+    let model = model.with_spread_starts(model.seed);
+    let out = Sim::new(&model, model.seed).run();
     Ok(flows
         .iter()
         .zip(out.flows)
@@ -322,6 +324,7 @@ impl SimNetwork {
             size,
             count: spec.count,
             start_ns,
+            start_spread_ns: None,
             service: ServiceCategory::Ubr,
             contract: None,
             police: None,

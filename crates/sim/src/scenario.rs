@@ -25,7 +25,7 @@ use crate::sender::{parse_traffic, SendSpec};
 pub type ScenarioError = FileError;
 
 const SECTIONS: &[&str] = &["sim", "node", "link", "flow", "background", "sweep"];
-const SIM_KEYS: &[&str] = &["duration", "drain", "seed", "description"];
+const SIM_KEYS: &[&str] = &["duration", "drain", "seed", "description", "start_spread"];
 const NODE_KEYS: &[&str] = &["name", "kind"];
 /// With flowlab_link's `IMPAIR_KEYS` (`delay`, `jitter`, `loss` ...), read by its reader.
 const LINK_KEYS: &[&str] = &[
@@ -63,6 +63,7 @@ const FLOW_KEYS: &[&str] = &[
     "count",
     "interval",
     "start",
+    "start_spread",
     "duration",
     "service",
     "pcr",
@@ -184,6 +185,8 @@ pub(crate) struct FlowSpec {
     pub count: Option<u64>,
     pub start_ns: u64,
     pub stop_ns: u64,
+    /// The flow's own `start_spread` (`Model::start_spread_ns` when `None`).
+    pub start_spread_ns: Option<u64>,
     pub service: ServiceCategory,
     pub contract: Option<ContractSpec>,
     pub police: Option<PolicingAction>,
@@ -231,6 +234,9 @@ pub(crate) struct Model {
     pub duration_ns: u64,
     pub drain_ns: u64,
     pub seed: u64,
+    /// Each flow starts up to this much after its `start`, drawn from the run's seed
+    /// (`start::spread_starts`).
+    pub start_spread_ns: u64,
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
     pub flows: Vec<FlowSpec>,
@@ -500,6 +506,7 @@ fn build(doc: &Reader) -> Result<Model, ScenarioError> {
         duration_ns: sim.duration_ns,
         drain_ns: sim.drain_ns,
         seed: sim.seed,
+        start_spread_ns: sim.start_spread_ns,
         nodes: net.nodes,
         links: net.links,
         flows,
@@ -514,6 +521,7 @@ struct Sim {
     duration_ns: u64,
     drain_ns: u64,
     seed: u64,
+    start_spread_ns: u64,
     description: String,
 }
 
@@ -548,6 +556,7 @@ fn read_sim(doc: &Reader) -> Result<Sim, ScenarioError> {
         duration_ns,
         drain_ns,
         seed: s.uint("seed")?.unwrap_or(1),
+        start_spread_ns: start::read_spread(&s)?.unwrap_or(0),
         description: s.string("description")?.unwrap_or_default().to_string(),
     })
 }
@@ -780,6 +789,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         count: f.positive("count")?,
         start_ns,
         stop_ns: stop_ns(&f, start_ns, run_ns)?,
+        start_spread_ns: start::read_spread(&f)?,
         service: read_service(&f)?.unwrap_or(ServiceCategory::Ubr),
         contract,
         police,
@@ -1078,5 +1088,6 @@ pub(crate) fn shortest_path(
 
 mod background;
 mod p2mp;
+pub(crate) mod start;
 #[cfg(test)]
 mod tests;

@@ -324,3 +324,46 @@ fn hosts_map_experiment_names_to_nodes() {
     assert_eq!((r.client.host.as_str(), r.agent.host.as_str()), ("a", "b"));
     assert_eq!(receiver(&r.agent).packets.unique, 13);
 }
+
+#[test]
+fn a_start_spread_moves_the_loss_between_flows_not_the_total() {
+    let losses = |spread: &str| {
+        let net = SimNetwork::load(&format!(
+            "[network]\nstart_spread = \"{spread}\"\n[[node]]\nname = \"a\"\nkind = \"host\"\n\
+             [[node]]\nname = \"b\"\nkind = \"host\"\n[[link]]\nfrom = \"a\"\nto = \"b\"\n\
+             rate = \"10M\"\nbuffer_packets = 20\n"
+        ))
+        .unwrap();
+        let flows = [
+            flow("a", "b", udp(6_000_000, 1000, 2_000_000_000)),
+            flow("a", "b", udp(8_000_000, 1400, 2_000_000_000)),
+        ];
+        let r = run_step(&net, &flows).unwrap();
+        let got: Vec<u64> = r
+            .iter()
+            .map(|f| receiver(&f.agent).packets.unique)
+            .collect();
+        let lost: Vec<f64> = r
+            .iter()
+            .map(|f| loss(&f.client, receiver(&f.agent)))
+            .collect();
+        (got, lost)
+    };
+    let (fixed, spread) = (losses("0s"), losses("300ms"));
+    assert_eq!(
+        spread,
+        losses("300ms"),
+        "the step's seed decides the starts"
+    );
+    assert_ne!(fixed.1, spread.1, "the flows' phases differ");
+    // The link carries its rate while both send (at least the 1.7 s after the latest start),
+    // whatever the phases.
+    for (got, _) in [fixed, spread] {
+        let bytes = got[0] as f64 * 1028.0 + got[1] as f64 * 1428.0;
+        let full = 10e6 / 8.0 * 2.0 + 20.0 * 1428.0;
+        assert!(
+            bytes <= full && bytes >= 10e6 / 8.0 * 1.7,
+            "{bytes} of {full}"
+        );
+    }
+}

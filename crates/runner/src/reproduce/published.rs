@@ -507,10 +507,14 @@ pub const ROWS: &[Row] = &[
         "flow4",
         Metric::GoodputKbps,
         Check::Starved,
-        "the UBR background is tagged CLP=1 and held to half the E1 buffer \
-            by clp_threshold, the scenario's way to keep CBR and VBR cells room \
-            in a shared buffer (the paper does not say how its switch shared \
-            it); flow #4's untagged cells still pass",
+        "the scenario keeps CBR and VBR cells room by tagging the UBR \
+            background CLP=1 against a 1000-cell clp_threshold (the paper does \
+            not say how its switch shared its buffer); the E1 port's counters \
+            put every dropped cell there (all of them the background's, the \
+            queue never above 1002 cells), so flow #4's untagged cells find the \
+            other half free and lose none. Starving it takes both UBR VCs in one \
+            bounded share of the buffer, a per-category threshold that \
+            flowlab-atm's port lacks (it has per-buffer and per-VC ones)",
     ),
     aquila(
         "Table 4, ATM core, without background: flow #1 max transfer delay",
@@ -632,7 +636,8 @@ pub const ROWS: &[Row] = &[
         Check::Starved,
         "STD shares one 50-packet queue and the lowest WFQ weight with the \
             2 Mb/s background; flow #4's segments get through between \
-            timeouts",
+            timeouts, how many depending on where its start falls against the \
+            background's (3 to 23 kbit/s over seeds 4 to 6)",
     ),
     aquila(
         "Table 4, IP core, without background: flow #1 max transfer delay",
@@ -692,7 +697,7 @@ pub const ROWS: &[Row] = &[
         "flow4",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP_IP,
+        AQUILA_STD_IP,
     ),
 ];
 
@@ -701,11 +706,14 @@ const IP: &str = "e1-aquila-ip";
 /// Flow #1's loss: none published, none simulated.
 const NO_LOSS: Check = Check::Within(Tolerance::Absolute(0.1));
 const NO_LATENCY: &str = "the hosts' latency (0.32 ms plus up to 0.355 ms at each end, for the \
-    LAN, gateway and analyser) is fitted to the row without background; the rest is cells on \
-    the links and the E1's queue";
-const NO_JITTER: &str = "PDV moves in steps of one E1 cell time (0.22 ms): the fitted host \
-    jitter gives the step below the paper's value, the next one up overshoots its maximum \
-    delay (docs/simulation.md)";
+    LAN, gateway and analyser) was fitted to the row without background with every flow \
+    starting at 0; the rest is cells on the links and the E1's queue, and flow #1's phase \
+    against the E1's cell slots, which its drawn start sets, moves the maximum by up to a cell \
+    time (0.22 ms)";
+const NO_JITTER: &str = "PDV moves in steps of one E1 cell time (0.22 ms) with flow #1's phase \
+    against the cell slots (its drawn start); the paper's two rows differ by about one such \
+    step, and CBR cells wait behind at most one cell whether the background runs or not, so \
+    both runs give the same value (docs/simulation.md)";
 const CBR_FIRST: &str = "flow #1 has strict priority at the bottleneck";
 const RESIDUAL: &str = "a 53-byte premium packet waits at most the residual of one 1500-byte \
     packet on the E1 VC (7.07 ms), plus the routers' latency fitted in the ATM core (0.32 ms \
@@ -754,12 +762,18 @@ const BAGNET_FRAGMENTED: &str = "load-dependent as the smaller pings; at the wor
     paper's did, and is lost with any cell of any fragment";
 const CELLS: &str = "an encapsulation figure: ping data + 8 (ICMP) + 20 (IP) bytes, LLC/SNAP and \
     the AAL5 trailer, padded to 48-byte cell payloads";
-const AQUILA_TCP_ATM: &str = "the VC is shaped to exactly 100 kbit/s of cells, 86.1 kbit/s of TCP \
-    payload in 1500-byte packets, by a bulk sender (the paper's flow #2 sent 10 kB messages at \
-    a rate it does not give, and its hosts shaped less regularly)";
-const AQUILA_TCP_IP: &str = "a 100 kbit/s access link stands for the contract's shaping, 97.3 \
-    kbit/s of TCP payload in 1500-byte packets, by a bulk sender (the paper's flow #2 sent 10 kB \
-    messages at a rate it does not give, and its hosts shaped less regularly)";
+const AQUILA_TCP_ATM: &str = "the router's ATM interface shapes the VC to exactly 100 kbit/s \
+    of cells, 86.1 kbit/s of TCP payload in 1500-byte packets, and the switch's UPC finds it \
+    conforming (no cell tagged); a bulk sender stands for the paper's flow #2, which sent 10 kB \
+    messages at a rate it does not give";
+const AQUILA_TCP_IP: &str = "the edge router's meter (Table 3's 100 kbit/s and 10 kB bucket, \
+    counting the packets' cells) drops what is out of profile, and Reno with an 8 KiB window \
+    loses about 40 % of its segments to it and times out about once a second; both flows are \
+    bulk senders here, so the paper's greedy flow #3 (5 MB files) carries no more than its \
+    flow #2 (10 kB messages), where the paper's carried 12-17 kbit/s more";
+const AQUILA_STD_IP: &str = "STD has no meter in AQUILA: the host's 100 kbit/s access link \
+    stands for the shaping to its contract (Table 3), 97.3 kbit/s of TCP payload in 1500-byte \
+    packets by a bulk sender, more regular than the paper's hosts";
 const PCR6: &str = "limited by the 6 Mb/s PCR, under its AAL5 ceiling of 5.39 Mb/s of TCP \
     payload (slow start costs the rest); from the bandwidth-delay product up the window no \
     longer matters";

@@ -99,6 +99,7 @@ pub fn open(ifindex: u32) -> io::Result<(XdpReceiver, XdpSender)> {
             shared: shared.clone(),
             fill,
             rx,
+            held: 0,
         },
         XdpSender {
             shared,
@@ -211,34 +212,59 @@ pub struct XdpReceiver {
     shared: Arc<Shared>,
     fill: Ring<u64>,
     rx: Ring<libc::xdp_desc>,
+    /// Frames read by the last [`receive`](XdpReceiver::receive), ours until the next.
+    held: u32,
 }
 
 impl XdpReceiver {
-    /// Hands each waiting frame (at most `max`), from its Ethernet header on, to `each` with
-    /// its arrival time (CLOCK_MONOTONIC ns, taken by the XDP program; `None` if it could
-    /// not stamp it), then gives the frames back to the kernel. Never blocks; how many.
-    pub fn receive(&mut self, max: usize, mut each: impl FnMut(&[u8], Option<u64>)) -> usize {
-        let n = self.rx.available().min(max as u32);
-        for k in 0..n {
-            let desc = self.rx.peek(k);
-            let len = (desc.len as usize).min(MAX_FRAME);
-            let data = self.shared.frame(desc.addr, len);
-            let stamp = data.wrapping_sub(STAMP_LEN);
-            // SAFETY: the frame (and the headroom before it, where the stamp is) is ours
-            // until it goes back on the fill ring below; the kernel wrote `len` bytes.
-            let (frame, at) = unsafe {
-                let at = stamp.cast::<u64>().read_unaligned();
-                stamp.cast::<u64>().write_unaligned(0); // no stale stamp on the next frame
-                (std::slice::from_raw_parts(data, len), at)
-            };
-            each(frame, (at != 0).then_some(at));
-            self.fill.push(desc.addr & !(FRAME_SIZE as u64 - 1));
+    /// Gives the frames of the last call back to the kernel, then takes the frames waiting
+    /// (at most `max`) without blocking or a system call; how many. Until the next call,
+    /// [`frame`](XdpReceiver::frame) and [`arrival_ns`](XdpReceiver::arrival_ns) read them.
+    pub fn receive(&mut self, max: usize) -> usize {
+        self.give_back();
+        self.held = self.rx.available().min(max as u32);
+        self.held as usize
+    }
+
+    /// Received frame `i` (below what [`receive`](XdpReceiver::receive) returned), from its
+    /// Ethernet header on.
+    pub fn frame(&self, i: usize) -> &[u8] {
+        assert!(i < self.held as usize, "frame {i} of {}", self.held);
+        let desc = self.rx.peek(i as u32);
+        let len = (desc.len as usize).min(MAX_FRAME);
+        // SAFETY: the kernel wrote `len` bytes at `addr` and leaves the frame alone until it
+        // goes back on the fill ring, which needs `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.shared.frame(desc.addr, len), len) }
+    }
+
+    /// When frame `i` reached the interface's XDP hook (CLOCK_MONOTONIC ns), or `None` if
+    /// the program could not stamp it.
+    pub fn arrival_ns(&self, i: usize) -> Option<u64> {
+        assert!(i < self.held as usize, "frame {i} of {}", self.held);
+        let stamp = self.stamp(self.rx.peek(i as u32).addr);
+        // SAFETY: the stamp lies in the frame's headroom, ours while the frame is held.
+        let at = unsafe { stamp.read_unaligned() };
+        (at != 0).then_some(at)
+    }
+
+    fn stamp(&self, addr: u64) -> *mut u64 {
+        self.shared.frame(addr, 0).wrapping_sub(STAMP_LEN).cast()
+    }
+
+    fn give_back(&mut self) {
+        if self.held == 0 {
+            return;
         }
-        if n > 0 {
-            self.rx.release(n);
-            self.fill.submit();
+        for k in 0..self.held {
+            let addr = self.rx.peek(k).addr;
+            // SAFETY: as in `arrival_ns`; cleared so that a frame the program cannot stamp
+            // does not show an old time.
+            unsafe { self.stamp(addr).write_unaligned(0) };
+            self.fill.push(addr & !(FRAME_SIZE as u64 - 1));
         }
-        n as usize
+        self.rx.release(self.held);
+        self.fill.submit();
+        self.held = 0;
     }
 
     /// Frames the kernel could not hand over (no free frame, rx ring full, too long).

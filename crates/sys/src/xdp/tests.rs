@@ -130,11 +130,12 @@ fn frames_cross_a_veth_both_ways_and_the_program_leaves_with_the_socket() {
         let mut seen = Vec::new();
         assert!(wait_for(|| {
             // The kernel's own IPv6 frames on a new link are not ours.
-            rx.receive(64, |f, at| {
+            for i in 0..rx.receive(64) {
+                let f = rx.frame(i);
                 if f[12..14] == crate::raw::FLOWLAB_ETHERTYPE.to_be_bytes() {
-                    seen.push((f.to_vec(), at));
+                    seen.push((f.to_vec(), rx.arrival_ns(i)));
                 }
-            });
+            }
             seen.len() >= 3
         }));
         let after = crate::clock::monotonic_ns();

@@ -1,6 +1,6 @@
-//! How the emulator reads frames from one interface and writes them to another: AF_PACKET
-//! (`recvmmsg`/`sendmmsg` on packet sockets, the default) or AF_XDP (an XDP program hands
-//! each frame to a socket's rings; `flowlab_sys::xdp`). Both give the direction the same
+//! How the emulator reads frames from one interface and writes them to another: AF_XDP (an
+//! XDP program hands each frame to a socket's rings; `flowlab_sys::xdp`; the default) or
+//! AF_PACKET (`recvmmsg`/`sendmmsg` on packet sockets). Both give the direction the same
 //! frames: a `virtio_net_hdr` then the Ethernet frame, with an arrival time.
 
 use std::fmt;
@@ -19,13 +19,15 @@ const MAX_FRAME: usize = 9216 + 18;
 /// checksum is completed in software, see [`crate::checksum`]).
 const PLAIN_VNET_HDR: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
-/// The emulator's capture path (the lab file's `emulator_capture`).
+/// The emulator's capture path (the lab file's `emulator_capture`). AF_XDP by default: it
+/// measured a third less of the emulator's CPU per frame than AF_PACKET and half the read
+/// lag's tail (docs/benchmarks.md, section g).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CapturePath {
     /// Packet sockets: `recvmmsg` with kernel receive stamps, `sendmmsg` past the qdisc.
-    #[default]
     AfPacket,
     /// AF_XDP sockets in copy mode, with an XDP program on each of the emulator's interfaces.
+    #[default]
     AfXdp,
 }
 
@@ -206,7 +208,7 @@ mod tests {
         for name in CapturePath::NAMES {
             assert_eq!(name.parse::<CapturePath>().unwrap().to_string(), *name);
         }
-        assert_eq!(CapturePath::default(), CapturePath::AfPacket);
+        assert_eq!(CapturePath::default(), CapturePath::AfXdp);
         let e = "tun".parse::<CapturePath>().unwrap_err();
         assert_eq!(e, "unknown capture path \"tun\" (use af_packet or af_xdp)");
     }

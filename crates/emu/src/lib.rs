@@ -3,15 +3,18 @@
 //! to the other end at their modelled departure times.
 //!
 //! Each direction of each link is a thread ([`direction`]): it reads the frames waiting on
-//! its ingress interface (AF_PACKET, kernel receive stamps as arrival times), offers them to
+//! its ingress interface (on the [`capture`] path: AF_PACKET by default, or AF_XDP; kernel
+//! or XDP-program receive stamps as arrival times), offers them to
 //! the chain, holds their bytes in a bounded store, sleeps until shortly before the next
 //! departure, spins the rest, and sends. A frame already late is sent at once and counted;
 //! a frame the emulator itself cannot hold (store full, interface queue full) is counted
 //! apart from the model's losses. The emulator's own error (release time minus modelled
 //! departure) is reported as percentiles with the model's counters ([`report`]).
 //!
-//! The emulator changes nothing on any interface: it only reads and writes frames, so a
-//! crash leaves the lab as configured (its emulated links then carry nothing).
+//! The emulator changes nothing on any interface but, on AF_XDP, the XDP program it attaches
+//! to its own namespace's veth ends through BPF links, which the kernel detaches when the
+//! emulator exits or dies: a crash leaves the lab as configured (its emulated links then
+//! carry nothing).
 
 #![forbid(unsafe_code)]
 

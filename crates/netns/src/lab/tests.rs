@@ -402,15 +402,15 @@ fn emulate_keys_are_checked_with_lines() {
 }
 
 #[test]
-fn the_emulators_capture_path_is_af_packet_unless_the_lab_asks() {
+fn the_emulators_capture_path_is_af_xdp_unless_the_lab_asks() {
     let text = |extra: &str| {
         format!("[lab]\nname = \"em\"\n{extra}\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\nemulate = {{ delay = \"1ms\" }}\n")
     };
     let capture = |extra: &str| LabSpec::parse(&text(extra)).map(|s| s.capture);
-    assert_eq!(capture(""), Ok(flowlab_emu::CapturePath::AfPacket));
+    assert_eq!(capture(""), Ok(flowlab_emu::CapturePath::AfXdp));
     assert_eq!(
-        capture("emulator_capture = \"af_xdp\""),
-        Ok(flowlab_emu::CapturePath::AfXdp)
+        capture("emulator_capture = \"af_packet\""),
+        Ok(flowlab_emu::CapturePath::AfPacket)
     );
     let e = capture("emulator_capture = \"tun\"")
         .unwrap_err()

@@ -267,12 +267,13 @@ impl XdpReceiver {
         self.held = 0;
     }
 
-    /// Frames the kernel could not hand over (no free frame, rx ring full, too long).
+    /// Frames the kernel could not hand over: no free frame or too long (`rx_dropped`,
+    /// which includes the fill ring's empty events), or the rx ring full.
     pub fn dropped(&self) -> io::Result<u64> {
         // SAFETY: the struct is plain integers; all-zero is valid.
         let mut s: libc::xdp_statistics = unsafe { std::mem::zeroed() };
         get(self.shared.fd.as_fd(), libc::XDP_STATISTICS, &mut s)?;
-        Ok(s.rx_dropped + s.rx_ring_full + s.rx_fill_ring_empty_descs)
+        Ok(s.rx_dropped + s.rx_ring_full)
     }
 }
 

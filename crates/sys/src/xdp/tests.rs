@@ -148,6 +148,23 @@ fn frames_cross_a_veth_both_ways_and_the_program_leaves_with_the_socket() {
             );
         }
         assert_eq!(rx.dropped().unwrap(), 0);
+        // More frames than the socket has receive frames: each read gives them back.
+        let burst: Vec<Vec<u8>> = (0..64).map(|k| test_frame(k, 60)).collect();
+        let burst: Vec<Vec<u8>> = burst
+            .iter()
+            .map(|f| [&[0u8; VNET_HDR_LEN][..], f].concat())
+            .collect();
+        let refs: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        let mut got = 0;
+        for _ in 0..2 * RING_SIZE as usize / 64 + 1 {
+            assert_eq!(peer.send_batch(&refs).sent, 64);
+            let before = got;
+            assert!(wait_for(|| {
+                got += rx.receive(64);
+                got >= before + 64
+            }));
+        }
+        assert_eq!(rx.dropped().unwrap(), 0);
         // The socket sends 100 frames out of xa (more than one kick's 32); xb receives them.
         let out: Vec<Vec<u8>> = (0..100).map(|k| test_frame(k, 64)).collect();
         let refs: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();

@@ -721,7 +721,7 @@ def capture_section(res, md):
     """Group capture: the emulator's AF_PACKET and AF_XDP capture paths side by side."""
     if not any(k.startswith("cap_") for k in res.steps):
         return
-    md.append("## g. The emulator's capture path: AF_PACKET against AF_XDP (issue 14)\n")
+    md.append("### The capture path: AF_PACKET against AF_XDP (group `capture`)\n")
     md.append("The lab and measurements of f, the emulator reading and writing frames through "
               "packet sockets (`emulator_capture = \"af_packet\"`: `recvmmsg`, `sendmmsg`) or "
               "AF_XDP sockets (`\"af_xdp\"`: an XDP program on each of its veth ends redirects "

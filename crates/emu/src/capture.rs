@@ -20,8 +20,8 @@ const MAX_FRAME: usize = 9216 + 18;
 const PLAIN_VNET_HDR: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
 /// The emulator's capture path (the lab file's `emulator_capture`). AF_XDP by default: it
-/// measured a third less of the emulator's CPU per frame than AF_PACKET and half the read
-/// lag's tail (docs/benchmarks.md, section g).
+/// measured a quarter to two fifths less of the emulator's CPU per frame than AF_PACKET and
+/// less than half its release error's tail (docs/benchmarks.md, section f).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CapturePath {
     /// Packet sockets: `recvmmsg` with kernel receive stamps, `sendmmsg` past the qdisc.

@@ -710,6 +710,79 @@ def emu_capture_error(res, step):
             "max": errs[-1]}
 
 
+def emu_capture_used(res, step):
+    """The capture path the emulator said it used (its log's "emulating" line), and any
+    fallback notice."""
+    text = res.text(step + ".emulator.log")
+    used = re.search(r"emulating .*\((af_\w+)\)", text)
+    notice = re.search(r"notice: (.*)", text)
+    return (used.group(1) if used else "?") + (f" ({notice.group(1)})" if notice else "")
+
+
+def capture_section(res, md):
+    """Group capture: the emulator's AF_PACKET and AF_XDP capture paths side by side."""
+    if not any(k.startswith("cap_") for k in res.steps):
+        return
+    md.append("### The capture path: AF_PACKET against AF_XDP (group `capture`)\n")
+    md.append("The lab and measurements of f, the emulator reading and writing frames through "
+              "packet sockets (`emulator_capture = \"af_packet\"`: `recvmmsg`, `sendmmsg`) or "
+              "AF_XDP sockets (`\"af_xdp\"`: an XDP program on each of its veth ends redirects "
+              "every frame to a socket's rings, copy mode; sends by one `sendto` kick per 32 "
+              "frames), the two interleaved in each round. Frames/s are the receiver's (median "
+              "round, every round in brackets); CPU per frame is the emulator's a>b thread's "
+              "(utime + stime): the softirq work of receiving a frame runs on the sender's "
+              "core on either path. `load`: the 1-minute load average when the median round "
+              "started.\n")
+    cases = [("64", "delay only (1 ms), 60 B frames", 18),
+             ("1500", "delay only (1 ms), 1514 B frames", 1472),
+             ("atm_64", "ATM OC-12c, 60 B frames", 18)]
+    rows = []
+    for key, what, seg in cases:
+        for path in ("af_packet", "af_xdp"):
+            def m(res, step, seg=seg):
+                r = emu_flood(res, step, seg)
+                return r if isinstance(r, str) else r.get("fps")
+            step, vals = median_round(res, f"cap_{path}_{key}", m)
+            r = emu_flood(res, step, seg)
+            if isinstance(r, str):
+                rows.append([what, path, r, "", "", "", ""])
+                continue
+            rows.append([what, emu_capture_used(res, step), fnum(r["fps"]) + f" ({fvals(vals)})",
+                         fns(r.get("cpu_ns_per_frame")), fcount(r.get("ingress_overflow")),
+                         fnum(r["sent_fps"]), f"{res.steps[step].get('load') or 0:.2f}"])
+    md.append(table(["link, frames", "capture path", "received frames/s (rounds)",
+                     "emulator CPU per frame", "emulator socket drops", "sent frames/s",
+                     "load"], rows))
+    md.append("")
+    rel = []
+    for path in ("af_packet", "af_xdp"):
+        def p99(res, st):
+            d = emu_direction(res, st + ".after") or {}
+            return (d.get("release_error") or {}).get("p99_ns") or "failed"
+        step, vals = median_round(res, f"cap_{path}_release", p99)
+        d = emu_direction(res, step + ".after") or {}
+        err, lag = d.get("release_error") or {}, d.get("read_lag") or {}
+        cap = emu_capture_error(res, step) if step in res.steps else "not run"
+        rel.append([emu_capture_used(res, step) if step in res.steps else path,
+                    fns(lag.get("p50_ns")), fns(lag.get("p99_ns")), fns(err.get("p50_ns")),
+                    fns(err.get("p99_ns")) + f" ({fvals(vals, fns)})",
+                    " / ".join(fns(cap[k]) for k in ("p50", "p99"))
+                    if isinstance(cap, dict) else cap, fcount(d.get("late")),
+                    fcount(d.get("frames_sent")),
+                    f"{(res.steps.get(step) or {}).get('load') or 0:.2f}"])
+    md.append("At 100k packets/s (flowlab's sender, 200 B, 10 s, delay-only link): the read lag "
+              "(arrival stamp to the emulator's read: the kernel's receive stamp for "
+              "AF_PACKET, taken when veth queues the frame; the XDP program's "
+              "`bpf_ktime_get_ns()` for AF_XDP, taken later, when veth's NAPI poll runs it: "
+              "not the same starting point), the release error in the emulator's report, and "
+              "the same error on the wire (b's tap − a's tap − 1 ms, the same for both "
+              "paths):\n")
+    md.append(table(["capture path", "read lag p50", "read lag p99", "release error p50",
+                     "release error p99 (rounds)", "on the wire p50 / p99", "late > 50 µs",
+                     "frames", "load"], rel))
+    md.append("")
+
+
 COST_RATES = (("500", 500, 1000), ("10k", 10_000, 200), ("100k", 100_000, 200))
 COST_TOOLS = ("flowlab_auto", "flowlab_precise", "flowlab_efficient", "iperf3", "irtt")
 
@@ -1657,6 +1730,7 @@ def build(out, doc_path):
     overview.summary += cmp_.summary
 
     emu_section(res, md, overview, meta)
+    capture_section(res, md)
 
     # -------------------------------------------------------------------------- notes
     for step, st in res.steps.items():

@@ -20,10 +20,15 @@ struct EmuLab {
 
 impl EmuLab {
     fn up(tag: &str, emulate: &str) -> EmuLab {
+        EmuLab::up_with(tag, "", emulate)
+    }
+
+    /// As [`EmuLab::up`], with `lab_keys` in the `[lab]` table.
+    fn up_with(tag: &str, lab_keys: &str, emulate: &str) -> EmuLab {
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let name = format!("e{tag}{}", std::process::id() % 100_000);
         let text = format!(
-            "[lab]\nname = \"{name}\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+            "[lab]\nname = \"{name}\"\n{lab_keys}\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
              [[link]]\na = \"a\"\nb = \"b\"\nemulate = {{ {emulate} }}\n"
         );
         EmuLab {
@@ -98,6 +103,34 @@ fn a_delay_only_link_adds_its_delay() {
     assert!(d["release_error"]["p50_ns"].as_f64().unwrap() < 1e6, "{d}");
     assert!(d["release_error"]["count"].as_f64().unwrap() >= sent);
     assert_eq!(d["stages"][0]["stage"], "impair");
+}
+
+#[test]
+fn an_af_xdp_emulator_carries_frames_both_ways() {
+    if !flowlab_netns::netns_or_skip("an_af_xdp_emulator_carries_frames_both_ways") {
+        return;
+    }
+    let lab = EmuLab::up_with("x", r#"emulator_capture = "af_xdp""#, r#"delay = "1ms""#);
+    let log = std::fs::read_to_string(lab.lab.dir.join(&lab.lab.name).join("emulator.log"));
+    let log = log.unwrap_or_default();
+    if log.contains("notice: AF_XDP unavailable") {
+        eprintln!("an_af_xdp_emulator_carries_frames_both_ways skipped: {log}");
+        return;
+    }
+    assert!(log.contains("(af_xdp)"), "{log}");
+    // UDP to b and back (its checksums completed by the emulator, or b's stack would drop
+    // them), over the test's TCP control connection.
+    let v = lab.test_a_to_b(&[
+        "--mode", "loopback", "--rate", "1M", "--size", "1200", "-d", "2s",
+    ]);
+    assert_eq!(f64_at(&v, "/summary/packets_lost"), 0.0);
+    assert!(f64_at(&v, "/summary/round_trip/min_ns") >= 2e6);
+    let r = lab.report();
+    let d = a_to_b(&r);
+    let sent = f64_at(&v, "/summary/packets_sent");
+    assert!(d["frames_sent"].as_f64().unwrap() >= sent, "{d}");
+    assert!(d["read_lag"]["count"].as_f64().unwrap() >= sent, "{d}");
+    assert_eq!(d["emulator_drops"]["ingress_overflow"], 0, "{d}");
 }
 
 #[test]

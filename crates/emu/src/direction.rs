@@ -2,7 +2,6 @@
 //! the chain, release what is due, wait for the next departure or arrival.
 
 use std::collections::VecDeque;
-use std::io;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,9 +11,8 @@ use flowlab_link::chain::Chain;
 use flowlab_link::{Event, LinkModel, Verdict};
 use flowlab_stats::LatencyStats;
 use flowlab_sys::clock::{monotonic_ns, pace_until, realtime_minus_monotonic_ns};
-use flowlab_sys::packet::FrameSocket;
-use flowlab_sys::udp::{enable_rx_timestamps, enable_rxq_ovfl, RecvBatch};
 
+use crate::capture::{Arrival, Egress, Ingress, BATCH};
 use crate::frame::{describe, Store};
 use crate::outbox::{next_due, Due, Outbox, SEND_BATCH};
 use crate::report::{DepthSample, DirectionReport};
@@ -43,32 +41,15 @@ pub const DEPTH_SAMPLES: usize = 10_000;
 const SAMPLE_EVERY_NS: u64 = 100_000_000;
 /// Longest sleep without a departure due, so a stop request is seen.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
-/// Frames read per system call; a jumbo frame fits a slot.
-const BATCH: usize = 64;
 /// Reads per turn of the loop at most, so that a flood of arrivals cannot hold back the
 /// departures due meanwhile (the kernel drops what its socket buffer cannot hold, counted).
 const READS_PER_TURN: usize = 4;
-const MAX_FRAME: usize = 9216 + 18;
 
-/// The two interfaces of a direction: frames come in on one and leave by the other.
+/// The two interfaces of a direction, on the capture path: frames come in on one and leave
+/// by the other.
 pub struct Endpoints {
-    ingress: FrameSocket,
-    egress: FrameSocket,
-}
-
-impl Endpoints {
-    /// Opens the interfaces named `ingress` (reading, with kernel receive stamps) and
-    /// `egress` (sending only).
-    pub fn open(ingress: &str, egress: &str) -> io::Result<Endpoints> {
-        let index = |name: &str| flowlab_sys::raw::interface_named(name).map(|i| i.index);
-        let rx = FrameSocket::open(index(ingress)?, true)?;
-        enable_rx_timestamps(&rx)?;
-        enable_rxq_ovfl(&rx)?;
-        Ok(Endpoints {
-            ingress: rx,
-            egress: FrameSocket::open(index(egress)?, false)?,
-        })
-    }
+    pub ingress: Ingress,
+    pub egress: Egress,
 }
 
 /// A direction's state; [`Direction::run`] drives it until stopped.
@@ -76,7 +57,6 @@ pub struct Direction {
     ends: Endpoints,
     chain: Chain,
     store: Store,
-    batch: RecvBatch,
     outbox: Outbox,
     report: DirectionReport,
     shared: Arc<Mutex<DirectionReport>>,
@@ -103,7 +83,6 @@ impl Direction {
             ends,
             chain,
             store: Store::new(STORE_LIMIT),
-            batch: RecvBatch::new(BATCH, MAX_FRAME),
             outbox: Outbox::new(),
             report,
             shared,
@@ -152,37 +131,36 @@ impl Direction {
     /// its kernel receive time.
     fn receive(&mut self, reads: usize) {
         for _ in 0..reads {
-            let n = match self.ends.ingress.receive(&mut self.batch) {
+            let n = match self.ends.ingress.receive() {
                 Ok(n) => n,
                 Err(_) => return,
             };
             for i in 0..n {
-                let meta = self.batch.meta(i);
-                let arrival = meta.kernel_rx_ns.map_or_else(monotonic_ns, |rt| {
-                    (rt as i64).saturating_sub(self.realtime_offset_ns).max(0) as u64
-                });
+                let at_ns = self.ends.ingress.arrival(i, self.realtime_offset_ns).at_ns;
+                let arrival = at_ns.unwrap_or_else(monotonic_ns);
                 self.model_ns = self.model_ns.max(arrival);
                 let lag = monotonic_ns().saturating_sub(arrival);
                 self.read_lag.push(lag.min(i64::MAX as u64) as i64);
-                if let Some(d) = meta.rxq_drops {
-                    self.report.emulator_drops.ingress_overflow = u64::from(d);
-                }
                 self.offer(i);
             }
             self.report.profile.reads += u64::from(n > 0);
-            if n < self.batch.capacity() {
+            if n < BATCH {
                 return;
             }
         }
     }
 
     fn offer(&mut self, i: usize) {
-        let bytes = self.batch.payload(i);
-        let Some(id) = self.store.insert(bytes) else {
+        let frame: Arrival = self.ends.ingress.arrival(i, self.realtime_offset_ns);
+        let Some(id) = self.store.insert(frame.parts) else {
             self.report.emulator_drops.store_full += 1;
             return;
         };
+        if frame.needs_checksum {
+            self.store.complete_checksum(id);
+        }
         self.report.frames_received += 1;
+        let bytes = self.store.bytes(id).unwrap_or_default();
         match self.chain.enqueue(self.model_ns, describe(id, bytes)) {
             Verdict::Queued => {}
             Verdict::Duplicated => self.store.add_ref(id),
@@ -229,7 +207,7 @@ impl Direction {
         let outcome = self
             .ends
             .egress
-            .send_batch(&frames[..self.outbox.due().len()]);
+            .send_batch(&mut frames[..self.outbox.due().len()]);
         self.report.profile.sends += 1;
         let now = monotonic_ns();
         let settled = self
@@ -289,6 +267,7 @@ impl Direction {
     }
 
     fn publish(&mut self) {
+        self.report.emulator_drops.ingress_overflow = self.ends.ingress.overflow();
         self.report.release_error = self.release_error.summary();
         self.report.read_lag = self.read_lag.summary();
         self.report.stages.clear();

@@ -48,8 +48,8 @@ impl Store {
         }
     }
 
-    /// Keeps a copy of `bytes`; its id, or `None` when the store is full.
-    pub fn insert(&mut self, bytes: &[u8]) -> Option<u64> {
+    /// Keeps a copy of the frame made of `parts`; its id, or `None` when the store is full.
+    pub fn insert(&mut self, parts: [&[u8]; 2]) -> Option<u64> {
         if self.held >= self.limit {
             return None;
         }
@@ -65,7 +65,8 @@ impl Store {
         };
         let slot = &mut self.slots[i];
         slot.bytes.clear();
-        slot.bytes.extend_from_slice(bytes);
+        slot.bytes.extend_from_slice(parts[0]);
+        slot.bytes.extend_from_slice(parts[1]);
         slot.refs = 1;
         self.held += 1;
         Some(i as u64)
@@ -76,6 +77,13 @@ impl Store {
             .get(id as usize)
             .filter(|s| s.refs > 0)
             .map(|s| s.bytes.as_slice())
+    }
+
+    /// Completes the transport checksum of frame `id` (which starts with a vnet header).
+    pub fn complete_checksum(&mut self, id: u64) {
+        if let Some(s) = self.slots.get_mut(id as usize).filter(|s| s.refs > 0) {
+            crate::checksum::complete(s.bytes.get_mut(VNET_HDR_LEN..).unwrap_or_default());
+        }
     }
 
     /// One more event will come about `id`.
@@ -143,17 +151,17 @@ mod tests {
     #[test]
     fn the_store_is_bounded_and_frees_after_the_last_event() {
         let mut s = Store::new(2);
-        let a = s.insert(b"aa").unwrap();
-        let b = s.insert(b"bbb").unwrap();
-        assert_eq!(s.insert(b"c"), None);
+        let a = s.insert([b"aa", b""]).unwrap();
+        let b = s.insert([b"b", b"bb"]).unwrap();
+        assert_eq!(s.insert([b"c", b""]), None);
         s.add_ref(a);
         s.release(a);
         assert_eq!(s.bytes(a), Some(&b"aa"[..]));
         s.release(a);
         assert_eq!(s.bytes(a), None);
-        let c = s.insert(b"cc").unwrap();
+        let c = s.insert([b"cc", b""]).unwrap();
         assert_eq!(c, a, "the slot is reused");
         assert_eq!(s.bytes(b), Some(&b"bbb"[..]));
-        assert_eq!(s.insert(b"d"), None, "still full");
+        assert_eq!(s.insert([b"d", b""]), None, "still full");
     }
 }

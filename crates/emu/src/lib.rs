@@ -3,18 +3,23 @@
 //! to the other end at their modelled departure times.
 //!
 //! Each direction of each link is a thread ([`direction`]): it reads the frames waiting on
-//! its ingress interface (AF_PACKET, kernel receive stamps as arrival times), offers them to
+//! its ingress interface (on the [`capture`] path: AF_PACKET by default, or AF_XDP; kernel
+//! or XDP-program receive stamps as arrival times), offers them to
 //! the chain, holds their bytes in a bounded store, sleeps until shortly before the next
 //! departure, spins the rest, and sends. A frame already late is sent at once and counted;
 //! a frame the emulator itself cannot hold (store full, interface queue full) is counted
 //! apart from the model's losses. The emulator's own error (release time minus modelled
 //! departure) is reported as percentiles with the model's counters ([`report`]).
 //!
-//! The emulator changes nothing on any interface: it only reads and writes frames, so a
-//! crash leaves the lab as configured (its emulated links then carry nothing).
+//! The emulator changes nothing on any interface but, on AF_XDP, the XDP program it attaches
+//! to its own namespace's veth ends through BPF links, which the kernel detaches when the
+//! emulator exits or dies: a crash leaves the lab as configured (its emulated links then
+//! carry nothing).
 
 #![forbid(unsafe_code)]
 
+pub mod capture;
+mod checksum;
 pub mod direction;
 mod frame;
 mod outbox;
@@ -27,6 +32,7 @@ use std::time::Duration;
 
 use flowlab_link::config::EmulateSpec;
 
+pub use capture::CapturePath;
 pub use direction::{Direction, Endpoints};
 pub use report::{DirectionReport, EmuReport, LinkReport, LoopProfile};
 
@@ -49,24 +55,44 @@ const REPORT_EVERY: Duration = Duration::from_secs(1);
 /// The emulator of some links, their interfaces open.
 pub struct Emulator {
     dirs: Vec<(Direction, Arc<Mutex<DirectionReport>>)>,
+    /// The capture path in use.
+    pub capture: CapturePath,
+    /// Why it is not the one asked for, in one line.
+    pub fallback: Option<String>,
 }
 
-/// Opens both interfaces of every link (and fails, changing nothing, if one cannot be).
-pub fn open(links: &[EmuLink]) -> std::io::Result<Emulator> {
+/// Opens both interfaces of every link on the `capture` path (and fails, changing nothing,
+/// if one cannot be opened). Where AF_XDP is not available (kernel, privileges, an XDP
+/// program already on an interface), falls back to AF_PACKET and says why.
+pub fn open(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator> {
+    match open_on(links, capture) {
+        Err(e) if capture == CapturePath::AfXdp => {
+            let mut emulator = open_on(links, CapturePath::AfPacket)?;
+            emulator.fallback = Some(format!("AF_XDP unavailable ({e}); using AF_PACKET"));
+            Ok(emulator)
+        }
+        opened => opened,
+    }
+}
+
+fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator> {
+    let index = |name: &str| flowlab_sys::raw::interface_named(name).map(|i| i.index);
     let mut dirs = Vec::new();
     for l in links {
-        let ways = [
-            (&l.a, &l.b, &l.iface_a, &l.iface_b),
-            (&l.b, &l.a, &l.iface_b, &l.iface_a),
-        ];
-        for (k, (from, to, ingress, egress)) in ways.into_iter().enumerate() {
-            let ends = Endpoints::open(ingress, egress)?;
+        let ends = capture::open_link(capture, index(&l.iface_a)?, index(&l.iface_b)?)?;
+        let ways = [(&l.a, &l.b), (&l.b, &l.a)];
+        for (k, ((from, to), (ingress, egress))) in ways.into_iter().zip(ends).enumerate() {
             let shared = Arc::new(Mutex::new(DirectionReport::new(&l.name, from, to)));
             let chain = l.spec.build(k as u64);
+            let ends = Endpoints { ingress, egress };
             dirs.push((Direction::new(ends, chain, shared.clone()), shared));
         }
     }
-    Ok(Emulator { dirs })
+    Ok(Emulator {
+        dirs,
+        capture,
+        fallback: None,
+    })
 }
 
 fn collect(reports: &[Arc<Mutex<DirectionReport>>]) -> EmuReport {

@@ -23,6 +23,7 @@ pub mod tcp;
 pub mod timestamping;
 pub mod tuning;
 pub mod udp;
+pub mod xdp;
 
 /// Serialises CPU-spinning tests so their timing checks do not disturb each other.
 #[cfg(test)]

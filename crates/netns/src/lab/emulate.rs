@@ -59,9 +59,13 @@ pub fn emulate(dir: &Path, out: &mut dyn Write) -> Result<EmuReport, LabError> {
         )));
     }
     let stop = flowlab_sys::signal::interrupt_flag();
-    let emulator = flowlab_emu::open(&links).map_err(io_err("opening the emulated links"))?;
+    let emulator =
+        flowlab_emu::open(&links, spec.capture).map_err(io_err("opening the emulated links"))?;
+    if let Some(why) = &emulator.fallback {
+        let _ = writeln!(out, "notice: {why}");
+    }
     let names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
-    let _ = writeln!(out, "{READY} {}", names.join(", "));
+    let _ = writeln!(out, "{READY} {} ({})", names.join(", "), emulator.capture);
     let _ = out.flush();
     emulator
         .run(stop, &dir.join(REPORT_FILE))

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use flowlab_emu::CapturePath;
 use flowlab_link::config::EmulateSpec;
 use flowlab_spanned::{FileError, Item, Reader};
 
@@ -34,6 +35,8 @@ pub struct LabSpec {
     pub hosts: Vec<NodeSpec>,
     pub switches: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
+    /// How the emulator reads and writes its links' frames (`[lab] emulator_capture`).
+    pub capture: CapturePath,
 }
 
 /// A `[[host]]` or `[[switch]]`.
@@ -214,10 +217,16 @@ impl LabSpec {
             .get("lab")
             .ok_or_else(|| SpecError::new(None, "missing [lab] with name = \"...\""))?;
         let lab = Reader::of(lab, "lab")?;
-        lab.only(&["name", "description"])?;
+        lab.only(&["name", "description", "emulator_capture"])?;
         let name = lab.required_string("name")?.to_string();
         check_name(&name, "lab", lab.required("name")?.line())?;
         lab.string("description")?; // free text for people reading the file
+        let capture = match (lab.get("emulator_capture"), lab.string("emulator_capture")?) {
+            (Some(item), Some(name)) => name
+                .parse()
+                .map_err(|e| lab.error(item, "emulator_capture", e))?,
+            _ => CapturePath::default(),
+        };
 
         // Hosts and switches share one namespace of names (and of network namespaces).
         let mut seen: HashMap<String, usize> = HashMap::new();
@@ -256,6 +265,7 @@ impl LabSpec {
             hosts,
             switches,
             links,
+            capture,
         })
     }
 

@@ -400,3 +400,23 @@ fn emulate_keys_are_checked_with_lines() {
     let spec = LabSpec::parse(&text("emulate = { delay = \"5ms\" }")).unwrap();
     spec.check_kernel(|_| false).unwrap();
 }
+
+#[test]
+fn the_emulators_capture_path_is_af_xdp_unless_the_lab_asks() {
+    let text = |extra: &str| {
+        format!("[lab]\nname = \"em\"\n{extra}\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\nemulate = {{ delay = \"1ms\" }}\n")
+    };
+    let capture = |extra: &str| LabSpec::parse(&text(extra)).map(|s| s.capture);
+    assert_eq!(capture(""), Ok(flowlab_emu::CapturePath::AfXdp));
+    assert_eq!(
+        capture("emulator_capture = \"af_packet\""),
+        Ok(flowlab_emu::CapturePath::AfPacket)
+    );
+    let e = capture("emulator_capture = \"tun\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("line 3") && e.contains("unknown capture path \"tun\""),
+        "{e}"
+    );
+}

@@ -61,9 +61,19 @@ mod tests {
             let logged = Arc::clone(&lines);
             let log = Arc::new(move |line: String| logged.lock().unwrap().push(line));
             scope.spawn(|| serve(listener, limits, &stop, log));
+            // Set even when the test panics, so the scope can join the server and the
+            // failure shows instead of a hang.
+            let _stop = StopOnDrop(&stop);
             test(target, &lines);
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
         });
+    }
+
+    struct StopOnDrop<'a>(&'a AtomicBool);
+
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn wait_for_line(lines: &Mutex<Vec<String>>) -> String {

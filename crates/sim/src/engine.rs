@@ -1333,8 +1333,17 @@ impl<'m> Sim<'m> {
                     p.cells = n;
                 }
                 let vc = VcId(s as u32);
+                // A shaped VC queues in its adapter's buffer: a frame that does not fit whole
+                // is the sender's loss.
+                let adapter_cells = self.m.links[i / 2]
+                    .atm
+                    .as_ref()
+                    .map_or(usize::MAX, |a| a.host_buffer_cells);
                 let st = &mut self.streams[s];
-                if hop == 0 && st.shaper.is_some() {
+                if hop == 0 && st.shaper.is_some() && st.shape_q.len() + n as usize > adapter_cells
+                {
+                    st.dropped(frame);
+                } else if hop == 0 && st.shaper.is_some() {
                     let was_empty = st.shape_q.is_empty();
                     for j in 0..n {
                         st.shape_q

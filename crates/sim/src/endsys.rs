@@ -335,18 +335,23 @@ pub(crate) struct SocketBuffer {
     fill: u64,
     peak: u64,
     overflows: u64,
+    /// Datagrams admitted so far, and how many were before the first overflow (when).
+    admitted: u64,
+    first_overflow: Option<(u64, u64)>,
     sample_ns: u64,
     /// The fill at the end of each whole sample period so far.
     samples: Vec<u64>,
 }
 
-/// A flow's receiving socket (`recv_buffer`, `read_rate` on the flow): its buffer's size,
-/// and how fast its application reads (`None`: as soon as the host's CPU hands a datagram
-/// over).
+/// A flow's receiving socket (`recv_buffer`, `read_rate`, `read_rate_from` on the flow): its
+/// buffer's size, and how fast its application reads (`None`: as soon as the host's CPU
+/// hands a datagram over), from `read_rate_from_ns` after the run's start (before it, at
+/// once: an application that falls behind only after a while).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SocketSpec {
     pub buffer_bytes: u64,
     pub read_rate_bps: Option<u64>,
+    pub read_rate_from_ns: u64,
 }
 
 /// How often a socket buffer's fill is sampled for its report.
@@ -359,6 +364,9 @@ pub struct SocketBufferReport {
     pub peak_bytes: u64,
     /// Datagrams dropped because the buffer was full (receive-buffer overflow).
     pub overflows: u64,
+    /// When the first datagram was dropped, and how many had been admitted before it.
+    pub first_overflow_ns: Option<u64>,
+    pub admitted_before_overflow: Option<u64>,
     pub sample_ns: u64,
     /// The fill (bytes) at the end of each period of `sample_ns` from the run's start.
     pub fill_bytes: Vec<u64>,
@@ -371,6 +379,8 @@ impl SocketBuffer {
             fill: 0,
             peak: 0,
             overflows: 0,
+            admitted: 0,
+            first_overflow: None,
             sample_ns: sample_ns.max(1),
             samples: Vec::new(),
         }
@@ -389,8 +399,10 @@ impl SocketBuffer {
         self.catch_up(now_ns);
         if self.fill + bytes > self.size {
             self.overflows += 1;
+            self.first_overflow.get_or_insert((now_ns, self.admitted));
             return false;
         }
+        self.admitted += 1;
         self.fill += bytes;
         self.peak = self.peak.max(self.fill);
         true
@@ -409,6 +421,8 @@ impl SocketBuffer {
             size_bytes: b.size,
             peak_bytes: b.peak,
             overflows: b.overflows,
+            first_overflow_ns: b.first_overflow.map(|f| f.0),
+            admitted_before_overflow: b.first_overflow.map(|f| f.1),
             sample_ns: b.sample_ns,
             fill_bytes: b.samples,
         }
@@ -552,6 +566,10 @@ mod tests {
         assert_eq!(admitted, 5);
         let r = b.report(2_500);
         assert_eq!((r.peak_bytes, r.overflows), (3_000, 1));
+        assert_eq!(
+            (r.first_overflow_ns, r.admitted_before_overflow),
+            (Some(500), Some(5))
+        );
         assert_eq!(
             r.fill_bytes,
             vec![3_000, 3_000],

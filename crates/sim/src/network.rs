@@ -467,6 +467,7 @@ fn socket_spec(spec: &TestSpec) -> Option<SocketSpec> {
     Some(SocketSpec {
         buffer_bytes: u64::from(buffer_bytes),
         read_rate_bps: spec.socket.read_rate_bps,
+        read_rate_from_ns: 0,
     })
 }
 

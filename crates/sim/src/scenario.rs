@@ -86,6 +86,7 @@ const FLOW_KEYS: &[&str] = &[
     "leaves",
     "recv_buffer",
     "read_rate",
+    "read_rate_from",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -389,8 +390,10 @@ fn swept_unit(keys: &[Vec<&str>]) -> Result<Option<Unit>, String> {
 /// How a swept key's range bounds are read; `None` for keys that are not numbers.
 fn unit_of(key: &str) -> Option<Unit> {
     Some(match key {
-        "rate" | "pcr" | "scr" | "pace" => Unit::Rate,
-        "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" => Unit::Bytes,
+        "rate" | "pcr" | "scr" | "pace" | "read_rate" => Unit::Rate,
+        "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" | "recv_buffer" => {
+            Unit::Bytes
+        }
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
         | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
@@ -1040,6 +1043,7 @@ fn read_socket(f: &Reader, protocol: &Protocol) -> Result<Option<SocketSpec>, Sc
     Ok(Some(SocketSpec {
         buffer_bytes,
         read_rate_bps,
+        read_rate_from_ns: f.duration_ns("read_rate_from")?.unwrap_or(0),
     }))
 }
 

@@ -60,9 +60,13 @@ impl Sim<'_> {
         }
     }
 
-    /// Packet `frame` of stream `s` waits in its socket for the application's next read.
+    /// Packet `frame` of stream `s` waits in its socket for the application's next read
+    /// (none before the application starts reading at its rate).
     pub(super) fn to_reader(&mut self, s: usize, frame: u32) {
-        match self.endsys.read(self.streams[s].flow) {
+        let flow = self.streams[s].flow;
+        let from = self.m.flows[flow].socket.map_or(0, |x| x.read_rate_from_ns);
+        let reader = self.endsys.read(flow).filter(|_| self.now >= from);
+        match reader {
             Some(k) => {
                 let bytes = self.app_bytes(s, frame);
                 self.hold(k, s, frame, Next::Deliver, bytes);

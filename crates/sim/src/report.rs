@@ -300,7 +300,24 @@ pub fn render_human(r: &SimReport) -> String {
                     t.retransmitted_segments, t.timeouts
                 );
             }
+            if let Some(b) = &f.socket_buffer {
+                let _ = write!(
+                    out,
+                    "  socket buffer {} B peak {} B overflows {}",
+                    b.size_bytes, b.peak_bytes, b.overflows
+                );
+            }
             out.push('\n');
+        }
+        for h in &run.hosts {
+            let _ = writeln!(
+                out,
+                "host {:<16} cpu {:.1}%  sending {}  receiving {}",
+                h.name,
+                h.cpu_ratio * 100.0,
+                ms(h.send_busy_ns as f64),
+                ms(h.receive_busy_ns as f64)
+            );
         }
         for p in &run.ports {
             if p.kind == "atm" {

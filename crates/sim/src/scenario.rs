@@ -395,7 +395,7 @@ fn unit_of(key: &str) -> Option<Unit> {
             Unit::Bytes
         }
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
-        | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
+        | "delayed_ack" | "min_rto" | "loop_delay" | "read_rate_from" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
         | "vc_buffer_cells" | "vc_epd" | "buffer_packets" | "tx_ring" | "mbs" | "mss"
         | "passes" | "cells_per_frame" | "limit" => Unit::Count,
@@ -1025,6 +1025,9 @@ fn native_size(
 /// The receiving socket (`recv_buffer`, `read_rate`) of a one-way UDP or native flow.
 fn read_socket(f: &Reader, protocol: &Protocol) -> Result<Option<SocketSpec>, ScenarioError> {
     let read_rate_bps = f.bit_rate("read_rate", "leave read_rate out to read at once")?;
+    if let (Some(item), None) = (f.get("read_rate_from"), read_rate_bps) {
+        return Err(f.error(item, "read_rate_from", "needs read_rate"));
+    }
     let Some(buffer_bytes) = f.bytes("recv_buffer")? else {
         return match f.get("read_rate") {
             Some(item) => {

@@ -151,3 +151,30 @@ fn host_cpu_is_the_sum_of_its_costs_over_the_run() {
     assert!((b.cpu_ratio - 0.075).abs() < 1e-12);
     assert_eq!(r.hosts.len(), 2, "hosts without costs are not reported");
 }
+
+#[test]
+fn a_shaped_vc_loses_at_the_sender_what_its_pcr_cannot_carry() {
+    // 1000-byte frames (21 cells) at 2.2 Mb/s into a CBR VC shaped to 2 Mb/s of cells
+    // (4716.98 cells/s: 1.7969 Mb/s of frames), the adapter holding two frames for it.
+    let flow = "protocol = \"raw\"\nrate = \"2.2M\"\nsize = 1000\nservice = \"cbr\"\n\
+                pcr = \"2M\"\nshape = true";
+    let text = atm25("", "", flow).replace(
+        "phy = \"ATM25\"\n[[link]]",
+        "phy = \"ATM25\"\nhost_buffer_cells = 42\n[[link]]",
+    );
+    let r = one_run(&text);
+    let f = &r.flows[0];
+    let carried = 2e6 / 424.0 / 21.0 * 8000.0;
+    assert!(
+        (f.goodput_bps - carried).abs() < carried * 1e-4,
+        "{}",
+        f.goodput_bps
+    );
+    let lost = 1.0 - carried / 2.2e6;
+    assert!(
+        (f.loss_ratio - lost).abs() < 0.005,
+        "{} against {lost}",
+        f.loss_ratio
+    );
+    assert_eq!(f.in_flight_at_end, 0, "the drain empties the shaper");
+}

@@ -488,8 +488,11 @@ pub fn write(out: &Path, seeds: &[&str], emulate: bool) -> anyhow::Result<Vec<Ou
     Ok(doc.outcomes)
 }
 
+/// A labelled line of a plot.
+pub type Line = (String, Vec<(f64, f64)>);
+
 /// A figure's curves other than its rows', each with its label.
-fn curves(curve: Curve, reports: &Reports) -> anyhow::Result<Vec<(String, Vec<(f64, f64)>)>> {
+fn curves(curve: Curve, reports: &Reports) -> anyhow::Result<Vec<Line>> {
     let label = |p: &Probe, n: usize| match n {
         1 => SIMULATED.to_string(),
         _ => format!("flowlab: {}", p.name),
@@ -524,11 +527,7 @@ fn sweep_curve(report: &SimReport, probe: &Probe, xs: &[f64]) -> anyhow::Result<
 /// The figure's published points (markers) over flowlab's curves (lines): `curves` if not
 /// empty, else the simulated values of the figure's rows; the rows' emulated values as
 /// markers too, where a lab measured them.
-pub fn plot(
-    figure: &Figure,
-    outcomes: &[Outcome],
-    curves: Vec<(String, Vec<(f64, f64)>)>,
-) -> anyhow::Result<String> {
+pub fn plot(figure: &Figure, outcomes: &[Outcome], curves: Vec<Line>) -> anyhow::Result<String> {
     let mut published = figure.marks.to_vec();
     let mut simulated = Vec::new();
     let mut emulated = Vec::new();

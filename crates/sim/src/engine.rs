@@ -1296,7 +1296,7 @@ impl<'m> Sim<'m> {
             let s = h.stream as usize;
             match h.next {
                 Next::Forward { hop } => self.forward(s, hop as usize, h.frame),
-                Next::Read => self.to_reader(s, h.frame),
+                Next::Read => self.await_read(s, h.frame),
                 Next::Deliver => self.read(s, h.frame),
             }
         }

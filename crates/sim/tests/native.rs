@@ -74,13 +74,13 @@ fn native_8000_byte_frames_reach_the_aal5_ceiling_of_atm25() {
 #[test]
 fn native_frames_are_refused_off_atm_and_above_the_mtu() {
     let text = atm25("", "", "protocol = \"raw\"\nrate = \"1M\"\nsize = 9181");
-    let e = load(&text).err().expect("refused").to_string();
+    let e = load(&text).expect_err("refused").to_string();
     assert!(e.contains("above the path MTU 9180"), "{e}");
     let ip = text
         .replace("kind = \"atm-switch\"", "kind = \"ip-router\"")
         .replace("phy = \"ATM25\"", "rate = \"10M\"")
         .replace("size = 9181", "size = 1000");
-    let e = load(&ip).err().expect("refused").to_string();
+    let e = load(&ip).expect_err("refused").to_string();
     assert!(e.contains("native AAL5 frames need ATM links"), "{e}");
 }
 

@@ -55,14 +55,14 @@ impl Sim<'_> {
                 let size = self.packet_size(s, frame);
                 self.hold(k, s, frame, next, size);
             }
-            None if socket => self.to_reader(s, frame),
+            None if socket => self.await_read(s, frame),
             None => self.deliver(s, frame, now),
         }
     }
 
     /// Packet `frame` of stream `s` waits in its socket for the application's next read
     /// (none before the application starts reading at its rate).
-    pub(super) fn to_reader(&mut self, s: usize, frame: u32) {
+    pub(super) fn await_read(&mut self, s: usize, frame: u32) {
         let flow = self.streams[s].flow;
         let from = self.m.flows[flow].socket.map_or(0, |x| x.read_rate_from_ns);
         let reader = self.endsys.read(flow).filter(|_| self.now >= from);

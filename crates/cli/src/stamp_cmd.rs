@@ -23,6 +23,7 @@ pub fn run_test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         count: args.count,
         duration: args.duration,
         drain: args.drain,
+        pacing: args.pacing,
     };
     let family = flowlab_control::client::Family::from_flags(args.ipv4, args.ipv6);
     let resolve =

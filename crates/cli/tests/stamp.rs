@@ -108,8 +108,17 @@ fn stamp_session_on_loopback() {
     let mut cmd = Command::new(FLOWLAB);
     cmd.args(["serve", "--stamp-only", "--stamp", "127.0.0.1:0"]);
     let reflector = start_reflector(cmd);
-    let v = session(Command::new(FLOWLAB), &reflector.addr, 40, &[]);
+    let v = session(
+        Command::new(FLOWLAB),
+        &reflector.addr,
+        40,
+        &["--pacing", "efficient"],
+    );
     assert_clean_session(&v, "unauthenticated", 44.0);
+    // The session waits for its slots as every paced sender does, as asked (a slot already
+    // due when a late wake-up ends needs no wait of its own).
+    assert_eq!(v["sender"]["pacing"]["mode"], "efficient", "{v:#}");
+    assert!(f64_at(&v, "/sender/pacing/waits") >= 1.0, "{v:#}");
     // Human output names each figure.
     let o = flowlab(&[
         "test",
@@ -126,9 +135,11 @@ fn stamp_session_on_loopback() {
         "round trip",
         "reflector residence",
         "one-way delays",
+        "pacing",
     ] {
         assert!(text.contains(figure), "{figure} missing in {text}");
     }
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
 
 #[test]

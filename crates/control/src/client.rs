@@ -17,7 +17,7 @@ use crate::auth::{End, Nonces};
 use crate::conn::{Conn, ConnError, Deadline};
 use crate::native::{self, check_mtu, raw_error};
 use crate::outcome::{RoleOutcome, ThreadTime};
-use crate::result::{roles, Summary2, TestResult, SCHEMA_VERSION};
+use crate::result::{roles, Origin, TestResult};
 use crate::{auth, DEFAULT_PORT};
 
 /// Errors that stop a test before it starts. Once it runs, errors land in the result instead,
@@ -623,21 +623,18 @@ pub fn run_test(
         (session, own) => session.or(own),
     };
     let error = error.or_else(|| agent.as_ref().and_then(|a| a.error.clone()));
-    let summary = Summary2::combine(&spec, Some(&client), agent.as_ref(), addr.is_ipv6());
+    let origin = Origin {
+        target: options.target.clone(),
+        agent_address: addr.to_string(),
+        ipv6: addr.is_ipv6(),
+        started_at_ns,
+    };
     Ok(TestRun {
         result: TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at_ns,
-            target: options.target.clone(),
-            agent_address: addr.to_string(),
-            spec,
-            summary,
-            client: Some(client),
-            agent,
             intervals: session_state.intervals,
             interrupted: session_state.interrupted,
             error,
+            ..TestResult::new(spec, origin, Some(client), agent)
         },
         packets,
     })

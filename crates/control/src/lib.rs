@@ -22,7 +22,7 @@ pub use agent::{serve, AgentConfig, AgentStats, Limits, LocalAgent};
 pub use auth::{load_key, AuthError};
 pub use client::{run_test, ClientError, TestOptions, TestRun};
 pub use protocol::{Message, ReadMessage};
-pub use result::{Summary2, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION};
+pub use result::{Origin, Summary2, TestResult, GRO_MAX_SEGMENTS, SCHEMA_VERSION};
 
 /// Default TCP port of the control connection.
 pub const DEFAULT_PORT: u16 = 9470;

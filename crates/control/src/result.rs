@@ -39,6 +39,46 @@ pub struct TestResult {
     pub error: Option<String>,
 }
 
+/// Where a test ran: the agent as the user named it and as it was reached, and when.
+pub struct Origin {
+    pub target: String,
+    pub agent_address: String,
+    /// The test ran over IPv6 (the summary's header overhead).
+    pub ipv6: bool,
+    /// Unix time of the start, in ns.
+    pub started_at_ns: u64,
+}
+
+impl TestResult {
+    /// The result of a test from its ends' reports, with the summary combined from them:
+    /// no intervals, not interrupted, and the first end's error, until the caller says more.
+    pub fn new(
+        spec: TestSpec,
+        origin: Origin,
+        client: Option<SideReport>,
+        agent: Option<SideReport>,
+    ) -> TestResult {
+        let summary = Summary2::combine(&spec, client.as_ref(), agent.as_ref(), origin.ipv6);
+        let error = [&client, &agent]
+            .into_iter()
+            .find_map(|end| end.as_ref().and_then(|e| e.error.clone()));
+        TestResult {
+            schema_version: SCHEMA_VERSION,
+            flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at_ns: origin.started_at_ns,
+            target: origin.target,
+            agent_address: origin.agent_address,
+            spec,
+            summary,
+            client,
+            agent,
+            intervals: Vec::new(),
+            interrupted: false,
+            error,
+        }
+    }
+}
+
 /// The combined figures, from the sending and receiving ends together.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "Summary")]

@@ -6,7 +6,6 @@
 //! never panics on input.
 
 mod budget;
-mod pacing;
 pub mod packet_auth;
 mod qdisc_watch;
 mod readiness;
@@ -38,7 +37,7 @@ pub use udp::{
 };
 
 /// How long a blocking socket call may wait before the loop checks its stop flag again.
-pub const POLL_PERIOD: Duration = Duration::from_millis(50);
+pub const POLL_PERIOD: Duration = flowlab_pacing::MAX_WAIT;
 /// Packets due within this window leave as one train (the pacing resolution).
 pub const TRAIN_WINDOW_NS: u64 = 4_000;
 /// Spin margin of waits outside a paced sender's schedule (a rate cap's tokens, a think
@@ -189,7 +188,7 @@ fn stopped(stop: &AtomicBool) -> bool {
 }
 
 /// Waits for `until_ns` on the monotonic clock with a short spin, at most [`POLL_PERIOD`] so
-/// a stop is noticed: for waits that are not a paced sender's (see `pacing::Waiter`).
+/// a stop is noticed: for waits that are not a paced sender's (see `flowlab_pacing::Waiter`).
 fn wait_until(until_ns: u64) {
     let target = until_ns.min(clock::monotonic_ns() + POLL_PERIOD.as_nanos() as u64);
     clock::pace_until(target, UNPLANNED_SPIN_NS);

@@ -17,13 +17,13 @@ use flowlab_traffic::sender::{Packet, Poll, SendPolicy};
 use flowlab_wire::message::FRAMED_HEAD_LEN;
 use flowlab_wire::{MessageHead, ProbeHeader, ProbeRepr, StreamSplitter};
 
-use crate::pacing::Waiter;
 use crate::readiness::Readiness;
 use crate::{
     batching, fill_payload, merge_flows, on_flow_threads, stopped, IntervalClock, IntervalSink,
     ReceiverOutcome, RunContext, SendBudget, SenderOutcome, MAX_BATCH, MAX_TCP_MESSAGE,
     POLL_PERIOD,
 };
+use flowlab_pacing::Waiter;
 
 pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(

@@ -160,6 +160,8 @@ pub fn tick(v: f64, unit: Unit) -> String {
 pub fn value(v: f64, unit: Unit) -> String {
     match unit {
         Unit::Percent if v.is_finite() && v != 0.0 => format!("{} %", short(v)),
+        // A value stands alone, so even zero carries its unit (a tick's axis names it).
+        _ if v == 0.0 && !unit.symbol().is_empty() => format!("0 {}", unit.symbol()),
         _ => with_symbol(v, unit, unit.symbol()),
     }
 }
@@ -234,7 +236,9 @@ mod tests {
         assert_eq!(value(2500.0, Unit::PerSec), "2.5 k/s");
         assert_eq!(value(1500.0, Unit::Bytes), "1.5 kB");
         assert_eq!(value(3.0, Unit::Count), "3");
-        assert_eq!(value(0.0, Unit::BitsPerSec), "0");
+        assert_eq!(value(0.0, Unit::BitsPerSec), "0 bit/s");
+        assert_eq!(value(0.0, Unit::Percent), "0 %");
+        assert_eq!(value(0.0, Unit::Count), "0");
         assert_eq!(value(f64::NAN, Unit::Percent), "NaN");
     }
 

@@ -360,30 +360,53 @@ pub fn interval_note(rows: &[PointStats]) -> Option<String> {
     interval_note_naming(rows, &|name| name.to_string())
 }
 
-/// `interval_note` with each metric called what `call` says (its label, in reports).
+/// `interval_note` with each metric called what `call` says (its label, in reports). Each
+/// metric is named once: one whose Student t interval was cut at its range in only some rows
+/// is listed as such, not under both kinds of interval.
 pub fn interval_note_naming(rows: &[PointStats], call: &dyn Fn(&str) -> String) -> Option<String> {
-    let mut by_method: Vec<(stats::Method, Vec<&str>)> = Vec::new();
+    let mut by_kind: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, methods) in methods_by_metric(rows) {
+        let kind = match methods.as_slice() {
+            [stats::Method::StudentT, stats::Method::StudentTCut]
+            | [stats::Method::StudentTCut, stats::Method::StudentT] => {
+                "Student t, cut at the range in some rows"
+            }
+            [only] => only.name(),
+            _ => "several kinds",
+        };
+        match by_kind.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, names)) => names.push(name),
+            None => by_kind.push((kind, vec![name])),
+        }
+    }
+    if by_kind.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_kind
+        .iter()
+        .map(|(kind, names)| {
+            let called: Vec<String> = names.iter().map(|n| call(n)).collect();
+            format!("{kind} ({})", called.join(", "))
+        })
+        .collect();
+    Some(format!("95 % intervals: {}", parts.join("; ")))
+}
+
+/// Each metric of `rows` with an interval, in order of appearance, and the kinds of
+/// interval its rows used.
+fn methods_by_metric(rows: &[PointStats]) -> Vec<(&str, Vec<stats::Method>)> {
+    let mut metrics: Vec<(&str, Vec<stats::Method>)> = Vec::new();
     for (name, e) in rows.iter().flat_map(|r| &r.estimates) {
         if e.method == stats::Method::None {
             continue;
         }
-        match by_method.iter_mut().find(|(m, _)| *m == e.method) {
-            Some((_, names)) if names.contains(&name.as_str()) => {}
-            Some((_, names)) => names.push(name),
-            None => by_method.push((e.method, vec![name])),
+        match metrics.iter_mut().find(|(n, _)| *n == name.as_str()) {
+            Some((_, methods)) if methods.contains(&e.method) => {}
+            Some((_, methods)) => methods.push(e.method),
+            None => metrics.push((name, vec![e.method])),
         }
     }
-    if by_method.is_empty() {
-        return None;
-    }
-    let parts: Vec<String> = by_method
-        .iter()
-        .map(|(m, names)| {
-            let called: Vec<String> = names.iter().map(|n| call(n)).collect();
-            format!("{} ({})", m.name(), called.join(", "))
-        })
-        .collect();
-    Some(format!("95 % intervals: {}", parts.join("; ")))
+    metrics
 }
 
 /// A number with about 4 significant digits, without exponent for everyday magnitudes.

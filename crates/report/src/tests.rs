@@ -183,3 +183,37 @@ fn parameters_that_follow_x_make_no_lines() {
     let run = s.load_run(id).unwrap();
     assert_eq!(plot::default_by(&run, "load"), vec!["flow"]);
 }
+
+#[test]
+fn the_interval_note_names_each_metric_once() {
+    let estimate = |method| Estimate {
+        n: 3,
+        mean: 1.0,
+        stddev: 1.0,
+        ci_low: 0.0,
+        ci_high: 2.0,
+        method,
+    };
+    let row = |methods: [(&str, stats::Method); 3]| PointStats {
+        params: json!({}),
+        estimates: methods
+            .iter()
+            .map(|&(name, m)| (name.to_string(), estimate(m)))
+            .collect(),
+    };
+    use stats::Method::{StudentT, StudentTCut, Wilson};
+    let rows = [
+        row([("rtt", StudentT), ("cpu", StudentTCut), ("loss", Wilson)]),
+        row([("rtt", StudentTCut), ("cpu", StudentTCut), ("loss", Wilson)]),
+        row([
+            ("rtt", StudentT),
+            ("cpu", StudentTCut),
+            ("goodput", StudentT),
+        ]),
+    ];
+    assert_eq!(
+        interval_note(&rows).unwrap(),
+        "95 % intervals: Student t, cut at the range in some rows (rtt); Student t cut at \
+         the range (cpu); Wilson on pooled counts (loss); Student t (goodput)"
+    );
+}

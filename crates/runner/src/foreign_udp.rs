@@ -6,6 +6,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use flowlab_pacing::Waiter;
 use flowlab_results::meter::SenderMeter;
 use flowlab_spec::TestSpec;
 use flowlab_sys::clock;
@@ -41,17 +42,14 @@ pub(crate) fn udp_send(
         Err(e) => return (meter, Some(e)),
     };
     let mut datagram = vec![0u8; spec.size as usize];
+    let mut waiter = Waiter::new(spec, 1, false);
     loop {
         if stop.load(Ordering::Relaxed) {
             core.handle_stop();
         }
         match core.poll(clock::monotonic_ns()) {
             Poll::Done => break,
-            Poll::Wait { until_ns } => {
-                let deadline = until_ns.min(clock::monotonic_ns() + POLL.as_nanos() as u64);
-                let (_, spun) = clock::pace_until_counting_spin(deadline, 0);
-                meter.on_pacing_spin(spun);
-            }
+            Poll::Wait { until_ns } => meter.on_pacing_spin(waiter.wait(until_ns).spun_ns),
             Poll::Transmit { .. } => {
                 meter.on_batch(core.train().len() as u64);
                 let out = Datagrams { socket, to, header };
@@ -66,6 +64,9 @@ pub(crate) fn udp_send(
                 }
             }
         }
+    }
+    if let Some(pacing) = waiter.report() {
+        meter.set_pacing(pacing);
     }
     (meter, core.error().map(str::to_string))
 }

@@ -9,9 +9,7 @@ use flowlab_control::{
 };
 use flowlab_experiment::Step;
 use flowlab_netns::lab::{DownReport, LabState, LabSummary};
-use flowlab_results::{
-    CpuLoad, IntervalReport, PacingReport, RoleCpu, SideReport, TransactionReport,
-};
+use flowlab_results::{CpuLoad, IntervalReport, RoleCpu, SideReport, TransactionReport};
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_stats::LatencySummary;
 use flowlab_store::{Run, RunInfo};
@@ -23,13 +21,12 @@ use crate::observer::ExperimentStart;
 use crate::outcome::{FlowOutcome, NetworkKind, OneWay, TrialOutcome};
 use crate::sweep::SweepOutcome;
 
-mod fit;
 mod flows;
 mod params;
 mod search;
 mod table;
 
-pub use fit::wrap;
+pub use flowlab_units::fit::{self, wrap};
 pub use search::search_text;
 
 pub fn protocol_name(p: Protocol) -> &'static str {
@@ -135,20 +132,24 @@ fn model_offered(spec: &TestSpec) -> String {
 }
 
 pub fn headline(options: &TestOptions) -> String {
+    fit::wrap(&headline_line(options), 2).trim_end().to_string()
+}
+
+/// [`headline`] on one line, for a view that fits it itself.
+pub fn headline_line(options: &TestOptions) -> String {
     let s = &options.spec;
     let direction = match s.traffic.as_ref().and_then(|t| t.transactions()) {
         Some(_) => "request/response",
         None => mode_name(s),
     };
-    let line = format!(
+    format!(
         "flowlab {}: {} {} to {}, {}",
         env!("CARGO_PKG_VERSION"),
         protocol_name(s.protocol),
         direction,
         options.target,
         offered(s)
-    );
-    fit::wrap(&line, 2).trim_end().to_string()
+    )
 }
 
 /// `transactions`: a request/response test, whose interval "packets" are transactions and
@@ -210,30 +211,6 @@ fn latency_line(label: &str, d: &LatencySummary) -> String {
         f(d.p999_ns),
         f(d.max_ns),
         f(d.stddev_ns)
-    )
-}
-
-/// The sender's pacing: the mode, the strategy its planner chose and what the waits cost.
-fn pacing_text(p: &PacingReport) -> String {
-    let margin = format_duration_ns(p.margin_ns as f64);
-    let how = match p.strategy.as_str() {
-        "spin" => "spin to each deadline".to_string(),
-        "sleep_spin" => format!("sleep, then spin the last {margin}"),
-        "sleep" => "sleep to each deadline".to_string(),
-        "kernel_txtime" => format!("wake {margin} early, the kernel sends on time"),
-        other => other.to_string(),
-    };
-    let latency = match (p.wake_latency_p50_ns, p.wake_latency_p99_ns) {
-        (Some(p50), Some(p99)) => format!(
-            " (wake-up p50 {}, p99 {})",
-            format_duration_ns(p50 as f64),
-            format_duration_ns(p99 as f64)
-        ),
-        _ => String::new(),
-    };
-    format!(
-        "{}: {how}{latency}; waits {:.1}% of one core",
-        p.mode, p.cpu_pct
     )
 }
 
@@ -425,7 +402,7 @@ fn render_packets(r: &TestResult, out: &mut String) {
         .into_iter()
         .find_map(|side| side.as_ref()?.sender.as_ref());
     if let Some(p) = sender.and_then(|tx| tx.pacing.as_ref()) {
-        let _ = writeln!(out, "  pacing             {}", pacing_text(p));
+        let _ = writeln!(out, "  pacing             {p}");
     }
     if let Some(c) = sender.and_then(|tx| tx.contract.as_ref()) {
         let _ = writeln!(out, "  contract           {}", contract_text(c));
@@ -1649,32 +1626,6 @@ mod tests {
         };
         assert!(show_run(&run, &[]).contains("\nnetwork   lab three\n"));
     }
-    #[test]
-    fn pacing_says_the_strategy_the_wake_ups_and_the_cpu() {
-        let mut p = PacingReport {
-            mode: flowlab_traffic::PacingMode::Auto,
-            strategy: "sleep_spin".into(),
-            margin_ns: 45_000,
-            waits: 5_000,
-            sleeps: 4_990,
-            wake_latency_p50_ns: Some(12_000),
-            wake_latency_p99_ns: Some(40_000),
-            cpu_ns: 120_000_000,
-            cpu_pct: 1.2,
-        };
-        assert_eq!(
-            pacing_text(&p),
-            "auto: sleep, then spin the last 45.0 µs (wake-up p50 12.0 µs, p99 40.0 µs); \
-             waits 1.2% of one core"
-        );
-        p.strategy = "spin".into();
-        (p.wake_latency_p50_ns, p.wake_latency_p99_ns) = (None, None);
-        assert_eq!(
-            pacing_text(&p),
-            "auto: spin to each deadline; waits 1.2% of one core"
-        );
-    }
-
     #[test]
     fn cpu_lines_show_the_role_total_with_the_spin_apart_and_the_process_sum() {
         let role = RoleCpu {

@@ -143,13 +143,20 @@ type Plot = (&'static str, fn(&Point) -> u64, fn(u64) -> String);
 
 /// Draws the view into `area`.
 pub fn draw(frame: &mut Frame, area: Rect, state: &LiveState) {
-    let outer = Block::default().borders(Borders::ALL).title(
-        Line::from(format!(" {} ", state.title)).style(Style::new().add_modifier(Modifier::BOLD)),
-    );
+    // The headline's first line is the frame's title; the rest goes on above the figures.
+    let mut headline = flowlab_units::fit::wrap_to(&state.title, usize::from(area.width) - 4);
+    let rest: Vec<Line> = headline.split_off(1).into_iter().map(Line::from).collect();
+    let title = format!(" {} ", headline.concat());
+    let outer = Block::default()
+        .borders(Borders::ALL)
+        .title(Line::from(title).style(Style::new().add_modifier(Modifier::BOLD)));
     let inner = outer.inner(area);
     frame.render_widget(outer, area);
-    let [text, plots] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(inner);
-    frame.render_widget(Paragraph::new(state.figures()), text);
+    let text_rows = 3 + rest.len() as u16;
+    let [text, plots] =
+        Layout::vertical([Constraint::Length(text_rows), Constraint::Min(3)]).areas(inner);
+    let figures: Vec<Line> = rest.into_iter().chain(state.figures()).collect();
+    frame.render_widget(Paragraph::new(figures), text);
     let columns = Layout::horizontal([Constraint::Ratio(1, 4); 4]).areas::<4>(plots);
     let peak = |values: &[u64]| values.iter().copied().max().unwrap_or(0);
     let plots: [Plot; 4] = [
@@ -215,7 +222,7 @@ impl<B: Backend> Observer for LiveView<B> {
     fn on(&mut self, event: Event<'_>) {
         match event {
             Event::TestStarted(options) => {
-                self.state.title = format::headline(options);
+                self.state.title = format::headline_line(options);
                 self.redraw();
             }
             Event::Interval { report, .. } => {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use flowlab_control::{Summary2, TestResult, SCHEMA_VERSION};
+use flowlab_control::{Origin, TestResult};
 use flowlab_experiment::{Experiment, ResolvedFlow, Step};
 use flowlab_sim::{SimFlow, SimFlowResult, SimNetwork, SimReport};
 use sha2::{Digest, Sha256};
@@ -117,21 +117,13 @@ fn sim_flow(f: &ResolvedFlow) -> SimFlow {
 /// the simulated packets carry IPv4 headers.
 fn test_result(flow: &ResolvedFlow, sides: SimFlowResult, step_started_ns: u64) -> TestResult {
     let SimFlowResult { client, agent, .. } = sides;
-    let summary = Summary2::combine(&flow.spec, Some(&client), Some(&agent), false);
-    TestResult {
-        schema_version: SCHEMA_VERSION,
-        flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at_ns: step_started_ns + flow.start_offset_ns,
+    let origin = Origin {
         target: flow.server_agent.clone(),
         agent_address: agent.host.clone(),
-        spec: flow.spec.clone(),
-        summary,
-        error: client.error.clone().or_else(|| agent.error.clone()),
-        client: Some(client),
-        agent: Some(agent),
-        intervals: Vec::new(),
-        interrupted: false,
-    }
+        ipv6: false,
+        started_at_ns: step_started_ns + flow.start_offset_ns,
+    };
+    TestResult::new(flow.spec.clone(), origin, Some(client), Some(agent))
 }
 
 /// The SHA-256 of `text`, in hex.

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use flowlab_pacing::Waiter;
 use flowlab_results::meter::SenderMeter;
-use flowlab_sys::clock::{monotonic_ns, pace_until, realtime_ns, realtime_sync};
+use flowlab_sys::clock::{monotonic_ns, realtime_ns, realtime_sync};
 use flowlab_sys::signal::is_interrupted;
 use flowlab_sys::udp::{self, RecvBatch};
-use flowlab_traffic::{Action, EndCondition, PacedSchedule, Pacer, PacerConfig};
+use flowlab_traffic::{Action, EndCondition, PacedSchedule, Pacer, PacerConfig, PacingMode};
 use flowlab_wire::stamp::ErrorEstimate;
 
 use crate::reflector::{Reflector, ReflectorClock, Request};
@@ -25,8 +26,6 @@ const MAX_DATAGRAM: usize = 65_536;
 const CLOCK_REFRESH_NS: u64 = 1_000_000_000;
 /// A packet later than this behind its slot is skipped (counted as a missed slot).
 const MAX_LATENESS_NS: u64 = 50_000_000;
-/// The last microseconds before a slot are spun rather than slept.
-const PACING_SPIN_NS: u64 = 50_000;
 
 /// This host's realtime clock as an error estimate: synchronised with its estimated error, or
 /// not, with its maximum error.
@@ -112,6 +111,8 @@ pub struct SessionOptions {
     pub duration: Option<Duration>,
     /// How long to wait for replies after the last packet.
     pub drain: Duration,
+    /// How the sender waits for each slot (as `flowlab test --pacing`).
+    pub pacing: PacingMode,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -223,12 +224,12 @@ fn send_packets(
     let mut buf = vec![0u8; opts.sender.packet_len()];
     let mut error = clock_error();
     let mut error_read_ns = monotonic_ns();
+    let spacing_ns = opts.sender.packet_len() as u64 * 8 * 1_000_000_000 / opts.rate_bps.max(1);
+    let mut waiter = Waiter::for_schedule(opts.pacing, spacing_ns);
     while !is_interrupted() {
         match pacer.poll(monotonic_ns()) {
             Action::Done => break,
-            Action::Wait { until_ns } => {
-                pace_until(until_ns, PACING_SPIN_NS);
-            }
+            Action::Wait { until_ns } => meter.on_pacing_spin(waiter.wait(until_ns).spun_ns),
             Action::Send { first, count } => {
                 let now = monotonic_ns();
                 if now.saturating_sub(error_read_ns) >= CLOCK_REFRESH_NS {
@@ -257,6 +258,9 @@ fn send_packets(
         }
     }
     meter.set_missed_slots(0, pacer.missed_slots());
+    if let Some(pacing) = waiter.report() {
+        meter.set_pacing(pacing);
+    }
     meter
 }
 

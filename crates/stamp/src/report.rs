@@ -106,8 +106,8 @@ pub fn render(r: &StampResult) -> String {
         "  one-way delays       {verdict}: {}{bound}",
         one_way.reason
     );
-    delay_line(&mut out, "  forward", &one_way.forward);
-    delay_line(&mut out, "  backward", &one_way.backward);
+    delay_line(&mut out, "one-way forward", &one_way.forward);
+    delay_line(&mut out, "one-way backward", &one_way.backward);
     if let Some(ttl) = s.sender_ttl {
         let _ = writeln!(out, "  TTL at reflector     {}..{}", ttl.min, ttl.max);
     }
@@ -130,5 +130,11 @@ pub fn render(r: &StampResult) -> String {
             lost.send_errors
         );
     }
-    out
+    if let Some(pacing) = &r.sender.pacing {
+        let _ = writeln!(out, "  pacing               {pacing}");
+    }
+    flowlab_units::fit::fit_at(&out, TEXT_COLUMN)
 }
+
+/// Where each line's text starts after its label.
+const TEXT_COLUMN: usize = 23;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use flowlab_traffic::PacingMode;
 use flowlab_units::Rate;
 
 use crate::net::{bind_reflector, serve_reflector, SessionOptions};
@@ -35,6 +36,8 @@ pub struct SessionRequest<'a> {
     pub duration: Option<Duration>,
     /// How long to wait for replies after the last packet.
     pub drain: Duration,
+    /// How the sender waits for each slot; default auto.
+    pub pacing: Option<PacingMode>,
 }
 
 impl SessionRequest<'_> {
@@ -72,6 +75,7 @@ impl SessionRequest<'_> {
                 (d, _) => d,
             },
             drain: self.drain,
+            pacing: self.pacing.unwrap_or_default(),
         })
     }
 }
@@ -178,6 +182,7 @@ mod tests {
             count: None,
             duration: None,
             drain: Duration::from_millis(500),
+            pacing: None,
         }
     }
 
@@ -192,15 +197,18 @@ mod tests {
         assert_eq!(o.sender.packet_len(), len);
         assert_eq!(o.rate_bps, len as u64 * 8 * 10);
         assert_eq!((o.count, o.duration), (None, Some(DEFAULT_DURATION)));
+        assert_eq!(o.pacing, PacingMode::Auto);
         let key = [7u8; 32];
         let auth = SessionRequest {
             key: Some(&key),
             count: Some(5),
             rate: Some(Rate::BitsPerSec(64_000)),
+            pacing: Some(PacingMode::Efficient),
             ..request()
         };
         let o = auth.options(loopback).unwrap();
         assert_eq!(o.sender.packet_len(), flowlab_wire::stamp::AUTH_LEN);
+        assert_eq!(o.pacing, PacingMode::Efficient);
         assert_eq!((o.rate_bps, o.count, o.duration), (64_000, Some(5), None));
     }
 

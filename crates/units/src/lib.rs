@@ -8,6 +8,8 @@
 //! rounding. Every parser returns a [`UnitError`] whose message fits on one line, so the
 //! functions can be used directly as clap `value_parser`s.
 
+pub mod fit;
+
 use std::time::Duration;
 
 /// A parse failure, phrased so that clap can print it as-is.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{split_target, ClientError, TestOptions, TestRun};
-use crate::result::{Summary2, TestResult, SCHEMA_VERSION};
+use crate::result::{Origin, TestResult};
 use flowlab_results::meter::{Arrived, ReceiverMeter, SenderMeter};
 use flowlab_results::{IntervalReport, Role, SideReport};
 use flowlab_spec::TestSpec;
@@ -55,21 +55,18 @@ pub fn run(
     notes.extend(pinger.notes());
     let intervals = std::mem::take(&mut pinger.intervals);
     let (side, packets) = pinger.finish(notes, error.clone());
-    let summary = Summary2::combine(spec, Some(&side), None, target.is_ipv6());
+    let origin = Origin {
+        target: options.target.clone(),
+        agent_address: target.to_string(),
+        ipv6: target.is_ipv6(),
+        started_at_ns,
+    };
     Ok(TestRun {
         result: TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at_ns,
-            target: options.target.clone(),
-            agent_address: target.to_string(),
-            spec: spec.clone(),
-            summary,
-            client: Some(side),
-            agent: None,
             intervals,
             interrupted: stop.load(Ordering::Relaxed),
             error,
+            ..TestResult::new(spec.clone(), origin, Some(side), None)
         },
         packets,
     })

@@ -15,7 +15,7 @@ use super::{negotiate, resolve, setup_error, Accepted, ClientError, Data, Keepal
 use super::{TestOptions, TestRun, AGENT_SILENCE};
 use crate::outcome::ThreadTime;
 use crate::protocol::Message;
-use crate::result::{Summary2, TestResult, SCHEMA_VERSION};
+use crate::result::{Origin, TestResult};
 
 /// What to send to which group, and which agents receive it.
 #[derive(Debug, Clone)]
@@ -269,21 +269,18 @@ impl Receiver {
         let agent = self.session.agent_report.map(|b| *b);
         let error = self.session.error.or_else(|| client.error.clone());
         let error = error.or_else(|| agent.as_ref().and_then(|a| a.error.clone()));
-        let summary = Summary2::combine(spec, Some(client), agent.as_ref(), self.addr.is_ipv6());
+        let origin = Origin {
+            target: self.target,
+            agent_address: self.addr.to_string(),
+            ipv6: self.addr.is_ipv6(),
+            started_at_ns,
+        };
         TestRun {
             result: TestResult {
-                schema_version: SCHEMA_VERSION,
-                flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
-                started_at_ns,
-                target: self.target,
-                agent_address: self.addr.to_string(),
-                spec: spec.clone(),
-                summary,
-                client: Some(client.clone()),
-                agent,
                 intervals: self.session.intervals,
                 interrupted,
                 error,
+                ..TestResult::new(spec.clone(), origin, Some(client.clone()), agent)
             },
             packets: Vec::new(),
         }

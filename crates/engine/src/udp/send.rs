@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 
 use flowlab_results::meter::SenderMeter;
@@ -14,8 +15,8 @@ use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
 use flowlab_wire::{ProbeRepr, PROBE_HEADER_LEN};
 
-use crate::pacing::Waiter;
 use crate::packet_auth::PacketAuth;
+use flowlab_pacing::Waiter;
 
 use crate::readiness::DatagramSend;
 use crate::{
@@ -299,8 +300,12 @@ pub(crate) struct Sender<'a, S> {
     gso: bool,
     /// The flows share one unconnected socket: what is due at once leaves in one call.
     shared: bool,
-    /// The packets gathered across flows for one shared send, in slot order.
+    /// The packets gathered across flows for one shared send, in slot order, and where each
+    /// goes.
     gathered: Vec<(usize, Packet)>,
+    gathered_to: Vec<SocketAddr>,
+    /// A shared send also takes the packets due this much later (`PacingMode::group_window_ns`).
+    group_window_ns: u64,
     train: Train,
     realtime_offset: i64,
     acks: Option<AckReader>,
@@ -396,6 +401,8 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
             gso,
             shared,
             gathered: Vec::with_capacity(max_train),
+            gathered_to: Vec::with_capacity(max_train),
+            group_window_ns: spec.pacing.group_window_ns(),
             train: Train::new(stride, max_train),
             realtime_offset: clock::realtime_minus_monotonic_ns(),
             acks: ctx.return_cookie.map(|cookie| AckReader {
@@ -488,9 +495,10 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
     }
 
-    /// Gathers the trains of every flow due at `now`, from flow `first` on, into one send on
-    /// the shared socket. Each train is reported taken as it is gathered; what the send then
-    /// refuses gives its sequence numbers back and is lost (paced flows only share).
+    /// Gathers the trains of every flow due by `now` and the group window after it, from flow
+    /// `first` on, into one send on the shared socket. Each train is reported taken as it is
+    /// gathered; what the send then refuses gives its sequence numbers back and is lost (paced
+    /// flows only share).
     fn transmit_shared(&mut self, first: usize, now: u64) {
         self.gathered.clear();
         let now_mono = clock::monotonic_ns();
@@ -511,7 +519,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
             self.gathered.extend(packets.iter().map(|&p| (flow, p)));
             let count = packets.len();
             self.core.handle_sent(count);
-            match self.core.poll(now) {
+            match self.core.poll(now + self.group_window_ns) {
                 Poll::Transmit { flow: next } => flow = next,
                 Poll::Wait { .. } | Poll::Done => break,
             }
@@ -542,16 +550,18 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
     }
 
     /// One sendmmsg of the gathered packets, each to its flow's peer.
-    fn send_gathered(&self) -> io::Result<usize> {
+    fn send_gathered(&mut self) -> io::Result<usize> {
         let Some((fd, _)) = self.socks.first().and_then(DatagramSend::shared) else {
             return Err(io::Error::other("no shared socket"));
         };
-        let to: Vec<_> = self
+        self.gathered_to.clear();
+        let peers = self
             .gathered
             .iter()
-            .filter_map(|&(i, _)| self.socks[i].shared().map(|(_, peer)| peer))
-            .collect();
-        udp::send_batch_to(fd, &self.train.frames(self.gathered.len()), &to, true)
+            .filter_map(|&(i, _)| self.socks[i].shared());
+        self.gathered_to.extend(peers.map(|(_, peer)| peer));
+        let frames = self.train.frames(self.gathered.len());
+        udp::send_batch_to(fd, &frames, &self.gathered_to, true)
     }
 
     /// Feeds the meter the first `taken` packets of the train, and their transmit stamps.

@@ -148,7 +148,7 @@ fn the_table_shows_values_and_differences() {
         "  goodput           5 Mbit/s  4.75 Mbit/s     -5.0 %"
     );
     let loss = text.lines().find(|l| l.contains("packet loss")).unwrap();
-    assert!(loss.ends_with(" 0       0.25 %  +0.250 pt"), "{loss}");
+    assert!(loss.ends_with(" 0 %       0.25 %  +0.250 pt"), "{loss}");
 }
 
 /// Three runs with delays fit 80 columns: long labels wrap, times read in µs.
@@ -168,7 +168,7 @@ fn three_runs_fit_80_columns() {
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
     let rows = [
         "  metric                              run 1    run 2   run 3     2 − 1     3 − 1",
-        "  median relative one-way delay     52.5 µs    53 µs       0    +1.0 %  -100.0 %",
+        "  median relative one-way delay     52.5 µs    53 µs     0 s    +1.0 %  -100.0 %",
         "  99th percentile relative one-way   310 µs  2.48 ms  312 µs  +700.0 %    +0.6 %",
         "  delay",
     ];

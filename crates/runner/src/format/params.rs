@@ -60,7 +60,7 @@ pub fn params_text(params: &Value) -> String {
         return "params    none\n".into();
     }
     let items = parts.iter().map(String::as_str);
-    super::fit::pack("params    ", items, ", ", 10) + "\n"
+    flowlab_units::fit::pack("params    ", items, ", ", 10) + "\n"
 }
 
 #[cfg(test)]

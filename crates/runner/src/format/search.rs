@@ -10,8 +10,8 @@ use flowlab_experiment::{
 use flowlab_units::{format_bytes, format_duration_ns, format_rate};
 use serde_json::Value;
 
-use super::fit::wrap;
 use flowlab_report::Unit;
+use flowlab_units::fit::wrap;
 
 use super::table::{print_columns, value_column, Column};
 

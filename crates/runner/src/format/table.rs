@@ -9,7 +9,7 @@ use flowlab_report::{describe, Estimate, Metric, PointStats, Unit};
 use flowlab_spec::{Param, ValueKind};
 use flowlab_store::{plain, Run};
 
-use super::fit::{wrap, wrap_to, WIDTH};
+use flowlab_units::fit::{wrap, wrap_to, WIDTH};
 
 /// The column groups, in the order they print.
 const GROUPS: [&str; 4] = ["throughput", "loss", "delay", "CPU"];

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use flowlab_control::client::resolve_with_port;
-use flowlab_control::result::{Summary2, TestResult, SCHEMA_VERSION};
+use flowlab_control::result::{Origin, TestResult};
 use flowlab_control::{TestOptions, TestRun};
 use flowlab_iperf3::frame::{encode_json, MAX_RESULTS_JSON};
 use flowlab_iperf3::udp::{CONNECT_MSG, CONNECT_REPLY, LEGACY_CONNECT_REPLY};
@@ -318,22 +318,18 @@ fn result(
 ) -> TestRun {
     let spec = streams::spec_of(plan, !plan.reverse);
     let agent = server_side(plan, theirs);
-    let summary = Summary2::combine(&spec, Some(&ours), Some(&agent), server.is_ipv6());
     let error = ours.error.clone();
+    let origin = Origin {
+        target: target.to_string(),
+        agent_address: server.to_string(),
+        ipv6: server.is_ipv6(),
+        started_at_ns,
+    };
     TestRun {
         result: TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at_ns,
-            target: target.to_string(),
-            agent_address: server.to_string(),
-            spec,
-            summary,
-            client: Some(ours),
-            agent: Some(agent),
-            intervals: Vec::new(),
             interrupted: stop.load(Ordering::Relaxed),
             error,
+            ..TestResult::new(spec, origin, Some(ours), Some(agent))
         },
         packets: Vec::new(),
     }

@@ -84,9 +84,14 @@ fn rows(view: &LiveView<TestBackend>) -> Vec<String> {
 fn each_interval_redraws_the_figures_and_the_plots() {
     let mut view = view();
     let before = rows(&view);
+    // A headline longer than the frame goes on under its title, a figure kept with its unit.
     assert!(before[0].contains("to 10.0.0.2"), "{before:#?}");
     assert!(
-        before[1].contains("waiting for the first interval"),
+        before[1].contains("│1200 B packets for 10.0 s "),
+        "{before:#?}"
+    );
+    assert!(
+        before[2].contains("waiting for the first interval"),
         "{before:#?}"
     );
     for (i, (rate, lost, p99)) in [(2e6, 0, 90.0), (1e6, 50, 400.0), (2e6, 0, 120.0)]
@@ -102,22 +107,22 @@ fn each_interval_redraws_the_figures_and_the_plots() {
     let screen = rows(&view);
     let text = screen.join("\n");
     assert!(
-        screen[1].contains("3.0 s  throughput 2.00 Mbit/s"),
+        screen[2].contains("3.0 s  throughput 2.00 Mbit/s"),
         "{text}"
     );
     assert!(
-        screen[1].contains("lost 0 here, 50 (3.33 %) in all"),
+        screen[2].contains("lost 0 here, 50 (3.33 %) in all"),
         "{text}"
     );
     assert!(
-        screen[2].contains("delay p50 55.0 µs  p90 80.0 µs  p99 120 µs"),
+        screen[3].contains("delay p50 55.0 µs  p90 80.0 µs  p99 120 µs"),
         "{text}"
     );
     assert!(text.contains(" max 2.00 Mbit/s "), "{text}");
     assert!(text.contains(" max 50 "), "{text}");
     assert!(text.contains(" max 400 µs "), "{text}");
     assert!(
-        screen[3].contains("schedule error p50 1.00 µs  p99 4.00 µs  max 8.00 µs  (500 packets)"),
+        screen[4].contains("schedule error p50 1.00 µs  p99 4.00 µs  max 8.00 µs  (500 packets)"),
         "{text}"
     );
     assert!(
@@ -126,7 +131,7 @@ fn each_interval_redraws_the_figures_and_the_plots() {
     );
     // The plots' first row holds only the peaks' full bars: the two 2 Mbit/s intervals,
     // the one with losses, the 400 µs delay and the 800 µs lateness; the dips stay below.
-    let plot_top = &screen[6];
+    let plot_top = &screen[7];
     assert_eq!(plot_top.matches('█').count(), 5, "{text}");
 }
 
@@ -143,7 +148,7 @@ fn an_interval_without_schedule_error_says_why() {
     });
     let screen = rows(&view);
     assert!(
-        screen[3].contains("schedule error: not measured here (max rate, TCP, or the agent sends)"),
+        screen[4].contains("schedule error: not measured here (max rate, TCP, or the agent sends)"),
         "{screen:#?}"
     );
 }

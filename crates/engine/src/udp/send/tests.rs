@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use flowlab_spec::{Direction, Protocol, TestSpec};
 use flowlab_sys::timestamping::TxStamp;
+use flowlab_traffic::PacingMode;
 use flowlab_wire::ProbeRepr;
 
 use super::*;
@@ -461,4 +462,34 @@ fn a_shared_send_that_fails_ends_sending() {
         (report.packets_sent, report.lost_by_sender.send_errors),
         (0, 7)
     );
+}
+
+/// A shared send also takes the packets due within the pacing mode's group window, early
+/// by at most that window: none under precise pacing.
+#[test]
+fn a_shared_send_takes_what_is_due_within_the_group_window() {
+    let sent_at_2_3_ms = |pacing: PacingMode| {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (receivers, spec) = shared_flows(&sock);
+        let spec = TestSpec { pacing, ..spec };
+        let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
+        let flows = crate::udp::SharedFlow::all(&sock, &peers);
+        let budget = SendBudget::new(None, 0);
+        let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
+        assert!(matches!(s.step(2_300_000), Step::Sent));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut got = arrived(&receivers);
+        got.sort_unstable();
+        let report = s.finish().0.report();
+        assert_eq!(report.batching.syscalls, 1);
+        got
+    };
+    let on_time = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)];
+    assert_eq!(sent_at_2_3_ms(PacingMode::Precise), on_time);
+    // Flow 1's third slot, due at 2.333 ms, is 33 µs ahead: within efficient's 50 µs, not
+    // within auto's 20 µs.
+    assert_eq!(sent_at_2_3_ms(PacingMode::Auto), on_time);
+    let mut early = on_time.to_vec();
+    early.insert(5, (1, 2));
+    assert_eq!(sent_at_2_3_ms(PacingMode::Efficient), early);
 }

@@ -26,16 +26,16 @@ pub fn wrap(text: &str, indent: usize) -> String {
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a longer word alone on
-/// its line): a label in a table's cell.
+/// its line), a figure kept with its unit: a label in a table's cell.
 pub fn wrap_to(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
-    for word in text.split(' ') {
+    for word in glued_words(text) {
         match lines.last_mut() {
             Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
                 line.push(' ');
-                line.push_str(word);
+                line.push_str(&word);
             }
-            _ => lines.push(word.to_string()),
+            _ => lines.push(word),
         }
     }
     lines
@@ -75,10 +75,15 @@ fn glued_words(text: &str) -> Vec<String> {
 /// starts after its label ([`TEXT_COLUMN`]), broken between items (two spaces apart)
 /// where it can, else between words.
 pub fn fit(text: &str) -> String {
+    fit_at(text, TEXT_COLUMN)
+}
+
+/// [`fit`] for a report whose text starts at `column` after its labels.
+pub fn fit_at(text: &str, column: usize) -> String {
     text.split_inclusive('\n')
         .map(|line| match line.strip_suffix('\n') {
-            Some(l) => fit_line(l) + "\n",
-            None => fit_line(line),
+            Some(l) => fit_line(l, column) + "\n",
+            None => fit_line(line, column),
         })
         .collect()
 }
@@ -86,20 +91,20 @@ pub fn fit(text: &str) -> String {
 /// Where a report's text starts after its label: `  one-way delay      min ...`.
 const TEXT_COLUMN: usize = 21;
 
-/// The column a line goes on at: under its text, or its own indent for a line that is
-/// already a continuation.
-fn hang(line: &str) -> usize {
+/// The column a line goes on at: under its text (`column`), or its own indent for a line
+/// that is already a continuation.
+fn hang(line: &str, column: usize) -> usize {
     match line.chars().take_while(|&c| c == ' ').count() {
         indent if indent >= 4 => indent,
-        _ => TEXT_COLUMN,
+        _ => column,
     }
 }
 
-fn fit_line(line: &str) -> String {
+fn fit_line(line: &str, column: usize) -> String {
     if line.chars().count() <= WIDTH {
         return line.to_string();
     }
-    let hang = hang(line);
+    let hang = hang(line, column);
     let split = line.char_indices().nth(hang).map_or(line.len(), |(i, _)| i);
     let (label, body) = line.split_at(split);
     let items = body.split("  ").map(str::trim).filter(|i| !i.is_empty());

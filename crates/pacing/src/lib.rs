@@ -1,19 +1,24 @@
 //! A sending thread's waits for its deadlines: the [`PacingPlanner`] of `flowlab-traffic`
 //! picks the strategy, this sleeps and spins on the monotonic clock, feeds the planner the
-//! wake-up latency it saw, and counts what the waits cost.
+//! wake-up latency it saw, and counts what the waits cost. Every paced sender waits here: the
+//! engine's UDP and TCP senders, STAMP sessions, and flows in other tools' datagrams.
+
+use std::time::Duration;
 
 use flowlab_results::PacingReport;
 use flowlab_spec::TestSpec;
 use flowlab_sys::{clock, cpu};
 use flowlab_traffic::pacing::{PacingPlanner, Strategy};
+use flowlab_traffic::PacingMode;
 
-use crate::POLL_PERIOD;
+/// The longest single wait, so a sender notices a stop request this soon.
+pub const MAX_WAIT: Duration = Duration::from_millis(50);
 
 /// The spacing assumed for a traffic model's deadlines until some are seen.
 const MODEL_SPACING_GUESS_NS: u64 = 1_000_000;
 
 /// What one wait did.
-pub(crate) struct Waited {
+pub struct Waited {
     /// ns spent busy-spinning.
     pub spun_ns: u64,
     /// The time to poll the sender core at: now, or the deadline itself when the kernel holds
@@ -22,7 +27,7 @@ pub(crate) struct Waited {
 }
 
 /// One sending thread's pacing.
-pub(crate) struct Waiter {
+pub struct Waiter {
     planner: PacingPlanner,
     /// The test has a schedule (a rate or a model); at max rate only a rate cap waits.
     scheduled: bool,
@@ -45,15 +50,26 @@ fn strategy_index(s: Strategy) -> usize {
 impl Waiter {
     /// The waits of a thread sending `flows` flows of `spec`; `kernel_timed`: its sockets
     /// hand packets to a qdisc that sends them at their transmit time.
-    pub(crate) fn new(spec: &TestSpec, flows: usize, kernel_timed: bool) -> Self {
+    pub fn new(spec: &TestSpec, flows: usize, kernel_timed: bool) -> Self {
         let spacing = spec
             .packet_interval_ns()
             .map_or(MODEL_SPACING_GUESS_NS, |i| i / flows.max(1) as u64);
-        let planner = PacingPlanner::new(spec.pacing, spacing, kernel_timed);
+        Self::with_planner(
+            PacingPlanner::new(spec.pacing, spacing, kernel_timed),
+            spec.paced(),
+        )
+    }
+
+    /// The waits of a sender whose deadlines are `spacing_ns` apart, paced as `mode` says.
+    pub fn for_schedule(mode: PacingMode, spacing_ns: u64) -> Self {
+        Self::with_planner(PacingPlanner::new(mode, spacing_ns, false), true)
+    }
+
+    fn with_planner(planner: PacingPlanner, scheduled: bool) -> Self {
         Waiter {
             last: planner.current(),
             planner,
-            scheduled: spec.paced(),
+            scheduled,
             started_ns: clock::monotonic_ns(),
             waits: 0,
             sleeps: 0,
@@ -64,7 +80,7 @@ impl Waiter {
 
     /// How long before `until_ns` a thread that also reads sockets should stop waiting on
     /// them and [`Waiter::wait`] instead.
-    pub(crate) fn margin_ns(&mut self, until_ns: u64) -> u64 {
+    pub fn margin_ns(&mut self, until_ns: u64) -> u64 {
         match self.planner.strategy(until_ns) {
             Strategy::Spin => u64::MAX,
             s => s.margin_ns(),
@@ -72,10 +88,10 @@ impl Waiter {
     }
 
     /// Waits for `until_ns` on the monotonic clock as the planner says, at most
-    /// [`POLL_PERIOD`] so a stop is noticed.
-    pub(crate) fn wait(&mut self, until_ns: u64) -> Waited {
+    /// [`MAX_WAIT`] so a stop is noticed.
+    pub fn wait(&mut self, until_ns: u64) -> Waited {
         let before = clock::monotonic_ns();
-        let target = until_ns.min(before + POLL_PERIOD.as_nanos() as u64);
+        let target = until_ns.min(before + MAX_WAIT.as_nanos() as u64);
         let strategy = self.planner.strategy(until_ns);
         self.last = strategy;
         self.waits += 1;
@@ -115,7 +131,7 @@ impl Waiter {
     }
 
     /// What the waits were and cost, up to now; `None` for a test without a schedule.
-    pub(crate) fn report(&self) -> Option<PacingReport> {
+    pub fn report(&self) -> Option<PacingReport> {
         if !self.scheduled {
             return None;
         }

@@ -49,6 +49,10 @@ pub enum Metric {
     LosslessTotalGoodputMbps,
     /// The largest x of the sweep (run *i* at `xs[i]`) at which flow `name` lost nothing.
     LosslessKnee(&'static [f64]),
+    /// Host `name`'s modelled CPU: busy time over the run's duration.
+    HostCpuPercent,
+    /// Datagrams flow `name`'s socket buffer took before it first overflowed.
+    PacketsBeforeOverflow,
 }
 
 impl Metric {
@@ -129,10 +133,32 @@ pub struct Figure {
     /// Published points read off the paper's figure or text at (x, y) rather than a row's
     /// value (e.g. a knee: its burst size at the rate sent).
     pub marks: &'static [(f64, f64)],
-    /// flowlab's curve from the first runs of a swept scenario (the `run` of the probe
-    /// ignored), at these x values in sweep order; without it, the curve joins the rows'
-    /// values.
-    pub sweep: Option<(Probe, &'static [f64])>,
+    /// Where flowlab's curves come from.
+    pub curve: Curve,
+}
+
+/// A figure's flowlab curves.
+#[derive(Clone, Copy, Debug)]
+pub enum Curve {
+    /// One curve joining the values of the figure's rows.
+    Rows,
+    /// A curve per probe from the first runs of its swept scenario (the probe's `run`
+    /// ignored), at these x values in sweep order; labelled by the probe's name when there
+    /// are several.
+    Sweep(&'static [Probe], &'static [f64]),
+    /// Flow `name`'s socket buffer fill (kB) against time (s) over the probe's run (its
+    /// metric is not read).
+    SocketFill(Probe),
+}
+
+impl Curve {
+    fn probes(&self) -> &[Probe] {
+        match self {
+            Curve::Rows => &[],
+            Curve::Sweep(probes, _) => probes,
+            Curve::SocketFill(p) => std::slice::from_ref(p),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,7 +310,40 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
             .map(total_goodput_mbps)
             .fold(0.0, f64::max),
         Metric::LosslessKnee(xs) => lossless_knee(report, p.name, xs).ok_or_else(missing)?,
+        Metric::HostCpuPercent => {
+            let host = run.hosts.iter().find(|h| h.name == p.name);
+            100.0 * host.ok_or_else(missing)?.cpu_ratio
+        }
+        Metric::PacketsBeforeOverflow => {
+            let buffer = flow()?.socket_buffer.as_ref().ok_or_else(missing)?;
+            buffer.admitted_before_overflow.ok_or_else(missing)? as f64
+        }
     })
+}
+
+/// Flow `p.name`'s socket buffer fill in the probe's run: (s, kB) at the end of each sample.
+fn socket_fill(report: &SimReport, p: &Probe) -> anyhow::Result<Vec<(f64, f64)>> {
+    let missing = || {
+        anyhow!(
+            "{}: no socket buffer of {} in run {}",
+            p.scenario,
+            p.name,
+            p.run
+        )
+    };
+    let run = report.runs.get(p.run).ok_or_else(missing)?;
+    let flow = run.flows.iter().find(|f| f.name == p.name);
+    let b = flow
+        .and_then(|f| f.socket_buffer.as_ref())
+        .ok_or_else(missing)?;
+    Ok((b.fill_bytes.iter().enumerate())
+        .map(|(i, &bytes)| {
+            (
+                (i + 1) as f64 * b.sample_ns as f64 / 1e9,
+                bytes as f64 / 1e3,
+            )
+        })
+        .collect())
 }
 
 fn total_goodput_mbps(run: &flowlab_sim::RunReport) -> f64 {
@@ -365,20 +424,18 @@ pub fn render(seeds: &[&str], emulated: &EmulatedData) -> anyhow::Result<Documen
     let keys: Vec<&str> = rows
         .iter()
         .filter_map(|r| r.probe)
-        .chain(figures.iter().filter_map(|f| f.sweep.map(|s| s.0)))
+        .chain(
+            figures
+                .iter()
+                .flat_map(|f| f.curve.probes().iter().copied()),
+        )
         .map(|p| p.scenario)
         .collect();
     let reports = run_all(&keys)?;
     let outcomes = outcomes_of(rows, &reports, emulated)?;
     let plots = figures
         .iter()
-        .map(|f| {
-            let curve = match f.sweep {
-                Some((probe, xs)) => sweep_curve(report(&reports, probe.scenario)?, &probe, xs)?,
-                None => Vec::new(),
-            };
-            Ok((f.file, plot(f, &outcomes, curve)?))
-        })
+        .map(|f| Ok((f.file, plot(f, &outcomes, curves(f.curve, &reports)?)?)))
         .collect::<anyhow::Result<_>>()?;
     Ok(Document {
         markdown: markdown(&outcomes, &figures, emulated),
@@ -431,6 +488,34 @@ pub fn write(out: &Path, seeds: &[&str], emulate: bool) -> anyhow::Result<Vec<Ou
     Ok(doc.outcomes)
 }
 
+/// A labelled line of a plot.
+pub type Line = (String, Vec<(f64, f64)>);
+
+/// A figure's curves other than its rows', each with its label.
+fn curves(curve: Curve, reports: &Reports) -> anyhow::Result<Vec<Line>> {
+    let label = |p: &Probe, n: usize| match n {
+        1 => SIMULATED.to_string(),
+        _ => format!("flowlab: {}", p.name),
+    };
+    match curve {
+        Curve::Rows => Ok(Vec::new()),
+        Curve::Sweep(probes, xs) => probes
+            .iter()
+            .map(|p| {
+                let points = sweep_curve(report(reports, p.scenario)?, p, xs)?;
+                Ok((label(p, probes.len()), points))
+            })
+            .collect(),
+        Curve::SocketFill(p) => {
+            let points = socket_fill(report(reports, p.scenario)?, &p)?;
+            Ok(vec![(label(&p, 1), points)])
+        }
+    }
+}
+
+/// The label of flowlab's curve when a figure has one.
+const SIMULATED: &str = "flowlab (simulated)";
+
 /// flowlab's value at each of the first runs of the probe's swept scenario.
 fn sweep_curve(report: &SimReport, probe: &Probe, xs: &[f64]) -> anyhow::Result<Vec<(f64, f64)>> {
     xs.iter()
@@ -439,14 +524,10 @@ fn sweep_curve(report: &SimReport, probe: &Probe, xs: &[f64]) -> anyhow::Result<
         .collect()
 }
 
-/// The figure's published points (markers) over flowlab's curve (a line): `curve` if not
+/// The figure's published points (markers) over flowlab's curves (lines): `curves` if not
 /// empty, else the simulated values of the figure's rows; the rows' emulated values as
 /// markers too, where a lab measured them.
-pub fn plot(
-    figure: &Figure,
-    outcomes: &[Outcome],
-    mut curve: Vec<(f64, f64)>,
-) -> anyhow::Result<String> {
+pub fn plot(figure: &Figure, outcomes: &[Outcome], curves: Vec<Line>) -> anyhow::Result<String> {
     let mut published = figure.marks.to_vec();
     let mut simulated = Vec::new();
     let mut emulated = Vec::new();
@@ -460,21 +541,20 @@ pub fn plot(
         simulated.extend(o.simulated.map(|s| (x, s)));
         emulated.extend(o.emulated.map(|e| (x, e)));
     }
-    if !curve.is_empty() {
-        simulated = std::mem::take(&mut curve);
-    }
-    let mut series = vec![
-        Series {
-            label: "published",
-            points: published,
-            joined: false,
-        },
-        Series {
-            label: "flowlab (simulated)",
-            points: simulated,
-            joined: true,
-        },
-    ];
+    let curves = match curves.is_empty() {
+        true => vec![(SIMULATED.to_string(), simulated)],
+        false => curves,
+    };
+    let mut series = vec![Series {
+        label: "published",
+        points: published,
+        joined: false,
+    }];
+    series.extend(curves.iter().map(|(label, points)| Series {
+        label,
+        points: points.clone(),
+        joined: true,
+    }));
     if !emulated.is_empty() {
         series.push(Series {
             label: "flowlab (emulated)",

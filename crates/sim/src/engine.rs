@@ -40,10 +40,10 @@ use rand_distr::Exp1;
 use self::bg_model::ModelSource;
 use self::cell_loss::LineLoss;
 use self::fragments::{Frag, Fragmenter};
-use crate::endsys::{Held, Next, Stages};
+use crate::endsys::{Cost, Held, Next, SocketBuffer, Stages, FILL_SAMPLE_NS};
 use crate::report::{
-    BackgroundReport, ClassReport, FlowReport, FragReport, PolicerReport, PortReport, TcpReport,
-    VcReport,
+    BackgroundReport, ClassReport, FlowReport, FragReport, HostReport, PolicerReport, PortReport,
+    TcpReport, VcReport,
 };
 use crate::scenario::{FlowSpec, Model, NodeKind, NodeSpec, Protocol};
 use crate::sender::{FlowSender, Transmit};
@@ -520,14 +520,18 @@ pub(crate) struct Sim<'m> {
     cells_sent: u64,
     /// Datagrams a flow's sender hands over at one wake-up (kept to reuse its allocation).
     due: Vec<Transmit>,
-    /// Host CPUs and router forwarding paths (`endsys`).
+    /// Host CPUs, router forwarding paths and applications reading sockets (`endsys`).
     endsys: Stages,
+    /// Per flow, its receiving socket's buffer, if the flow has one.
+    sockets: Vec<Option<SocketBuffer>>,
 }
 
 /// What one run produced.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Outcome {
     pub flows: Vec<FlowReport>,
+    /// Hosts whose CPU the end-system model charges.
+    pub hosts: Vec<HostReport>,
     /// Per flow, what its far end sent back (nothing unless it echoes).
     pub echoes: Vec<EchoReport>,
     pub ports: Vec<PortReport>,
@@ -839,13 +843,35 @@ impl<'m> Sim<'m> {
 
         let node_costs: Vec<_> = m.nodes.iter().map(|n| n.endsys).collect();
         let iface_to: Vec<usize> = ifaces.iter().map(|i| i.to).collect();
-        let endsys = Stages::new(&node_costs, &iface_to, seed);
+        let readers: Vec<_> = m
+            .flows
+            .iter()
+            .map(|f| f.socket.and_then(|s| s.read_rate_bps).map(Cost::reading))
+            .collect();
+        let endsys = Stages::new(&node_costs, &iface_to, &readers, seed, m.duration_ns);
         for (i, iface) in ifaces.iter_mut().enumerate() {
             // A receiving host's CPU orders deliveries in time: no shortcut past it.
             if endsys.receive(i).is_some() {
                 iface.sink = false;
             }
         }
+        // A socket buffer's fill orders arrivals and reads in time, too.
+        for st in streams
+            .iter()
+            .filter(|st| m.flows[st.flow].socket.is_some())
+        {
+            for &i in &st.ifaces {
+                ifaces[i].sink = false;
+            }
+        }
+        let sockets = m
+            .flows
+            .iter()
+            .map(|f| {
+                f.socket
+                    .map(|s| SocketBuffer::new(s.buffer_bytes, FILL_SAMPLE_NS))
+            })
+            .collect();
 
         let mut bgs = Vec::new();
         for (bi, b) in m.backgrounds.iter().enumerate() {
@@ -909,6 +935,7 @@ impl<'m> Sim<'m> {
             cells_sent: 0,
             due: Vec::new(),
             endsys,
+            sockets,
         }
     }
 
@@ -1217,7 +1244,7 @@ impl<'m> Sim<'m> {
         }
         let node = self.streams[s].path[0];
         match self.endsys.send(node) {
-            Some(k) => self.hold(k, s, frame, Next::Forward { hop: 0 }),
+            Some(k) => self.hold(k, s, frame, Next::Forward { hop: 0 }, size),
             None => self.forward(s, 0, frame),
         }
         if !self.streams[s].replicas.is_empty() {
@@ -1241,18 +1268,26 @@ impl<'m> Sim<'m> {
         }
     }
 
-    /// Holds packet `frame` of stream `s` in end-system stage `k` until it is released.
-    fn hold(&mut self, k: usize, s: usize, frame: u32, next: Next) {
+    /// Holds packet `frame` of stream `s` (`bytes` of it count) in end-system stage `k`
+    /// until it is released.
+    fn hold(&mut self, k: usize, s: usize, frame: u32, next: Next, bytes: u32) {
         let stream = s as u32;
-        let t = self.endsys.stages[k].hold(
-            self.now,
-            Held {
-                stream,
-                frame,
-                next,
-            },
-        );
+        let held = Held {
+            stream,
+            frame,
+            next,
+        };
+        let t = self.endsys.stages[k].hold(self.now, held, bytes);
         self.push(t, Ev::EndSys(k as u32));
+    }
+
+    /// The size of packet `frame` of stream `s` (0 once it is no longer awaited).
+    fn packet_size(&self, s: usize, frame: u32) -> u32 {
+        let st = &self.streams[s];
+        frame
+            .checked_sub(st.base)
+            .and_then(|d| st.inflight.get(d as usize))
+            .map_or(0, |p| p.size)
     }
 
     /// What end-system stage `k` releases by now goes on its way.
@@ -1261,7 +1296,8 @@ impl<'m> Sim<'m> {
             let s = h.stream as usize;
             match h.next {
                 Next::Forward { hop } => self.forward(s, hop as usize, h.frame),
-                Next::Deliver => self.deliver(s, h.frame, self.now),
+                Next::Read => self.await_read(s, h.frame),
+                Next::Deliver => self.read(s, h.frame),
             }
         }
     }
@@ -1287,7 +1323,7 @@ impl<'m> Sim<'m> {
         let Some((size, dscp)) = self.streams[s].inflight.get(idx).map(|p| (p.size, p.dscp)) else {
             return;
         };
-        let encap = self.ifaces[i].atm_encap;
+        let encap = self.encap_of(s, i);
         match &mut self.ifaces[i].kind {
             IfaceKind::Atm(port) => {
                 let n =
@@ -1297,8 +1333,17 @@ impl<'m> Sim<'m> {
                     p.cells = n;
                 }
                 let vc = VcId(s as u32);
+                // A shaped VC queues in its adapter's buffer: a frame that does not fit whole
+                // is the sender's loss.
+                let adapter_cells = self.m.links[i / 2]
+                    .atm
+                    .as_ref()
+                    .map_or(usize::MAX, |a| a.host_buffer_cells);
                 let st = &mut self.streams[s];
-                if hop == 0 && st.shaper.is_some() {
+                if hop == 0 && st.shaper.is_some() && st.shape_q.len() + n as usize > adapter_cells
+                {
+                    st.dropped(frame);
+                } else if hop == 0 && st.shaper.is_some() {
                     let was_empty = st.shape_q.is_empty();
                     for j in 0..n {
                         st.shape_q
@@ -1569,17 +1614,18 @@ impl<'m> Sim<'m> {
         let st = &self.streams[s];
         if hop + 1 < st.path.len() {
             match self.endsys.forward(st.path[hop]) {
-                Some(k) => self.hold(k, s, frame, Next::Forward { hop: hop as u32 }),
+                Some(k) => {
+                    let size = self.packet_size(s, frame);
+                    self.hold(k, s, frame, Next::Forward { hop: hop as u32 }, size);
+                }
                 None => self.forward(s, hop, frame),
             }
             return;
         }
-        // Only non-sink links reach a receive stage, so `now` is the clock here.
+        // Only non-sink links reach a receive stage or a socket buffer, so `now` is the
+        // clock here.
         let into = hop.checked_sub(1).and_then(|h| st.ifaces.get(h).copied());
-        match into.and_then(|i| self.endsys.receive(i)) {
-            Some(k) => self.hold(k, s, frame, Next::Deliver),
-            None => self.deliver(s, frame, now),
-        }
+        self.at_host(s, frame, into, now);
     }
 
     /// Packet `frame` of stream `s` reaches its receiving application at `now`.
@@ -1758,6 +1804,9 @@ impl<'m> Sim<'m> {
         if receiver.packets.received > 0 {
             receiver.arrival_clock = VIRTUAL_CLOCK.to_string();
         }
+        if let Some(b) = &self.sockets[fi] {
+            receiver.socket_buffer_drops = Some(b.report(self.end_ns).overflows);
+        }
         let one_way = rt.one_way.summary();
         let (goodput_bytes, tcp) = match &rt.source {
             Source::Tcp(pair) => {
@@ -1778,7 +1827,7 @@ impl<'m> Sim<'m> {
                 )
             }
             _ => {
-                let hdr = 28u64;
+                let hdr = if f.native { 0 } else { 28u64 };
                 let pkts = receiver.packets.unique;
                 (receiver.bytes_received.saturating_sub(pkts * hdr), None)
             }
@@ -1789,6 +1838,7 @@ impl<'m> Sim<'m> {
         FlowReport {
             name: f.name.clone(),
             protocol: match f.protocol {
+                Protocol::Udp(_) if f.native => "raw",
                 Protocol::Udp(_) => "udp",
                 Protocol::Ping { .. } => "ping",
                 Protocol::Tcp => "tcp",
@@ -1801,7 +1851,7 @@ impl<'m> Sim<'m> {
             cells_per_packet: st
                 .ifaces
                 .first()
-                .and_then(|&i| Some((self.ifaces[i].atm_encap?, m.links[i / 2].mtu)))
+                .and_then(|&i| Some((self.encap_of(rt.fwd, i)?, m.links[i / 2].mtu)))
                 .filter(|_| f.size > 0)
                 .map(|(e, mtu)| cells_of_datagram(f.size, mtu, e)),
             delay_variation_ns: one_way.map_or(0.0, |s| s.peak_to_peak_ns),
@@ -1833,6 +1883,7 @@ impl<'m> Sim<'m> {
             tcp,
             in_flight_at_end: in_flight.iter().sum(),
             fragmentation: FragReport::both(st.frag_report(), self.streams[rt.rev].frag_report()),
+            socket_buffer: self.sockets[fi].as_ref().map(|b| b.report(self.end_ns)),
             sender,
             receiver,
         }
@@ -1969,6 +2020,7 @@ impl<'m> Sim<'m> {
             })
             .collect();
         Outcome {
+            hosts: self.host_reports(),
             flows,
             echoes: self.flows.into_iter().map(|f| f.echoed).collect(),
             ports,
@@ -1990,6 +2042,7 @@ mod cell_loss;
 #[cfg(test)]
 mod echo_tests;
 mod fragments;
+mod host;
 mod p2mp;
 
 /// Cells a datagram of `size` IP bytes takes on an ATM link of `mtu`: every fragment is its

@@ -26,7 +26,9 @@ mod scenario;
 mod sender;
 
 pub use network::{run_step, NetworkLink, SimError, SimFlow, SimFlowResult, SimNetwork};
-pub use report::{render_human, RunReport, SimReport, SweepPoint, SCHEMA_VERSION};
+pub use report::{
+    render_human, HostReport, RunReport, SimReport, SocketBufferReport, SweepPoint, SCHEMA_VERSION,
+};
 pub use scenario::{load, Scenario, ScenarioError};
 
 /// Runs every run of the scenario (one per sweep value) and reports them. The same scenario
@@ -51,6 +53,7 @@ pub fn run(scenario: &Scenario, seed_override: Option<u64>) -> SimReport {
             flows: out.flows,
             ports: out.ports,
             backgrounds: out.backgrounds,
+            hosts: out.hosts,
         });
     }
     SimReport {

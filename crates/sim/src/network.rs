@@ -19,6 +19,7 @@ use flowlab_results::{EchoReport, Role, SideReport};
 use flowlab_spanned::{FileError, Reader};
 use flowlab_spec::{Direction, Protocol as TestProtocol, TestSpec};
 
+use crate::endsys::SocketSpec;
 use crate::engine::Sim;
 use crate::report::FlowReport;
 use crate::scenario::{
@@ -309,7 +310,8 @@ impl SimNetwork {
                 (Protocol::Tcp, tcp_mss(spec, mtu) + TCP_HEADERS, TCP_HEADERS)
             }
             TestProtocol::Raw => {
-                return Err(SimError("native frames are not simulated".into()));
+                let send = native_send(spec, m, &path, first_rate)?;
+                (Protocol::Udp(send), spec.size, 0)
             }
             TestProtocol::Icmp => {
                 return Err(SimError("ICMP echoes are not simulated".into()));
@@ -332,6 +334,8 @@ impl SimNetwork {
             vc_limits: None,
             dscp: spec.socket.dscp.unwrap_or(0),
             tcp: tcp_spec(spec, size.saturating_sub(TCP_HEADERS)),
+            native: spec.protocol == TestProtocol::Raw,
+            socket: socket_spec(spec),
             metered_headers,
             replica_of: None,
             line: 0,
@@ -420,6 +424,56 @@ fn udp_send(spec: &TestSpec, mtu: u32, first_rate: u64) -> Result<SendSpec, SimE
     })
 }
 
+/// A native-frame test's sender: AAL5 frames of `size` bytes (no IP or UDP headers) at its
+/// rate (`max`: the first link's rate), over ATM links only, never above the path MTU.
+fn native_send(
+    spec: &TestSpec,
+    m: &Model,
+    path: &[usize],
+    first_rate: u64,
+) -> Result<SendSpec, SimError> {
+    let links = path.windows(2).filter_map(|w| {
+        m.links
+            .iter()
+            .find(|l| (l.a, l.b) == (w[0], w[1]) || (l.a, l.b) == (w[1], w[0]))
+    });
+    for l in links {
+        if l.atm.is_none() {
+            return Err(SimError(format!(
+                "native frames are simulated as AAL5 frames over ATM links; link {} is IP",
+                l.name
+            )));
+        }
+        if spec.size > l.mtu {
+            return Err(SimError(format!(
+                "{} B native frames are above link {}'s MTU of {} B (frames are not fragmented)",
+                spec.size, l.name, l.mtu
+            )));
+        }
+    }
+    if spec.direction == Direction::Loopback {
+        return Err(SimError("native frames are simulated one-way".into()));
+    }
+    Ok(SendSpec {
+        header_bytes: 0,
+        rate_bps: spec.rate_bps.unwrap_or(first_rate).max(1),
+        ..udp_send(spec, u32::MAX, first_rate)?
+    })
+}
+
+/// The receiving socket of a one-way UDP or native test that sets its receive buffer: the
+/// slow reader (`read_rate`) drains it.
+fn socket_spec(spec: &TestSpec) -> Option<SocketSpec> {
+    let one_way = spec.direction != Direction::Loopback;
+    let datagrams = matches!(spec.protocol, TestProtocol::Udp | TestProtocol::Raw);
+    let buffer_bytes = spec.socket.recv_buffer.filter(|_| one_way && datagrams)?;
+    Some(SocketSpec {
+        buffer_bytes: u64::from(buffer_bytes),
+        read_rate_bps: spec.socket.read_rate_bps,
+        read_rate_from_ns: 0,
+    })
+}
+
 /// Refuses what the simulated TCP (one Reno connection sending as fast as its window
 /// allows) does not model.
 fn check_tcp(spec: &TestSpec) -> Result<(), SimError> {
@@ -501,11 +555,11 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
             "socket priority and mark",
         ),
         (s.nodelay.is_some(), "TCP_NODELAY"),
-        (s.read_rate_bps.is_some(), "a slow reader (read_rate)"),
         (
-            udp && (s.send_buffer.is_some() || s.recv_buffer.is_some()),
-            "UDP socket buffers",
+            s.read_rate_bps.is_some() && socket_spec(spec).is_none(),
+            "a slow reader (read_rate) without a receive buffer",
         ),
+        (udp && s.send_buffer.is_some(), "UDP send buffers"),
     ];
     let mut notes: Vec<String> = asked
         .iter()
@@ -517,7 +571,7 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
             "simulated: congestion control {cc} not modelled (Reno)"
         ));
     }
-    if !udp {
+    if spec.protocol == TestProtocol::Tcp {
         notes.push("simulated: TCP counted in segments, not messages".into());
     }
     notes

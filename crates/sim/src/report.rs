@@ -8,6 +8,8 @@ use flowlab_results::{ReceiverReport, SenderReport};
 use flowlab_stats::LatencySummary;
 use serde::Serialize;
 
+pub use crate::endsys::SocketBufferReport;
+
 /// Bumped when a field changes meaning or disappears. 2: `throughput_bps` and `goodput_bps`
 /// over the receiving span, `loss_ratio` without packets in flight at the end.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -39,6 +41,20 @@ pub struct RunReport {
     pub flows: Vec<FlowReport>,
     pub ports: Vec<PortReport>,
     pub backgrounds: Vec<BackgroundReport>,
+    /// Hosts whose CPU the end-system model charges (absent when none does).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostReport>,
+}
+
+/// A host's modelled CPU over a run: the time its send and receive costs kept it busy
+/// within the run's duration, and their sum over the duration (as WS2NetTest's mean CPU
+/// load; the application's reading at a socket's `read_rate` is not counted).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostReport {
+    pub name: String,
+    pub send_busy_ns: u64,
+    pub receive_busy_ns: u64,
+    pub cpu_ratio: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -74,6 +90,9 @@ pub struct FlowReport {
     /// ping): absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fragmentation: Option<FragReport>,
+    /// The receiving socket's buffer, when the flow has one (`recv_buffer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_buffer: Option<SocketBufferReport>,
     pub sender: SenderReport,
     pub receiver: ReceiverReport,
 }
@@ -281,7 +300,24 @@ pub fn render_human(r: &SimReport) -> String {
                     t.retransmitted_segments, t.timeouts
                 );
             }
+            if let Some(b) = &f.socket_buffer {
+                let _ = write!(
+                    out,
+                    "  socket buffer {} B peak {} B overflows {}",
+                    b.size_bytes, b.peak_bytes, b.overflows
+                );
+            }
             out.push('\n');
+        }
+        for h in &run.hosts {
+            let _ = writeln!(
+                out,
+                "host {:<16} cpu {:.1}%  sending {}  receiving {}",
+                h.name,
+                h.cpu_ratio * 100.0,
+                ms(h.send_busy_ns as f64),
+                ms(h.receive_busy_ns as f64)
+            );
         }
         for p in &run.ports {
             if p.kind == "atm" {

@@ -16,7 +16,7 @@ use flowlab_link::impair::ImpairConfig;
 use flowlab_link::loss::LossModel;
 use flowlab_spanned::{count_values, expand_values, FileError, Item, Reader, SweepValue, Unit};
 
-use crate::endsys::{read_endsys, EndSystem, ENDSYS_KEYS};
+use crate::endsys::{read_endsys, EndSystem, SocketSpec, ENDSYS_KEYS};
 use crate::limits::{MAX_SIM_NS, MAX_SWEEP_VALUES, MAX_TABLES};
 use crate::sender::{parse_traffic, SendSpec};
 
@@ -85,6 +85,9 @@ const FLOW_KEYS: &[&str] = &[
     "vc_epd",
     "traffic",
     "leaves",
+    "recv_buffer",
+    "read_rate",
+    "read_rate_from",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -195,6 +198,11 @@ pub(crate) struct FlowSpec {
     pub vc_limits: Option<VcLimits>,
     pub dscp: u8,
     pub tcp: TcpSpec,
+    /// Native frames (`protocol = "raw"`): each packet is an AAL5 frame of its payload alone,
+    /// no IP or UDP headers, sent over ATM links only.
+    pub native: bool,
+    /// The receiving socket's buffer and its application's reading rate, if modelled.
+    pub socket: Option<SocketSpec>,
     /// Header bytes the meters leave out of each packet: none in scenarios (they count IP
     /// bytes), the IP and transport headers where flows report payload as real tests do.
     pub metered_headers: u32,
@@ -388,10 +396,12 @@ fn swept_unit(keys: &[Vec<&str>]) -> Result<Option<Unit>, String> {
 /// How a swept key's range bounds are read; `None` for keys that are not numbers.
 fn unit_of(key: &str) -> Option<Unit> {
     Some(match key {
-        "rate" | "pcr" | "scr" | "pace" => Unit::Rate,
-        "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" => Unit::Bytes,
+        "rate" | "pcr" | "scr" | "pace" | "read_rate" => Unit::Rate,
+        "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" | "recv_buffer" => {
+            Unit::Bytes
+        }
         "duration" | "drain" | "delay" | "jitter" | "start" | "interval" | "cdvt"
-        | "delayed_ack" | "min_rto" | "loop_delay" => Unit::Duration,
+        | "delayed_ack" | "min_rto" | "loop_delay" | "read_rate_from" => Unit::Duration,
         "count" | "seed" | "buffer_cells" | "host_buffer_cells" | "epd" | "clp_threshold"
         | "vc_buffer_cells" | "vc_epd" | "buffer_packets" | "tx_ring" | "mbs" | "mss"
         | "passes" | "cells_per_frame" | "limit" => Unit::Count,
@@ -758,7 +768,11 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
     let path = flow_path(&f, &name, net)?;
     let start_ns = f.duration_ns("start")?.unwrap_or(0);
     let mut protocol = flow_protocol(&f, &name)?;
-    let size = flow_size(&f, &protocol, &path, net)?;
+    let native = f.string("protocol")? == Some("raw");
+    let size = match native {
+        true => native_size(&f, &protocol, &path, net)?,
+        false => flow_size(&f, &protocol, &path, net)?,
+    };
     if let Protocol::Udp(s) = &mut protocol {
         s.size = size;
     }
@@ -782,6 +796,7 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         None => 0,
         Some(item) => dscp_of(item).map_err(|m| f.error(item, "dscp", m))?,
     };
+    let socket = read_socket(&f, &protocol)?;
     Ok(FlowSpec {
         path,
         protocol,
@@ -797,6 +812,8 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         vc_limits: read_vc_limits(&f)?,
         dscp,
         tcp: flow_tcp(&f, size)?,
+        native,
+        socket,
         metered_headers: 0,
         replica_of: None,
         line: f.line(),
@@ -884,13 +901,21 @@ fn explicit_path(
 }
 
 fn flow_protocol(f: &Reader, name: &str) -> Result<Protocol, ScenarioError> {
-    let kinds = [("udp", 0), ("tcp", 1), ("ping", 2)];
+    // Native frames are sent as UDP's datagrams are, without its headers.
+    let kinds = [("udp", 0), ("tcp", 1), ("ping", 2), ("raw", 0)];
     let kind = f.choice("protocol", &kinds)?.unwrap_or(0);
     if let Some(t) = f.get("traffic") {
         let text = f.required_string("traffic")?;
         let spec = parse_traffic(text).map_err(|m| f.error(t, "traffic", m))?;
         return match (kind, f.get("rate")) {
             (0, None) => SendSpec::model(spec)
+                .map(|s| match f.string("protocol") {
+                    Ok(Some("raw")) => SendSpec {
+                        header_bytes: 0,
+                        ..s
+                    },
+                    _ => s,
+                })
                 .map(Protocol::Udp)
                 .map_err(|m| f.error(t, "traffic", m)),
             (0, Some(r)) => Err(f.error(r, "rate", "a traffic model sets its own")),
@@ -966,6 +991,73 @@ fn flow_size(
             Ok(s as u32)
         }
     }
+}
+
+/// A native flow's frame bytes (`size`, default 1000; a traffic model sets its own): over
+/// ATM links only, at most the path MTU, since an AAL5 frame is never fragmented.
+fn native_size(
+    f: &Reader,
+    protocol: &Protocol,
+    path: &[usize],
+    net: &Net,
+) -> Result<u32, ScenarioError> {
+    let links: Vec<&LinkSpec> = path
+        .windows(2)
+        .filter_map(|w| net.link_between(w[0], w[1]))
+        .map(|l| &net.links[l])
+        .collect();
+    if let Some(ip) = links.iter().find(|l| l.atm.is_none()) {
+        let m = format!(
+            "native AAL5 frames need ATM links all the way; link {} is IP",
+            ip.name
+        );
+        return Err(f.error(f.required("protocol")?, "protocol", m));
+    }
+    let path_mtu = links.iter().map(|l| l.mtu).min().unwrap_or(u32::MAX);
+    match (protocol, f.get("size")) {
+        (Protocol::Udp(s), Some(item)) if s.traffic.is_some() => {
+            Err(f.error(item, "size", "a traffic model sets its own"))
+        }
+        (Protocol::Udp(s), None) if s.traffic.is_some() => Ok(0),
+        _ => match f.bytes("size")?.unwrap_or(1000) {
+            0 => Err(f.error(f.required("size")?, "size", "must be above 0")),
+            s if s > u64::from(path_mtu) => {
+                let m = format!(
+                    "{s} bytes is above the path MTU {path_mtu} (frames are not fragmented)"
+                );
+                Err(f.error(f.required("size")?, "size", m))
+            }
+            s => Ok(s as u32),
+        },
+    }
+}
+
+/// The receiving socket (`recv_buffer`, `read_rate`) of a one-way UDP or native flow.
+fn read_socket(f: &Reader, protocol: &Protocol) -> Result<Option<SocketSpec>, ScenarioError> {
+    let read_rate_bps = f.bit_rate("read_rate", "leave read_rate out to read at once")?;
+    if let (Some(item), None) = (f.get("read_rate_from"), read_rate_bps) {
+        return Err(f.error(item, "read_rate_from", "needs read_rate"));
+    }
+    let Some(buffer_bytes) = f.bytes("recv_buffer")? else {
+        return match f.get("read_rate") {
+            Some(item) => {
+                Err(f.error(item, "read_rate", "needs recv_buffer (the socket it reads)"))
+            }
+            None => Ok(None),
+        };
+    };
+    let item = f.required("recv_buffer")?;
+    if !matches!(protocol, Protocol::Udp(_)) {
+        return Err(f.error(item, "recv_buffer", "models a udp or raw flow's socket"));
+    }
+    if buffer_bytes == 0 {
+        return Err(f.error(item, "recv_buffer", "must be above 0"));
+    }
+    Ok(Some(SocketSpec {
+        buffer_bytes,
+        read_rate_bps,
+        read_rate_from_ns: f.duration_ns("read_rate_from")?.unwrap_or(0),
+    }))
 }
 
 /// The ATM traffic contract, when the flow has a `pcr`.

@@ -310,3 +310,29 @@ fn a_sweep_may_set_several_keys_to_each_value() {
     assert_eq!(line, BASE_LINES + 7);
     assert_eq!(msg, "sweep: param: expected a key or a list of keys");
 }
+
+#[test]
+fn socket_keys_belong_to_a_datagram_flow_with_a_buffer() {
+    let flow = |keys: &str| format!("[[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\n{keys}\n");
+    let line = BASE_LINES + 5;
+    for (keys, want) in [
+        (
+            "protocol = \"tcp\"\nrecv_buffer = 4096",
+            "models a udp or raw flow's socket",
+        ),
+        ("rate = \"1M\"\nread_rate = \"1M\"", "needs recv_buffer"),
+        (
+            "rate = \"1M\"\nrecv_buffer = 4096\nread_rate_from = \"1s\"",
+            "read_rate_from: needs read_rate",
+        ),
+        ("rate = \"1M\"\nrecv_buffer = 0", "must be above 0"),
+        (
+            "protocol = \"raw\"\nrate = \"1M\"\nsize = 0",
+            "must be above 0",
+        ),
+    ] {
+        let (at, message) = error(&flow(keys));
+        assert!(message.contains(want), "{keys}: {message}");
+        assert!(at >= line && at <= line + 2, "{keys}: line {at}");
+    }
+}

@@ -367,3 +367,40 @@ fn a_start_spread_moves_the_loss_between_flows_not_the_total() {
         );
     }
 }
+
+/// PCs `a` and `b` through an ATM switch on ATM25 links.
+fn atm25_pair() -> SimNetwork {
+    SimNetwork::load(
+        "[network]\n[[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"s\"\n\
+         kind = \"atm-switch\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n[[link]]\n\
+         from = \"a\"\nto = \"s\"\nphy = \"ATM25\"\n[[link]]\nfrom = \"s\"\nto = \"b\"\n\
+         phy = \"ATM25\"\n",
+    )
+    .unwrap()
+}
+
+#[test]
+fn native_frames_run_as_aal5_frames_and_a_slow_reader_fills_its_buffer() {
+    let mut raw = udp(2_000_000, 1000, 1_000_000_000);
+    raw.protocol = Protocol::Raw;
+    let out = run_step(&atm25_pair(), &[flow("a", "b", raw.clone())]).unwrap();
+    let r = receiver(&out[0].agent);
+    assert_eq!(r.packets.unique, 250);
+    assert_eq!(r.bytes_received, 250_000, "the frames' bytes, no headers");
+    assert_eq!(r.socket_buffer_drops, None);
+    // A 4000-byte buffer read at 1 Mb/s: half the frames cannot be read in time.
+    raw.socket.recv_buffer = Some(4000);
+    raw.socket.read_rate_bps = Some(1_000_000);
+    let out = run_step(&atm25_pair(), &[flow("a", "b", raw.clone())]).unwrap();
+    let r = receiver(&out[0].agent);
+    let drops = r.socket_buffer_drops.expect("overflows counted");
+    assert!((120..=130).contains(&drops), "{drops}");
+    assert!(out[0].client.notes.iter().all(|n| !n.contains("reader")));
+    raw.direction = Direction::Loopback;
+    let e = run_step(&atm25_pair(), &[flow("a", "b", raw)]).unwrap_err();
+    assert!(e.to_string().contains("one-way"), "{e}");
+    let mut over_ip = udp(1_000_000, 1000, 1_000_000_000);
+    over_ip.protocol = Protocol::Raw;
+    let e = run_step(&pair("10M", "1ms"), &[flow("a", "b", over_ip)]).unwrap_err();
+    assert!(e.to_string().contains("ATM links"), "{e}");
+}

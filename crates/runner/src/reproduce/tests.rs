@@ -70,6 +70,39 @@ fn the_6_mbps_pvc_never_carries_more_than_its_aal5_ceiling() {
     );
 }
 
+/// 1000-byte frames every 1 ms into a 4000-byte socket read at 3 Mb/s; the sender's CPU
+/// pays 250 µs a frame, a quarter of the run.
+#[test]
+fn host_and_socket_metrics_read_their_reports() {
+    let text = "[sim]\nduration = \"1s\"\n\
+        [[node]]\nname = \"a\"\nkind = \"host\"\nsend_cost = \"250us\"\n\
+        [[node]]\nname = \"s\"\nkind = \"atm-switch\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+        [[link]]\nfrom = \"a\"\nto = \"s\"\nphy = \"OC-3c\"\n\
+        [[link]]\nfrom = \"s\"\nto = \"b\"\nphy = \"OC-3c\"\n\
+        [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"raw\"\nrate = \"8M\"\n\
+        size = 1000\nrecv_buffer = 4000\nread_rate = \"3M\"\n";
+    let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
+    let probe = |name, metric| Probe {
+        scenario: "t",
+        run: 0,
+        name,
+        metric,
+    };
+    let cpu = read(&report, &probe("a", Metric::HostCpuPercent)).unwrap();
+    assert!((cpu - 25.0).abs() < 1e-9, "{cpu}");
+    assert!(
+        read(&report, &probe("b", Metric::HostCpuPercent)).is_err(),
+        "no costs"
+    );
+    let before = read(&report, &probe("f", Metric::PacketsBeforeOverflow)).unwrap();
+    // Frame k arrives k ms after the first, each is read in 2.67 ms: frame 5 finds five
+    // taken and one read, 4000 bytes held.
+    assert_eq!(before, 5.0);
+    let fill = socket_fill(&report, &probe("f", Metric::MaxDelayMs)).unwrap();
+    assert_eq!(fill[0].0, 0.1, "the first sample ends at 100 ms");
+    assert!(fill.iter().take(9).all(|&(_, kb)| kb >= 3.0), "{fill:?}");
+}
+
 /// A UDP flow into a 1 Mb/s link at 0.5, 0.9, 2 and again 0.5 Mb/s: the knee is the last
 /// rate before the first loss, the lossless total the most carried without loss, the peak
 /// the most carried at all.
@@ -124,9 +157,11 @@ fn verdicts_follow_the_check() {
 #[test]
 fn a_swept_figure_has_a_point_per_sweep_value() {
     let fig = FIGURES.iter().find(|f| f.file == "003-tcp-cdvt").unwrap();
-    let (probe, xs) = fig.sweep.unwrap();
+    let Curve::Sweep([probe], xs) = fig.curve else {
+        panic!("one swept curve");
+    };
     let report = run(probe.scenario).unwrap();
-    let curve = sweep_curve(&report, &probe, xs).unwrap();
+    let curve = sweep_curve(&report, probe, xs).unwrap();
     assert_eq!(curve.len(), xs.len());
     // Policing by dropping with no CDVT lets no back-to-back segment through.
     assert_eq!(curve[0], (0.0, 0.0));
@@ -242,7 +277,7 @@ fn a_figure_plots_published_points_over_the_simulated_curve() {
             "§3.3: IP maximum of Classical IP (9180-byte MTU) over OC-3c",
         )],
         marks: &[],
-        sweep: None,
+        curve: Curve::Rows,
     };
     let svg = plot(&fig, &rows, Vec::new()).unwrap();
     assert!(svg.contains("published") && svg.contains("flowlab (simulated)"));

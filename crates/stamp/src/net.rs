@@ -224,7 +224,11 @@ fn send_packets(
     let mut buf = vec![0u8; opts.sender.packet_len()];
     let mut error = clock_error();
     let mut error_read_ns = monotonic_ns();
-    let spacing_ns = opts.sender.packet_len() as u64 * 8 * 1_000_000_000 / opts.rate_bps.max(1);
+    // The slots' spacing, as the schedule has it.
+    let spacing_ns = pacer
+        .deadline(1)
+        .zip(pacer.deadline(0))
+        .map_or(0, |(b, a)| b - a);
     let mut waiter = Waiter::for_schedule(opts.pacing, spacing_ns);
     while !is_interrupted() {
         match pacer.poll(monotonic_ns()) {

@@ -1,7 +1,10 @@
 //! The end-system model: host CPU costs, an adapter's segmentation rate and router latency
 //! move delays by exactly what the model says.
 
-use flowlab_sim::{load, run, RunReport};
+mod common;
+
+use common::one_run;
+use flowlab_sim::load;
 
 /// Host `a`, router `r`, host `b` on 10 Mb/s links; `extra` adds node keys by name.
 fn ip_path(a: &str, r: &str, b: &str, flow: &str) -> String {
@@ -36,11 +39,6 @@ protocol = "udp"
 {flow}
 "#
     )
-}
-
-fn one_run(text: &str) -> RunReport {
-    let s = load(text).unwrap_or_else(|e| panic!("{e}"));
-    run(&s, None).runs.remove(0)
 }
 
 fn delays(text: &str) -> (f64, f64) {

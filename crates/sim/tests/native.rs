@@ -1,7 +1,10 @@
 //! Native AAL5 frames (`protocol = "raw"`), a receiving socket's buffer and a host's CPU
 //! figure: each against arithmetic done by hand.
 
-use flowlab_sim::{load, run, RunReport};
+mod common;
+
+use common::one_run;
+use flowlab_sim::load;
 
 /// PC `a`, a switch and PC `b` on ATM25 links; `a_keys` and `b_keys` are node keys, `flow`
 /// the flow's.
@@ -36,11 +39,6 @@ to = "b"
 {flow}
 "#
     )
-}
-
-fn one_run(text: &str) -> RunReport {
-    let s = load(text).unwrap_or_else(|e| panic!("{e}"));
-    run(&s, None).runs.remove(0)
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Per-VC buffers and EPD thresholds in a switch port shared by two flows.
 
-use flowlab_sim::{load, run, RunReport};
+mod common;
+
+use common::one_run;
+use flowlab_sim::{load, RunReport};
 
 /// A 60 Mb/s hog of 9180-byte packets and a 5 Mb/s flow of 1500-byte ones share a DS3 port
 /// of 2000 cells; `port` and `hog` add keys to the port's link and the hog's flow.
@@ -51,12 +54,6 @@ rate = "5M"
 size = 1500
 "#
     )
-}
-
-fn one_run(text: &str) -> RunReport {
-    run(&load(text).unwrap_or_else(|e| panic!("{e}")), None)
-        .runs
-        .remove(0)
 }
 
 fn loss(r: &RunReport, name: &str) -> f64 {

@@ -251,7 +251,7 @@ fn compare_puts_runs_side_by_side_with_their_differences() {
     let text = stdout(&o);
     assert!(text.contains("run 1     experiment on sim examples/sim/transatlantic.toml"));
     assert!(
-        text.contains("flow=udp, offered load 5 Mbit/s (udp)"),
+        text.contains("flow=udp, total offered load 5 Mbit/s (udp)"),
         "{text}"
     );
     assert!(text.contains("flow=tcp (tcp)"), "{text}");

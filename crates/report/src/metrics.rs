@@ -211,7 +211,7 @@ const NAMED: &[(&str, &str, Unit)] = &[
         Unit::Percent,
     ),
     ("rate_bps", "offered load", Unit::BitsPerSec),
-    ("offered_bps", "offered load", Unit::BitsPerSec),
+    ("offered_bps", "total offered load", Unit::BitsPerSec),
     ("throughput_bps", "throughput", Unit::BitsPerSec),
     ("rate", "offered rate", Unit::BitsPerSec),
     ("size", "packet size", Unit::Bytes),

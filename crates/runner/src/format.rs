@@ -1211,7 +1211,7 @@ pub fn comparison_table(c: &crate::compare::Comparison) -> String {
 }
 
 /// A compared flow's key for people: numeric parameters with a unit by label and in that
-/// unit ("offered_bps=1764000.0" reads "offered load 1.76 Mbit/s"), the rest as they are.
+/// unit ("offered_bps=1764000.0" reads "total offered load 1.76 Mbit/s"), the rest as they are.
 fn flow_heading(key: &str) -> String {
     let words = key.split(' ').map(|word| {
         let Some((name, value)) = word.split_once('=') else {
@@ -1332,7 +1332,7 @@ mod tests {
     fn a_compared_flows_parameters_read_in_their_units() {
         assert_eq!(
             flow_heading("flow=premium offered_bps=1764000.0 #2"),
-            "flow=premium, offered load 1.76 Mbit/s, #2"
+            "flow=premium, total offered load 1.76 Mbit/s, #2"
         );
         assert_eq!(flow_heading("step=3 tag=x"), "step=3, tag=x");
     }

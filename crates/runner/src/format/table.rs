@@ -482,7 +482,7 @@ mod tests {
         let text = metrics_table(&run, &["goodput_bps".into()]);
         assert_eq!(
             text,
-            "throughput\n  offered load  goodput\n        Mbit/s   Mbit/s\n          1.00     2.00\n          20.0     2.50\n"
+            "throughput\n  total offered\n           load  goodput\n         Mbit/s   Mbit/s\n           1.00     2.00\n           20.0     2.50\n"
         );
     }
 }

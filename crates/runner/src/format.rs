@@ -1302,20 +1302,17 @@ mod tests {
     use flowlab_store::{Environment, RunStatus};
 
     /// A result of `spec` with `summary` and nothing else, as a test of the text wants.
+    /// A result whose summary is set by hand, as the formatting under test sees it.
     fn bare_result(spec: TestSpec, summary: flowlab_control::Summary2) -> TestResult {
-        TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: "0".into(),
-            started_at_ns: 0,
+        let origin = flowlab_control::Origin {
             target: "a".into(),
             agent_address: "127.0.0.1:9470".into(),
-            spec,
+            ipv6: false,
+            started_at_ns: 0,
+        };
+        TestResult {
             summary,
-            client: None,
-            agent: None,
-            intervals: Vec::new(),
-            interrupted: false,
-            error: None,
+            ..TestResult::new(spec, origin, None, None)
         }
     }
 

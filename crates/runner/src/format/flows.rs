@@ -87,7 +87,6 @@ pub fn render_flows(r: &TestResult, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flowlab_control::SCHEMA_VERSION;
     use flowlab_results::meter::{Arrived, ReceiverMeter};
     use flowlab_results::{Role, SideReport};
     use flowlab_spec::{Protocol, TestSpec};
@@ -118,20 +117,13 @@ mod tests {
             receiver: Some(meter.report(Some(&[100; 4]))),
             ..SideReport::new(Role::Receiver, "agent".into())
         };
-        TestResult {
-            schema_version: SCHEMA_VERSION,
-            flowlab_version: "0".into(),
-            started_at_ns: 0,
+        let origin = flowlab_control::Origin {
             target: "a".into(),
             agent_address: "127.0.0.1:9470".into(),
-            spec,
-            summary: Default::default(),
-            client: None,
-            agent: Some(agent),
-            intervals: Vec::new(),
-            interrupted: false,
-            error: None,
-        }
+            ipv6: false,
+            started_at_ns: 0,
+        };
+        TestResult::new(spec, origin, None, Some(agent))
     }
 
     #[test]

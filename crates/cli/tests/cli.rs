@@ -619,8 +619,11 @@ fn echo_every_measures_round_trips_inside_a_one_way_load() {
         "one echo due per 10 packets sent"
     );
     assert!(echoed >= due - 5.0, "{echoed} of {due} echoes came back");
-    let per_sec = echoed / f64_at(&v, "/summary/duration_s");
-    assert!((180.0..=220.0).contains(&per_sec), "{per_sec} echoes/s");
+    // Echoes are due per 10 slots of the schedule; a loaded machine may skip a few slots.
+    let slots = sent + f64_at(&v, "/summary/lost_by_sender");
+    let per_sec = slots / 10.0 / f64_at(&v, "/summary/duration_s");
+    assert!((180.0..=220.0).contains(&per_sec), "{per_sec} echoes/s due");
+    assert!(sent >= 0.99 * slots, "{sent} of {slots} slots sent");
     assert_eq!(f64_at(&v, "/agent/echo/packets_echoed"), due);
     assert_eq!(f64_at(&v, "/summary/packets_received"), sent);
     assert_eq!(f64_at(&v, "/summary/round_trip/count"), echoed);

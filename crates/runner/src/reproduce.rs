@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Context};
 use flowlab_report::overlay::{overlay, Series};
 use flowlab_sim::SimReport;
 
-use emulated::{EmulatedData, Emulation};
+use emulated::{EmulatedData, Emulation, MeasuredCell};
 pub use labs::{emulated_probes, EmulatedProbe, LabRun, LAB_RUNS};
 pub use published::{FIGURES, ROWS, SCENARIOS};
 
@@ -187,7 +187,7 @@ pub struct Outcome {
     pub row: &'static Row,
     pub simulated: Option<f64>,
     pub verdict: Verdict,
-    pub emulated: Option<f64>,
+    pub emulated: Option<MeasuredCell>,
 }
 
 /// Which rows to run: the rows of the seeds named (all when empty) that pass `filter`.
@@ -228,7 +228,7 @@ fn outcomes_of(
                 row,
                 simulated,
                 verdict: judge(row, simulated),
-                emulated: emulated.value(row.item),
+                emulated: emulated.cell(row.item).cloned(),
             })
         })
         .collect()
@@ -539,7 +539,7 @@ pub fn plot(figure: &Figure, outcomes: &[Outcome], curves: Vec<Line>) -> anyhow:
             published.push((x, p));
         }
         simulated.extend(o.simulated.map(|s| (x, s)));
-        emulated.extend(o.emulated.map(|e| (x, e)));
+        emulated.extend(o.emulated.as_ref().map(|e| (x, e.value)));
     }
     let curves = match curves.is_empty() {
         true => vec![(SIMULATED.to_string(), simulated)],
@@ -601,11 +601,22 @@ fn difference(value: Option<f64>, published: Published) -> String {
 /// The emulated cell: the lab's value and its difference from the published one; `not
 /// run` where a lab answers the row but has not measured it, `no lab` where none does.
 fn emulated_cell(o: &Outcome) -> String {
-    match o.emulated {
-        Some(v) => match difference(Some(v), o.row.published) {
-            d if d == "–" => number(v),
-            d => format!("{} ({d})", number(v)),
-        },
+    match &o.emulated {
+        Some(c) => {
+            let value = match difference(Some(c.value), o.row.published) {
+                d if d == "–" => number(c.value),
+                d => format!("{} ({d})", number(c.value)),
+            };
+            match (c.runs.first(), c.runs.last()) {
+                (Some(lo), Some(hi)) => format!(
+                    "{value}, median of {}: {}–{}",
+                    c.runs.len(),
+                    number(*lo),
+                    number(*hi)
+                ),
+                _ => value,
+            }
+        }
         None if emulated_probes().any(|p| p.item == o.row.item) => "not run".into(),
         None => "no lab".into(),
     }

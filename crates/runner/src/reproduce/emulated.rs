@@ -36,11 +36,31 @@ pub struct MeasuredRun {
     pub load_average: Option<f64>,
 }
 
-/// One row's emulated value.
+/// One row's emulated value: the median of the runs' values where the experiment repeats.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredCell {
     pub item: String,
     pub value: f64,
+    /// Each repetition's value, in increasing order, when there was more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<f64>,
+}
+
+impl MeasuredCell {
+    /// The cell of `values` (at least one): their median, and all of them if several.
+    pub fn of(item: &str, mut values: Vec<f64>) -> MeasuredCell {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let value = match n % 2 {
+            1 => values[n / 2],
+            _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+        };
+        MeasuredCell {
+            item: item.into(),
+            value,
+            runs: if n > 1 { values } else { Vec::new() },
+        }
+    }
 }
 
 impl EmulatedData {
@@ -60,9 +80,9 @@ impl EmulatedData {
             .with_context(|| format!("cannot write {}", path.display()))
     }
 
-    /// The row's value, if a lab measured it.
-    pub fn value(&self, item: &str) -> Option<f64> {
-        self.cells.iter().find(|c| c.item == item).map(|c| c.value)
+    /// The row's cell, if a lab measured it.
+    pub fn cell(&self, item: &str) -> Option<&MeasuredCell> {
+        self.cells.iter().find(|c| c.item == item)
     }
 
     /// How lab run `key` was measured.
@@ -171,11 +191,8 @@ fn measure_run(
     let cells = probes
         .iter()
         .map(|p| {
-            let value = read(&outcome, p).with_context(|| format!("row {:?}", p.item))?;
-            Ok(MeasuredCell {
-                item: p.item.into(),
-                value,
-            })
+            let values = read(&outcome, p).with_context(|| format!("row {:?}", p.item))?;
+            Ok(MeasuredCell::of(p.item, values))
         })
         .collect::<anyhow::Result<_>>()?;
     Ok((record, cells))
@@ -234,29 +251,37 @@ fn run_on(state: &LabState, run: &LabRun) -> anyhow::Result<ExperimentOutcome> {
     })
 }
 
-/// The probe's value from the run: a flow's receiver, or the emulator's counters.
-fn read(outcome: &ExperimentOutcome, p: &EmulatedProbe) -> anyhow::Result<f64> {
+/// The probe's values from the run: a flow's receiver in each repetition of the plan, or
+/// the emulator's counters over the whole run.
+fn read(outcome: &ExperimentOutcome, p: &EmulatedProbe) -> anyhow::Result<Vec<f64>> {
     if let Metric::PortCellLossPercent = p.metric {
         let report = match &outcome.emulator {
             Some(Ok(report)) => report,
             Some(Err(why)) => bail!("the emulator's counters: {why}"),
             None => bail!("the lab has no emulator"),
         };
-        return port_cell_loss(report, p.name);
+        return Ok(vec![port_cell_loss(report, p.name)?]);
     }
-    let flow = outcome
+    let values = outcome
         .flows
         .iter()
-        .find(|f| f.flow == p.name)
-        .ok_or_else(|| anyhow!("no flow {}", p.name))?;
-    let result = flow
-        .result
-        .as_ref()
-        .map_err(|e| anyhow!("flow {} failed: {e}", p.name))?;
-    if let Some(e) = &result.error {
-        bail!("flow {} failed: {e}", p.name);
+        .filter(|f| f.flow == p.name)
+        .map(|flow| {
+            let result = flow
+                .result
+                .as_ref()
+                .map_err(|e| anyhow!("flow {} failed: {e}", p.name))?;
+            if let Some(e) = &result.error {
+                bail!("flow {} failed: {e}", p.name);
+            }
+            flow_value(result, p.metric)
+                .ok_or_else(|| anyhow!("flow {}: no {:?}", p.name, p.metric))
+        })
+        .collect::<anyhow::Result<Vec<f64>>>()?;
+    match values.is_empty() {
+        true => bail!("no flow {}", p.name),
+        false => Ok(values),
     }
-    flow_value(result, p.metric).ok_or_else(|| anyhow!("flow {}: no {:?}", p.name, p.metric))
 }
 
 fn flow_value(result: &TestResult, metric: Metric) -> Option<f64> {

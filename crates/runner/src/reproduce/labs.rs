@@ -55,7 +55,7 @@ pub const LAB_RUNS: &[LabRun] = &[
         "transatlantic",
         "reproduce-001",
         "ulm",
-        "3 TCP trials of 10 s, one after the other"
+        "3 TCP trials of 10 s, one after the other, the three run 3 times"
     ),
     lab_run!(
         "bag",

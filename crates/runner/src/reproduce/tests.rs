@@ -191,7 +191,10 @@ fn differences_carry_their_sign() {
     let range = Published::Range(1.0, 2.0);
     assert_eq!(difference(Some(2.5), range), "+0.5");
     assert_eq!(difference(Some(1.5), range), "0 (inside)");
-    assert_eq!(emulated_cell(&o(Some(1.75))), "1.75 (-0.25)");
+    assert_eq!(
+        emulated_cell(&o(Some(MeasuredCell::of("two", vec![1.75])))),
+        "1.75 (-0.25)"
+    );
     assert_eq!(
         emulated_cell(&o(None)),
         "no lab",
@@ -210,7 +213,15 @@ fn an_emulated_cell_is_the_labs_value_or_not_run() {
         emulated,
     };
     assert_eq!(emulated_cell(&o(None)), "not run");
-    assert_eq!(emulated_cell(&o(Some(4.9))), "4.9 (-0.14)");
+    assert_eq!(
+        emulated_cell(&o(Some(MeasuredCell::of(row.item, vec![4.9])))),
+        "4.9 (-0.14)"
+    );
+    let repeated = MeasuredCell::of(row.item, vec![5.01, 3.24, 5.0]);
+    assert_eq!(
+        emulated_cell(&o(Some(repeated))),
+        "5 (-0.04), median of 3: 3.24–5.01"
+    );
 }
 
 #[test]
@@ -283,7 +294,7 @@ fn a_figure_plots_published_points_over_the_simulated_curve() {
     assert!(svg.contains("published") && svg.contains("flowlab (simulated)"));
     assert!(!svg.contains("emulated"), "no lab measured the row");
     let measured = Outcome {
-        emulated: Some(130.0),
+        emulated: Some(MeasuredCell::of("x", vec![130.0])),
         ..rows.into_iter().next().unwrap()
     };
     let svg = plot(&fig, &[measured], Vec::new()).unwrap();
@@ -337,7 +348,7 @@ fn the_checked_in_document_is_current() {
             row: r,
             simulated: None,
             verdict: Verdict::NotReproduced,
-            emulated: data.value(r.item),
+            emulated: data.cell(r.item).cloned(),
         };
         let line = md
             .lines()

@@ -56,10 +56,7 @@ fn a_plan_runs_only_the_labs_of_the_rows_chosen() {
 }
 
 fn cell(item: &str, value: f64) -> MeasuredCell {
-    MeasuredCell {
-        item: item.into(),
-        value,
-    }
+    MeasuredCell::of(item, vec![value])
 }
 
 fn run(key: &str, measured: &str) -> MeasuredRun {
@@ -68,6 +65,23 @@ fn run(key: &str, measured: &str) -> MeasuredRun {
         measured: measured.into(),
         load_average: Some(6.5),
     }
+}
+
+/// A repeated row is the median of its runs, which it keeps in order; one run keeps none.
+#[test]
+fn a_repeated_rows_value_is_the_median_of_its_runs() {
+    let three = MeasuredCell::of("r", vec![5.0, 3.24, 5.01]);
+    assert_eq!(
+        (three.value, three.runs.as_slice()),
+        (5.0, &[3.24, 5.0, 5.01][..])
+    );
+    assert_eq!(MeasuredCell::of("r", vec![4.0, 2.0]).value, 3.0);
+    assert!(MeasuredCell::of("r", vec![4.0]).runs.is_empty());
+    let text = serde_json::to_string(&MeasuredCell::of("r", vec![4.0])).unwrap();
+    assert_eq!(
+        text, r#"{"item":"r","value":4.0}"#,
+        "one run: the old format"
+    );
 }
 
 /// A new measurement replaces the old one's runs and rows and keeps the others, the runs in
@@ -83,9 +97,10 @@ fn a_measurement_replaces_what_it_measured_again() {
         cells: vec![cell("b", 3.0)],
     });
     assert_eq!(data.runs, [run("atl", "old"), run("aip", "new")]);
-    assert_eq!((data.value("a"), data.value("b")), (Some(1.0), Some(3.0)));
+    let value = |item| data.cell(item).map(|c| c.value);
+    assert_eq!((value("a"), value("b")), (Some(1.0), Some(3.0)));
     assert_eq!(data.run("aip"), Some(&run("aip", "new")));
-    assert_eq!(data.value("c"), None);
+    assert_eq!(value("c"), None);
     let dir = std::env::temp_dir().join(format!("flowlab-emulated-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(DATA_FILE);

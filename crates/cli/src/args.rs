@@ -354,7 +354,8 @@ pub struct TestArgs {
     /// TCP maximum segment size (TCP_MAXSEG).
     #[arg(long, short = 'M', alias = "set-mss", value_parser = parse_buffer, group = "flowlab")]
     pub mss: Option<u32>,
-    /// TCP window clamp in bytes (TCP_WINDOW_CLAMP).
+    /// TCP: the largest window the receiver advertises (TCP_WINDOW_CLAMP, held through the
+    /// test: Linux resets it as data arrives), e.g. 64KiB; the window a paper states.
     #[arg(long, value_parser = parse_buffer, group = "flowlab")]
     pub window_clamp: Option<u32>,
     /// The receiving application reads at most this rate (a slow reader, e.g. 1M): its socket

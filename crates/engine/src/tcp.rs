@@ -356,6 +356,7 @@ pub fn tcp_receive(
                         Err(e) if is_timeout(&e) => return Ok(0),
                         Err(e) => return Err(e),
                     };
+                    hold_window_clamp(&streams[i], spec);
                     let arrival_ns = clock::realtime_ns();
                     let meter = &mut meter;
                     let split = splitters[i].push(&buf[..n], |head| match head.probe {
@@ -399,6 +400,16 @@ pub fn tcp_receive(
         log: meter.take_log(),
         error,
         echo: None,
+    }
+}
+
+/// Sets the test's window clamp again after a read. Linux (6.x) replaces a connection's clamp
+/// with one from its receive buffer whenever it re-measures the payload's share of the
+/// buffers it receives into, the first data included, so a clamp set once at the start
+/// held for no packet: a 64 KiB clamp over 190 ms gave a window of 80 KiB.
+fn hold_window_clamp(stream: &TcpStream, spec: &TestSpec) {
+    if let Some(clamp) = spec.socket.window_clamp {
+        let _ = tcp::set_window_clamp(stream, clamp);
     }
 }
 
@@ -471,4 +482,52 @@ pub fn tcp_echo(
         }
     }
     (report, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use flowlab_spec::{Direction, Protocol};
+
+    use super::*;
+
+    /// The receiver's clamp is still the test's after data has arrived, which the kernel
+    /// alone does not keep (it re-derives the clamp as it measures the received buffers).
+    /// The bytes are no messages, so the receiver reads until it finds no boundary.
+    #[test]
+    fn the_receiver_holds_the_window_clamp_while_data_arrives() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (receiver, _) = listener.accept().unwrap();
+        let mut spec = TestSpec::new(Protocol::Tcp, Direction::Oneway);
+        spec.socket.window_clamp = Some(65_536);
+        let _ = crate::configure_tcp(std::slice::from_ref(&receiver), &spec, false);
+        sender
+            .set_write_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = sender.write_all(&vec![0u8; 4 << 20]);
+        });
+        let ctx = RunContext {
+            session: 1,
+            send_cap_bps: None,
+            return_cookie: None,
+            packet_key: None,
+            schedule_watch: None,
+        };
+        let streams = [receiver];
+        let outcome = tcp_receive(
+            &streams,
+            &spec,
+            &ctx,
+            false,
+            &AtomicBool::new(false),
+            &mut |_| {},
+        );
+        assert!(outcome.report.malformed > 0, "the receiver read the bytes");
+        assert_eq!(tcp::window_clamp(&streams[0]).unwrap(), 65_536);
+        drop(streams);
+        writer.join().unwrap();
+    }
 }

@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use crate::cmsg;
-use crate::sockopt::{get_bytes, set_bytes, set_int};
+use crate::sockopt::{get_bytes, get_int, set_bytes, set_int};
 
 use serde::{Deserialize, Serialize};
 
@@ -229,6 +229,12 @@ pub fn set_window_clamp(fd: impl AsFd, bytes: u32) -> io::Result<()> {
     set_int(fd.as_fd(), libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, v)
 }
 
+/// The window clamp in force (TCP_WINDOW_CLAMP).
+pub fn window_clamp(fd: impl AsFd) -> io::Result<u32> {
+    let v = get_int(fd.as_fd(), libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP)?;
+    Ok(u32::try_from(v).unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,9 +372,7 @@ mod tests {
         let mss = tcp_info(&client).unwrap().snd_mss;
         assert!(mss > 0 && mss <= 1000, "client snd_mss {mss}");
         set_window_clamp(&server, 100_000).unwrap();
-        let clamp =
-            crate::sockopt::get_int(server.as_fd(), libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP);
-        assert_eq!(clamp.unwrap(), 100_000);
+        assert_eq!(window_clamp(&server).unwrap(), 100_000);
         let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
         assert!(set_mss(&udp, 1000).is_err());
     }

@@ -58,7 +58,7 @@ pub(super) fn read_sweeps(doc: &Reader) -> Result<Vec<RawSweep>, FileError> {
 fn unit_of(key: &str) -> Unit {
     match key {
         "rate" => Unit::Rate,
-        "size" | "send_buffer" | "recv_buffer" => Unit::Bytes,
+        "size" | "send_buffer" | "recv_buffer" | "mss" | "window_clamp" => Unit::Bytes,
         "duration" | "start" | "interval" => Unit::Duration,
         _ => Unit::Count,
     }

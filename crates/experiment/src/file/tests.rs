@@ -479,7 +479,8 @@ fn every_flow_key_maps_into_the_test_spec() {
     let text = one_flow(
         "protocol = \"tcp\"\nmode = \"loopback\"\nrate = \"5M\"\nsize = \"1KiB\"\n\
          duration = \"3s\"\ncount = \"2k\"\ninterval = \"1s\"\ndscp = \"ef\"\nflows = 4\n\
-         start = \"250ms\"\ncongestion = \"reno\"\nsend_buffer = \"64KiB\"\nrecv_buffer = 1000",
+         start = \"250ms\"\ncongestion = \"reno\"\nsend_buffer = \"64KiB\"\nrecv_buffer = 1000\n\
+         mss = 1000\nwindow_clamp = \"140000B\"",
     );
     let e = load(&text).unwrap();
     let f = e.points[0].flow("f").unwrap();
@@ -494,6 +495,8 @@ fn every_flow_key_maps_into_the_test_spec() {
     want.socket.congestion = Some("reno".into());
     want.socket.send_buffer = Some(65536);
     want.socket.recv_buffer = Some(1000);
+    want.socket.mss = Some(1000);
+    want.socket.window_clamp = Some(140_000);
     assert_eq!(f.spec, want);
     assert_eq!(
         (f.from.as_str(), f.to.as_str(), f.start_ns),
@@ -551,6 +554,16 @@ fn refusals_of_test_spec_validate_name_the_key_at_fault() {
             "recv_buffer = 0",
             "recv_buffer",
             "a receive buffer is at least 1 B",
+        ),
+        (
+            "protocol = \"tcp\"\nwindow_clamp = 0",
+            "window_clamp",
+            "a window clamp is at least 1 B",
+        ),
+        (
+            "protocol = \"tcp\"\nmss = 40",
+            "mss",
+            "a TCP MSS is 88..=65535 B",
         ),
         (
             "congestion = \"no such thing\"",

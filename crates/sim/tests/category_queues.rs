@@ -73,7 +73,11 @@ fn a_category_queue_keeps_room_for_the_other_categories() {
     let bounded = one_run(&shared_port(UBR_QUEUE, "nrt-vbr"));
     assert_eq!(loss(&bounded, "small"), 0.0);
     let port = bounded.ports.iter().find(|p| p.name == "s->b").unwrap();
-    assert!(port.max_occupancy_cells <= 1000 + 32, "{}", port.max_occupancy_cells);
+    assert!(
+        port.max_occupancy_cells <= 1000 + 32,
+        "{}",
+        port.max_occupancy_cells
+    );
 }
 
 #[test]
@@ -93,8 +97,14 @@ fn bad_category_queues_are_one_line_errors() {
             r#"queues = [{ service = "ubr", buffer_cells = 100, clp_threshold = 100 }]"#,
             "must be below the queue's 100 cells",
         ),
-        (r#"queues = [{ service = "abr", epd = 10 }]"#, "unknown \"abr\""),
-        (r#"queues = [{ service = "ubr", buffer_cells = 3000 }]"#, "exceed"),
+        (
+            r#"queues = [{ service = "abr", epd = 10 }]"#,
+            "unknown \"abr\"",
+        ),
+        (
+            r#"queues = [{ service = "ubr", buffer_cells = 3000 }]"#,
+            "exceed",
+        ),
         (r#"queues = { service = "ubr" }"#, "array of tables"),
     ] {
         let e = load(&shared_port(port, "ubr")).unwrap_err().to_string();

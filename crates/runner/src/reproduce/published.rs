@@ -924,8 +924,7 @@ const AQUILA_MESSAGES_ATM: &str = "a bulk sender, as flows #3 and #4, at the VC'
     give this row back";
 const AQUILA_TCP_IP: &str = "the edge router's meter (Table 3's 100 kbit/s and 10 kB bucket, \
     counting the packets' cells) drops what is out of profile, and Reno with an 8 KiB window \
-    loses about 40 % of its segments to it and times out about once a second, bulk sender or \
-    not. The paper's greedy flow #3 (5 MB files) carried 12-17 kbit/s more than its flow #2 \
+    loses about 40 % of its segments to it and times out about once a second. The paper's greedy flow #3 (5 MB files) carried 12-17 kbit/s more than its flow #2 \
     (10 kB messages), near what its contract carries: its meter marked rather than dropped \
     (\"non-dropping but marking policy\"), which the scenario does not follow, as re-marked \
     packets would cross the idle E1 with nothing holding a 10 Mbit/s LAN's TCP near its \

@@ -59,7 +59,7 @@ pub use gcra::{Contract, Gcra, LeakyBucket, Policer, PolicingAction, Shaper};
 pub use link::{LineRate, Link, PhysicalLayer};
 pub use replicate::{ConstantCellSource, PointToMultipoint, RecirculationLoop};
 pub use switch::{
-    CellMeta, Departure, DropReason, OutputPort, PortConfig, ServiceCategory, VcId, VcLimits,
-    Verdict,
+    CategoryLimits, CategoryLimitsError, CellMeta, Departure, DropReason, OutputPort, PortConfig,
+    ServiceCategory, VcId, VcLimits, Verdict,
 };
 pub use time::ExactNs;

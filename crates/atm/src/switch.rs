@@ -1,5 +1,7 @@
 //! An ATM switch output port: a shared cell buffer, strict cell-level priority between service
-//! categories, one cell per line cell time, and frame-aware discard (EPD, PPD).
+//! categories, one cell per line cell time, and frame-aware discard (EPD, PPD). Discard
+//! thresholds apply to the whole buffer, to each service category's queue
+//! ([`CategoryLimits`]) and to each VC ([`VcLimits`]).
 //!
 //! The port is sans-IO in the quinn style: the driver calls [`OutputPort::enqueue`] when a cell
 //! arrives, asks [`OutputPort::poll_timeout`] when the next cell can leave, and calls
@@ -16,6 +18,8 @@
 //! the moment a cell reaches an idle line (an asynchronous interface such as ATM25).
 
 use std::collections::VecDeque;
+
+use thiserror::Error;
 
 use crate::cell::{CellRepr, PayloadType};
 use crate::link::LineRate;
@@ -151,6 +155,9 @@ pub struct PortConfig {
     pub clp1_threshold: Option<usize>,
     /// Set EFCI on user data cells accepted while the buffer holds this many cells or more.
     pub efci_threshold: Option<usize>,
+    /// Each category's own queue limit and thresholds, indexed by
+    /// [`ServiceCategory::priority`]; all unset shares the buffer as one pool.
+    pub categories: [CategoryLimits; 4],
     /// Slotted line (cell slots on a fixed grid) or not (see the module doc).
     pub slotted: bool,
     /// How far the line's transmit clock runs off the nominal rate, in parts per million (a
@@ -171,9 +178,79 @@ impl PortConfig {
             ppd: false,
             clp1_threshold: None,
             efci_threshold: None,
+            categories: [CategoryLimits::default(); 4],
             slotted: true,
             clock_offset_ppm: 0,
         }
+    }
+}
+
+/// One service category's queue in a port's buffer: its size and discard thresholds, in
+/// cells, beside the port-wide ones (a cell is refused when either refuses it). Switches of
+/// the TM 4.0 era kept a queue per category (or per priority) with its own size, CLP = 1
+/// threshold and EPD threshold, so that best-effort cells cannot take the buffer of the
+/// guaranteed categories, and tagged cells are shed before untagged ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CategoryLimits {
+    /// The most cells of this category the buffer holds.
+    pub buffer_cells: Option<usize>,
+    /// Discard this category's CLP = 1 cells when its queue holds this many cells or more.
+    pub clp1_threshold: Option<usize>,
+    /// EPD: discard a new frame of this category when its queue holds more than this many.
+    pub epd_threshold: Option<usize>,
+}
+
+/// A [`CategoryLimits`] whose threshold leaves no room below the queue's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("{name} threshold {threshold} must be below the queue's {buffer_cells} cells")]
+pub struct CategoryLimitsError {
+    /// `"CLP=1"` or `"EPD"`.
+    pub name: &'static str,
+    /// The threshold, in cells.
+    pub threshold: usize,
+    /// The queue's size, in cells.
+    pub buffer_cells: usize,
+}
+
+impl CategoryLimits {
+    /// Checks that each threshold lies below the queue's size (a threshold at or above it
+    /// would never act, and CLP = 0 cells keep the room above the CLP = 1 threshold).
+    pub fn validate(&self) -> Result<(), CategoryLimitsError> {
+        let Some(buffer_cells) = self.buffer_cells else {
+            return Ok(());
+        };
+        for (name, t) in [("CLP=1", self.clp1_threshold), ("EPD", self.epd_threshold)] {
+            if let Some(threshold) = t.filter(|&t| t >= buffer_cells) {
+                return Err(CategoryLimitsError {
+                    name,
+                    threshold,
+                    buffer_cells,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a new frame meeting `queued` cells of its category is discarded by EPD.
+    fn over_epd(&self, queued: usize) -> bool {
+        self.epd_threshold.is_some_and(|t| queued > t)
+    }
+
+    /// Whether a cell (CLP = 1 if `clp`) meeting `queued` cells of its category is refused,
+    /// and why.
+    fn refuses(&self, queued: usize, clp: bool) -> Option<DropReason> {
+        if clp && self.clp1_threshold.is_some_and(|t| queued >= t) {
+            Some(DropReason::ClpThreshold)
+        } else if self.buffer_cells.is_some_and(|b| queued >= b) {
+            Some(DropReason::BufferFull)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `n` more cells (CLP = 0, a new frame) stay within the queue's size and EPD.
+    fn takes(&self, queued: usize, n: usize) -> bool {
+        self.buffer_cells.is_none_or(|b| queued + n <= b) && !self.over_epd(queued)
     }
 }
 
@@ -405,6 +482,8 @@ impl OutputPort {
         vc.counters.cells_in += 1;
         let user = cell.pti.is_user_data();
         let end = cell.is_end_of_frame();
+        let category = &config.categories[vc.category.priority()];
+        let category_queued = self.queues[vc.category.priority()].len();
 
         if user {
             match vc.frame {
@@ -426,7 +505,10 @@ impl OutputPort {
                     vc.frame = FrameState::Accepting;
                 }
                 FrameState::BetweenFrames => {
-                    if config.epd_threshold.is_some_and(|t| occupancy > t) || vc.over_epd() {
+                    if config.epd_threshold.is_some_and(|t| occupancy > t)
+                        || vc.over_epd()
+                        || category.over_epd(category_queued)
+                    {
                         vc.frame = if end {
                             FrameState::BetweenFrames
                         } else {
@@ -448,7 +530,7 @@ impl OutputPort {
         } else if occupancy >= config.buffer_cells || vc.full() {
             Some(DropReason::BufferFull)
         } else {
-            None
+            category.refuses(category_queued, cell.clp)
         };
         if let Some(reason) = refusal {
             vc.counters.cells_dropped += 1;
@@ -507,15 +589,19 @@ impl OutputPort {
         let n = cells as usize;
         let occupancy = self.occupancy;
         let config = &self.config;
+        let queues = &self.queues;
         // Whole frame fits, no discard or marking threshold is reached: nothing per cell.
         let plain = n > 0
             && occupancy + n <= config.buffer_cells
             && config.epd_threshold.is_none_or(|t| occupancy <= t)
             && config.efci_threshold.is_none_or(|t| occupancy + n <= t);
-        let state = self
-            .vcs
-            .get_mut(vc.0 as usize)
-            .filter(|s| s.registered && s.frame == FrameState::BetweenFrames && s.takes(n));
+        let state = self.vcs.get_mut(vc.0 as usize).filter(|s| {
+            let priority = s.category.priority();
+            s.registered
+                && s.frame == FrameState::BetweenFrames
+                && s.takes(n)
+                && config.categories[priority].takes(queues[priority].len(), n)
+        });
         let (true, Some(state)) = (plain, state) else {
             return (0..cells)
                 .map(|j| self.enqueue(now_ns, CellMeta::user_data(vc, frame, j + 1 == cells)))
@@ -961,6 +1047,84 @@ mod tests {
         assert_eq!(p.counters().dropped_clp, 1);
     }
 
+    /// A port whose UBR queue holds at most 6 cells, dropping CLP = 1 cells from 3 on.
+    fn port_with_a_ubr_queue(epd_threshold: Option<usize>) -> OutputPort {
+        let mut config = PortConfig::new(line(), 100);
+        config.categories[ServiceCategory::Ubr.priority()] = CategoryLimits {
+            buffer_cells: Some(6),
+            clp1_threshold: Some(3),
+            epd_threshold,
+        };
+        OutputPort::new(config)
+    }
+
+    #[test]
+    fn a_category_is_held_to_its_queue_and_sheds_tagged_cells_first() {
+        let mut p = port_with_a_ubr_queue(None);
+        let ubr = p.add_vc(ServiceCategory::Ubr);
+        let cbr = p.add_vc(ServiceCategory::Cbr);
+        let tagged = CellMeta {
+            clp: true,
+            ..CellMeta::user_data(ubr, 0, true)
+        };
+        // Tagged cells enter below the CLP=1 threshold (3 cells) and are shed from there on.
+        for _ in 0..3 {
+            assert_eq!(p.enqueue(0, tagged), Verdict::Queued);
+        }
+        assert_eq!(
+            p.enqueue(0, tagged),
+            Verdict::Dropped(DropReason::ClpThreshold)
+        );
+        // Untagged cells keep the room up to the queue's size, and no further.
+        assert_eq!(p.enqueue_frame(0, ubr, 1, 5), 3);
+        assert_eq!(p.queue_len(ServiceCategory::Ubr), 6);
+        assert_eq!(p.counters().dropped_clp, 1);
+        assert_eq!(p.counters().dropped_buffer_full, 2);
+        // The full UBR queue takes nothing from the other categories' room.
+        assert_eq!(p.enqueue_frame(0, cbr, 1, 50), 50);
+        drain(&mut p);
+        assert_eq!(p.enqueue_frame(10_000_000, ubr, 2, 6), 6);
+    }
+
+    #[test]
+    fn epd_per_category_discards_new_frames_of_that_category_only() {
+        let mut p = port_with_a_ubr_queue(Some(2));
+        let a = p.add_vc(ServiceCategory::Ubr);
+        let b = p.add_vc(ServiceCategory::Ubr);
+        let vbr = p.add_vc(ServiceCategory::NrtVbr);
+        // `a`'s frame starts below the UBR queue's EPD threshold and keeps going past it.
+        assert_eq!(p.enqueue_frame(0, a, 1, 4), 4);
+        // `b` shares the UBR queue: its new frame is discarded whole, EOM included.
+        assert_eq!(p.enqueue_frame(0, b, 1, 2), 0);
+        assert_eq!(p.vc_counters(b).unwrap().frames_epd, 1);
+        assert_eq!(p.counters().dropped_epd, 2);
+        // Another category's frame does not see the UBR queue.
+        assert_eq!(p.enqueue_frame(0, vbr, 1, 10), 10);
+    }
+
+    #[test]
+    fn category_limits_are_validated() {
+        let limits = |clp1, epd| CategoryLimits {
+            buffer_cells: Some(100),
+            clp1_threshold: clp1,
+            epd_threshold: epd,
+        };
+        assert_eq!(limits(Some(99), Some(50)).validate(), Ok(()));
+        let err = limits(Some(100), None).validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CLP=1 threshold 100 must be below the queue's 100 cells"
+        );
+        let err = limits(None, Some(120)).validate().unwrap_err();
+        assert_eq!(err.name, "EPD");
+        // Without a size of its own, the queue's thresholds only need the port's buffer.
+        let unsized_queue = CategoryLimits {
+            buffer_cells: None,
+            ..limits(Some(5000), None)
+        };
+        assert_eq!(unsized_queue.validate(), Ok(()));
+    }
+
     #[test]
     fn meta_from_a_parsed_cell() {
         let mut repr = CellRepr::idle(HeaderFormat::Uni);
@@ -1014,6 +1178,21 @@ mod tests {
         }
         out.extend(drain(p));
         out
+    }
+
+    fn category_limits() -> impl Strategy<Value = CategoryLimits> {
+        (
+            proptest::option::of(1usize..20),
+            proptest::option::of(0usize..20),
+            proptest::option::of(0usize..20),
+        )
+            .prop_map(
+                |(buffer_cells, clp1_threshold, epd_threshold)| CategoryLimits {
+                    buffer_cells,
+                    clp1_threshold,
+                    epd_threshold,
+                },
+            )
     }
 
     /// [`run`] without the final drain: the port keeps what is still queued.
@@ -1132,11 +1311,13 @@ mod tests {
         fn a_frame_at_once_is_its_cells_one_by_one(
             frames in arrivals(), buffer in 1usize..40, epd: bool, ppd: bool, efci: bool,
             vc_buffer in proptest::option::of(1usize..20), vc_epd in proptest::option::of(0usize..10),
+            category in category_limits(),
         ) {
             let mut config = PortConfig::new(line(), buffer);
             config.ppd = ppd;
             config.epd_threshold = epd.then_some(buffer / 2);
             config.efci_threshold = efci.then_some(buffer / 3);
+            config.categories[ServiceCategory::NrtVbr.priority()] = category;
             let mut ports = [OutputPort::new(config), OutputPort::new(config)];
             let mut outs = [Vec::new(), Vec::new()];
             for p in &mut ports {
@@ -1181,6 +1362,50 @@ mod tests {
             prop_assert_eq!(ports[0].counters(), ports[1].counters());
             for v in 0..4 {
                 prop_assert_eq!(ports[0].vc_counters(VcId(v)), ports[1].vc_counters(VcId(v)));
+            }
+        }
+
+        /// Every category's queue stays within its size, and an untagged cell is refused
+        /// (with no EPD or PPD) only by a full queue or a full buffer: never by the CLP=1
+        /// threshold below them.
+        #[test]
+        fn categories_keep_their_limits_and_spare_untagged_cells(
+            frames in arrivals(), tags in proptest::collection::vec(any::<bool>(), 120),
+            buffer in 1usize..60, limits in proptest::collection::vec(category_limits(), 4),
+        ) {
+            let mut config = PortConfig::new(line(), buffer);
+            for (c, l) in config.categories.iter_mut().zip(&limits) {
+                *c = CategoryLimits { epd_threshold: None, ..*l };
+            }
+            let mut p = OutputPort::new(config);
+            for c in ServiceCategory::ALL {
+                p.add_vc(c);
+            }
+            let mut now = 0u64;
+            for (k, f) in frames.iter().enumerate() {
+                now += f.gap_ns;
+                let category = ServiceCategory::ALL[f.vc as usize];
+                let size = config.categories[category.priority()].buffer_cells;
+                for i in 0..f.frame_len {
+                    while let Some(t) = p.poll_timeout().filter(|&t| t <= now) {
+                        p.poll_transmit(t);
+                    }
+                    let queued = p.queue_len(category);
+                    let full = size.is_some_and(|b| queued >= b) || p.occupancy() >= buffer;
+                    let cell = CellMeta {
+                        clp: tags[k],
+                        ..CellMeta::user_data(VcId(f.vc), k as u32, i + 1 == f.frame_len)
+                    };
+                    let verdict = p.enqueue(now, cell);
+                    if !cell.clp {
+                        prop_assert_eq!(verdict == Verdict::Queued, !full);
+                    }
+                    for c in ServiceCategory::ALL {
+                        let size = config.categories[c.priority()].buffer_cells;
+                        prop_assert!(size.is_none_or(|b| p.queue_len(c) <= b));
+                    }
+                    now += 1_000;
+                }
             }
         }
 

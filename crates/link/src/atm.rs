@@ -14,8 +14,9 @@ use std::collections::VecDeque;
 
 use flowlab_atm::gcra::PolicerVerdict;
 use flowlab_atm::{
-    cells_per_packet, Contract, Encapsulation, ExactNs, FrameDelimiter, LineRate, OutputPort,
-    PhysicalLayer, Policer, PolicingAction, PortConfig, ServiceCategory, VcId, VcLimits,
+    cells_per_packet, CategoryLimits, Contract, Encapsulation, ExactNs, FrameDelimiter, LineRate,
+    OutputPort, PhysicalLayer, Policer, PolicingAction, PortConfig, ServiceCategory, VcId,
+    VcLimits,
 };
 use flowlab_spanned::{FileError, Item, Reader};
 use rand_chacha::ChaCha8Rng;
@@ -75,8 +76,11 @@ pub fn encap_by_name(name: &str) -> Option<Encapsulation> {
 /// Keys of a VC's share of a switch port's buffer (each VC's cells at most, EPD threshold).
 pub const VC_LIMIT_KEYS: &[&str] = &["vc_buffer_cells", "vc_epd"];
 
-/// A link's ATM port: `phy`, `encap`, `buffer_cells`, `epd`, `ppd`, `clp_threshold`, and each
-/// VC's limits (`vc_buffer_cells`, `vc_epd`).
+/// Keys of one entry of a port's `queues`: a service category's own queue.
+pub const QUEUE_KEYS: &[&str] = &["service", "buffer_cells", "clp_threshold", "epd"];
+
+/// A link's ATM port: `phy`, `encap`, `buffer_cells`, `epd`, `ppd`, `clp_threshold`, each
+/// service category's queue (`queues`) and each VC's limits (`vc_buffer_cells`, `vc_epd`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortSpec {
     /// The PHY's name as printed (`OC-3c`).
@@ -87,6 +91,8 @@ pub struct PortSpec {
     pub ppd: bool,
     pub clp_threshold: Option<usize>,
     pub encap: Encapsulation,
+    /// Each service category's queue, indexed by its priority (none: one shared pool).
+    pub categories: [CategoryLimits; 4],
     /// Every VC's share of the buffer.
     pub vc_limits: VcLimits,
 }
@@ -98,6 +104,7 @@ impl PortSpec {
         cfg.epd_threshold = self.epd;
         cfg.ppd = self.ppd;
         cfg.clp1_threshold = self.clp_threshold;
+        cfg.categories = self.categories;
         cfg
     }
 
@@ -143,8 +150,49 @@ pub fn read_port(l: &Reader) -> Result<Option<PortSpec>, FileError> {
         ppd: l.bool("ppd")?.unwrap_or(false),
         clp_threshold: l.count("clp_threshold")?.map(|x| x as usize),
         encap,
+        categories: read_queues(l, buffer_cells)?,
         vc_limits: read_vc_limits(l)?.unwrap_or_default(),
     }))
+}
+
+/// `queues`: an array of tables, each a service category's own queue in the port's buffer
+/// (`service`, and its `buffer_cells`, `clp_threshold` and `epd`), at most one a category.
+/// A category without an entry shares the buffer with no limit of its own.
+fn read_queues(l: &Reader, port_cells: usize) -> Result<[CategoryLimits; 4], FileError> {
+    let mut categories = [CategoryLimits::default(); 4];
+    let mut seen = [false; 4];
+    for q in l.tables("queues")? {
+        let q = q.named("queues");
+        q.only(QUEUE_KEYS)?;
+        let service = read_service(&q)?
+            .ok_or_else(|| q.table_error("needs service (cbr, rt-vbr, nrt-vbr or ubr)"))?;
+        let slot = service.priority();
+        if std::mem::replace(&mut seen[slot], true) {
+            return Err(q.table_error("a second queue for the same service"));
+        }
+        let limits = CategoryLimits {
+            buffer_cells: q.positive("buffer_cells")?.map(|x| x as usize),
+            clp1_threshold: q.count("clp_threshold")?.map(|x| x as usize),
+            epd_threshold: q.count("epd")?.map(|x| x as usize),
+        };
+        if limits == CategoryLimits::default() {
+            return Err(q.table_error("needs buffer_cells, clp_threshold or epd"));
+        }
+        // A queue without a size of its own is bounded by the port's buffer.
+        let sized = CategoryLimits {
+            buffer_cells: Some(limits.buffer_cells.unwrap_or(port_cells)),
+            ..limits
+        };
+        if let (Some(b), Some(item)) = (limits.buffer_cells, q.get("buffer_cells")) {
+            if b > port_cells {
+                let msg = format!("{b} cells exceed the port's buffer_cells {port_cells}");
+                return Err(q.error(item, "buffer_cells", msg));
+            }
+        }
+        sized.validate().map_err(|e| q.table_error(e))?;
+        categories[slot] = limits;
+    }
+    Ok(categories)
 }
 
 /// `vc_buffer_cells` (at least 1) and `vc_epd` (below `vc_buffer_cells`), if either is set.

@@ -35,6 +35,10 @@ pub enum Metric {
     IpThroughputMbps,
     GoodputMbps,
     GoodputKbps,
+    /// A TCP flow's application bytes delivered over the whole run, as a measurement
+    /// interval averages them: the receiving span of a flow that stalls after a few
+    /// segments (a starved one) is no rate.
+    RunGoodputKbps,
     LossPercent,
     MaxDelayMs,
     DelayVariationMs,
@@ -293,6 +297,10 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
         Metric::IpThroughputMbps => flow()?.throughput_bps / 1e6,
         Metric::GoodputMbps => flow()?.goodput_bps / 1e6,
         Metric::GoodputKbps => flow()?.goodput_bps / 1e3,
+        Metric::RunGoodputKbps => {
+            let delivered = flow()?.tcp.as_ref().ok_or_else(missing)?.delivered_bytes;
+            delivered as f64 * 8e6 / run.duration_ns.max(1) as f64
+        }
         Metric::LossPercent => flow()?.loss_ratio * 100.0,
         Metric::MaxDelayMs => flow()?.one_way_delay.as_ref().map_or(0.0, |d| d.max_ns) / 1e6,
         Metric::DelayVariationMs => flow()?.delay_variation_ns / 1e6,

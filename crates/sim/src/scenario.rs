@@ -42,6 +42,7 @@ const LINK_KEYS: &[&str] = &[
     "epd",
     "ppd",
     "clp_threshold",
+    "queues",
     "vc_buffer_cells",
     "vc_epd",
     "encap",
@@ -742,6 +743,10 @@ fn read_atm(l: &Reader) -> Result<Option<AtmSpec>, ScenarioError> {
                 let msg = "needs phy (an ATM link); an IP link takes loss";
                 return Err(l.error(item, key, msg));
             }
+        }
+        if let Some(item) = l.get("queues") {
+            let msg = "needs phy (an ATM link); an IP link's queues are its classes";
+            return Err(l.error(item, "queues", msg));
         }
         return Ok(None);
     };

@@ -13,6 +13,7 @@ fn port(phy: PhysicalLayer, buffer_cells: usize) -> PortSpec {
         ppd: false,
         clp_threshold: None,
         encap: Encapsulation::LlcSnapRouted,
+        categories: Default::default(),
         vc_limits: VcLimits::default(),
     }
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::{run_virtual, Event, Frame};
+use flowlab_atm::ServiceCategory;
 
 /// The `emulate` table of `text` (the inline table's body).
 fn load(body: &str) -> Result<EmulateSpec, FileError> {
@@ -215,4 +216,37 @@ fn vc_limits_are_atm_port_keys() {
     );
     assert!(err("vc_epd = 5").contains("needs phy"));
     assert!(err(r#"phy = "E1", vc_buffer_cells = 10, vc_epd = 10"#).contains("must be below"));
+}
+
+#[test]
+fn category_queues_are_atm_port_keys() {
+    let s = load(
+        r#"phy = "E1", buffer_cells = 200, queues = [{ service = "ubr", buffer_cells = 100, clp_threshold = 50, epd = 90 }]"#,
+    )
+    .unwrap();
+    let port = s.atm.unwrap().port;
+    let ubr = port.categories[ServiceCategory::Ubr.priority()];
+    assert_eq!(
+        (ubr.buffer_cells, ubr.clp1_threshold, ubr.epd_threshold),
+        (Some(100), Some(50), Some(90))
+    );
+    assert_eq!(port.port_config(200).categories, port.categories);
+    assert!(port.categories[ServiceCategory::Cbr.priority()] == Default::default());
+    let queue = |q: &str| {
+        err(&format!(
+            r#"phy = "E1", buffer_cells = 200, queues = [{q}]"#
+        ))
+    };
+    assert!(queue("{ buffer_cells = 10 }").contains("needs service"));
+    assert!(queue(r#"{ service = "ubr" }"#).contains("needs buffer_cells, clp_threshold or epd"));
+    assert!(queue(r#"{ service = "ubr", buffer_cells = 300 }"#).contains("exceed the port's"));
+    assert!(queue(r#"{ service = "ubr", buffer_cells = 10, epd = 10 }"#)
+        .contains("EPD threshold 10 must be below the queue's 10 cells"));
+    assert!(queue(r#"{ service = "cbr", clp_threshold = 200 }"#).contains("must be below"));
+    assert!(
+        queue(r#"{ service = "ubr", epd = 5 }, { service = "ubr", epd = 6 }"#)
+            .contains("a second queue")
+    );
+    assert!(queue(r#"{ service = "ubr", epd = 5, limit = 3 }"#).contains("limit"));
+    assert!(err(r#"queues = [{ service = "ubr", epd = 5 }]"#).contains("needs phy"));
 }

@@ -632,7 +632,7 @@ pub const ROWS: &[Row] = &[
         "flow2",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP_ATM,
+        AQUILA_MESSAGES_ATM,
     ),
     aquila(
         "Table 4, ATM core, with background: flow #3 goodput",
@@ -650,16 +650,16 @@ pub const ROWS: &[Row] = &[
         ATM,
         0,
         "flow4",
-        Metric::GoodputKbps,
+        Metric::RunGoodputKbps,
         Check::Starved,
-        "the scenario keeps CBR and VBR cells room by tagging the UBR \
-            background CLP=1 against a 1000-cell clp_threshold (the paper does \
-            not say how its switch shared its buffer); the E1 port's counters \
-            put every dropped cell there (all of them the background's, the \
-            queue never above 1002 cells), so flow #4's untagged cells find the \
-            other half free and lose none. Starving it takes both UBR VCs in one \
-            bounded share of the buffer, a per-category threshold that \
-            flowlab-atm's port lacks (it has per-buffer and per-VC ones)",
+        "flow #4 and the untagged 2 Mb/s background share the E1 port's UBR \
+            queue (1000 of its 2000 cells, a per-category queue as switches of \
+            the time kept one; the paper gives neither), which the background \
+            keeps full: each 32-cell frame of flow #4 finds at most the few \
+            cells the E1 freed since the background's last frame, loses one and \
+            is lost whole, and Reno backs off (5 timeouts in the run). Averaged \
+            over the run, as the paper's 5-minute intervals are: 0.8 to 11 \
+            kbit/s over seeds 4 to 8",
     ),
     aquila(
         "Table 4, ATM core, without background: flow #1 max transfer delay",
@@ -699,7 +699,7 @@ pub const ROWS: &[Row] = &[
         "flow2",
         Metric::GoodputKbps,
         HOST,
-        AQUILA_TCP_ATM,
+        AQUILA_MESSAGES_ATM,
     ),
     aquila(
         "Table 4, ATM core, without background: flow #3 goodput",
@@ -777,12 +777,13 @@ pub const ROWS: &[Row] = &[
         IP,
         0,
         "flow4",
-        Metric::GoodputKbps,
+        Metric::RunGoodputKbps,
         Check::Starved,
         "STD shares one 50-packet queue and the lowest WFQ weight with the \
             2 Mb/s background; flow #4's segments get through between \
-            timeouts, how many depending on where its start falls against the \
-            background's (3 to 23 kbit/s over seeds 4 to 6)",
+            timeouts (5 in the run). Averaged over the run, as the paper's \
+            5-minute intervals are: 0.8 to 3.1 kbit/s over seeds 4 to 8 (over \
+            its receiving span, from its first to its last segment, 3 to 23)",
     ),
     aquila(
         "Table 4, IP core, without background: flow #1 max transfer delay",
@@ -856,9 +857,13 @@ const NO_LATENCY: &str = "the hosts' latency (0.32 ms plus up to 0.355 ms at eac
     against the E1's cell slots, which its drawn start sets, moves the maximum by up to a cell \
     time (0.22 ms)";
 const NO_JITTER: &str = "PDV moves in steps of one E1 cell time (0.22 ms) with flow #1's phase \
-    against the cell slots (its drawn start); the paper's two rows differ by about one such \
-    step, and CBR cells wait behind at most one cell whether the background runs or not, so \
-    both runs give the same value (docs/simulation.md)";
+    against the cell slots (its drawn start: 0.576 or 0.796 ms over seeds 4 to 9); a CBR cell \
+    waits for the next slot whether the background runs or not, so each seed gives both runs \
+    the same value. The paper's rows differ by about one step (0.2 ms), which the end-system \
+    keys cannot give: they delay each host's or router's packets by its own costs, and the \
+    background enters the switch on its own link. In the testbed it shared the LAN and \
+    gateway with flow #1 (its Figure 3), where a VoIP packet may wait behind one 1500-byte \
+    packet, but the paper gives neither the LAN's rate nor the gateway's ATM interface";
 const CBR_FIRST: &str = "flow #1 has strict priority at the bottleneck";
 const RESIDUAL: &str = "a 53-byte premium packet waits at most the residual of one 1500-byte \
     packet on the E1 VC (7.07 ms), plus the routers' latency fitted in the ATM core (0.32 ms \
@@ -909,13 +914,21 @@ const CELLS: &str = "an encapsulation figure: ping data + 8 (ICMP) + 20 (IP) byt
     the AAL5 trailer, padded to 48-byte cell payloads";
 const AQUILA_TCP_ATM: &str = "the router's ATM interface shapes the VC to exactly 100 kbit/s \
     of cells, 86.1 kbit/s of TCP payload in 1500-byte packets, and the switch's UPC finds it \
-    conforming (no cell tagged); a bulk sender stands for the paper's flow #2, which sent 10 kB \
-    messages at a rate it does not give";
+    conforming (no cell tagged); a bulk sender is the paper's greedy source (5 MB files)";
+const AQUILA_MESSAGES_ATM: &str = "a bulk sender, as flows #3 and #4, at the VC's 86.1 kbit/s \
+    of TCP payload: the paper's flow #2 was \"non-greedy\", an application sending 10 kB \
+    messages like e-mail, and carried about 10 kbit/s less than the greedy flows on the same \
+    contract, as a VC idle between messages would. flowlab's simulated TCP has no such source (a \
+    sender is bulk, or paced at a constant write rate), and the paper gives neither the \
+    messages' rate nor what the application waited for between them, so a pace would only \
+    give this row back";
 const AQUILA_TCP_IP: &str = "the edge router's meter (Table 3's 100 kbit/s and 10 kB bucket, \
     counting the packets' cells) drops what is out of profile, and Reno with an 8 KiB window \
-    loses about 40 % of its segments to it and times out about once a second; both flows are \
-    bulk senders here, so the paper's greedy flow #3 (5 MB files) carries no more than its \
-    flow #2 (10 kB messages), where the paper's carried 12-17 kbit/s more";
+    loses about 40 % of its segments to it and times out about once a second. The paper's greedy flow #3 (5 MB files) carried 12-17 kbit/s more than its flow #2 \
+    (10 kB messages), near what its contract carries: its meter marked rather than dropped \
+    (\"non-dropping but marking policy\"), which the scenario does not follow, as re-marked \
+    packets would cross the idle E1 with nothing holding a 10 Mbit/s LAN's TCP near its \
+    contract (e1-aquila-ip.toml). A message source for flow #2 would not raise flow #3";
 const AQUILA_STD_IP: &str = "STD has no meter in AQUILA: the host's 100 kbit/s access link \
     stands for the shaping to its contract (Table 3), 97.3 kbit/s of TCP payload in 1500-byte \
     packets by a bulk sender, more regular than the paper's hosts";

@@ -103,6 +103,30 @@ fn host_and_socket_metrics_read_their_reports() {
     assert!(fill.iter().take(9).all(|&(_, kb)| kb >= 3.0), "{fill:?}");
 }
 
+/// A TCP transfer of 146000 bytes done early in a 2 s run: its goodput over the run is its
+/// bytes over the 2 s, far below the rate over its receiving span; a UDP flow has no TCP
+/// delivery count to read.
+#[test]
+fn run_goodput_averages_a_tcp_flows_bytes_over_the_whole_run() {
+    let text = "[sim]\nduration = \"2s\"\n\
+        [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+        [[link]]\nfrom = \"a\"\nto = \"b\"\nrate = \"10M\"\n\
+        [[flow]]\nname = \"t\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"tcp\"\nbytes = 146000\n\
+        [[flow]]\nname = \"u\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"udp\"\nrate = \"1M\"\nsize = 1000\n";
+    let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
+    let probe = |name, metric| Probe {
+        scenario: "t",
+        run: 0,
+        name,
+        metric,
+    };
+    let run = read(&report, &probe("t", Metric::RunGoodputKbps)).unwrap();
+    assert!((run - 146_000.0 * 8.0 / 2.0 / 1e3).abs() < 1e-9, "{run}");
+    let span = read(&report, &probe("t", Metric::GoodputKbps)).unwrap();
+    assert!(span > 5.0 * run, "{span} against {run}");
+    assert!(read(&report, &probe("u", Metric::RunGoodputKbps)).is_err());
+}
+
 /// A UDP flow into a 1 Mb/s link at 0.5, 0.9, 2 and again 0.5 Mb/s: the knee is the last
 /// rate before the first loss, the lossless total the most carried without loss, the peak
 /// the most carried at all.

@@ -53,6 +53,12 @@ pub enum Metric {
     HostCpuPercent,
     /// Datagrams flow `name`'s socket buffer took before it first overflowed.
     PacketsBeforeOverflow,
+    /// Flow `name`'s mean round trip (a loopback flow's echoes, a ping's).
+    RoundTripMs,
+    /// How much flow `name`'s mean round trip grows from run `.0` of the sweep to run `.1`.
+    RoundTripRiseMs(usize, usize),
+    /// Flow `name`'s mean round trip less that of the flow named here, in the same run.
+    RoundTripAboveMs(&'static str),
 }
 
 impl Metric {
@@ -63,6 +69,7 @@ impl Metric {
             Metric::PeakTotalGoodputMbps
                 | Metric::LosslessTotalGoodputMbps
                 | Metric::LosslessKnee(_)
+                | Metric::RoundTripRiseMs(..)
         )
     }
 }
@@ -318,7 +325,22 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
             let buffer = flow()?.socket_buffer.as_ref().ok_or_else(missing)?;
             buffer.admitted_before_overflow.ok_or_else(missing)? as f64
         }
+        Metric::RoundTripMs => round_trip_ms(run, p.name).ok_or_else(missing)?,
+        Metric::RoundTripRiseMs(from, to) => {
+            let at = |i: usize| report.runs.get(i).and_then(|r| round_trip_ms(r, p.name));
+            at(to).zip(at(from)).map(|(b, a)| b - a).ok_or_else(missing)?
+        }
+        Metric::RoundTripAboveMs(other) => {
+            let pair = round_trip_ms(run, p.name).zip(round_trip_ms(run, other));
+            pair.map(|(a, b)| a - b).ok_or_else(missing)?
+        }
     })
+}
+
+/// Flow `name`'s mean round trip in `run`, if it has echoes.
+fn round_trip_ms(run: &flowlab_sim::RunReport, name: &str) -> Option<f64> {
+    let flow = run.flows.iter().find(|f| f.name == name)?;
+    Some(flow.receiver.round_trip.as_ref()?.mean_ns / 1e6)
 }
 
 /// Flow `p.name`'s socket buffer fill in the probe's run: (s, kB) at the end of each sample.

@@ -129,6 +129,40 @@ fn sweep_metrics_read_every_run() {
     assert!(peak > lossless && peak <= 0.972, "{peak}");
 }
 
+/// Two loopback flows across one 1 Mb/s link, 1000 and then 1400-byte packets: the round
+/// trip is both ways' serialisation, so it grows by 2 × 400 bytes at 1 Mb/s (6.4 ms), and
+/// the flow whose sender costs 1 ms a packet to send is 1 ms above the other.
+#[test]
+fn round_trip_metrics_read_the_echoes() {
+    let text = "[sim]\nduration = \"2s\"\n\
+        [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+        [[node]]\nname = \"c\"\nkind = \"host\"\nsend_cost = \"1ms\"\n\
+        [[node]]\nname = \"d\"\nkind = \"host\"\n\
+        [[link]]\nfrom = \"a\"\nto = \"b\"\nrate = \"1M\"\n\
+        [[link]]\nfrom = \"c\"\nto = \"d\"\nrate = \"1M\"\n\
+        [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\nrate = \"100k\"\nsize = 1000\nloopback = true\n\
+        [[flow]]\nname = \"g\"\nfrom = \"c\"\nto = \"d\"\nrate = \"100k\"\nsize = 1000\nloopback = true\n\
+        [sweep]\nparam = [\"flow.f.size\", \"flow.g.size\"]\nvalues = [\"1000B\", \"1400B\"]\n";
+    let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
+    let probe = |run, metric| Probe {
+        scenario: "t",
+        run,
+        name: "g",
+        metric,
+    };
+    let rtt = read(&report, &probe(0, Metric::RoundTripMs)).unwrap();
+    assert!((rtt - 17.0).abs() < 0.01, "16 ms on the wire, 1 ms sending: {rtt}");
+    let rise = read(&report, &probe(0, Metric::RoundTripRiseMs(0, 1))).unwrap();
+    assert!((rise - 6.4).abs() < 0.01, "{rise}");
+    let above = read(&report, &probe(1, Metric::RoundTripAboveMs("f"))).unwrap();
+    assert!((above - 1.0).abs() < 0.01, "{above}");
+    let no_echo = Probe {
+        name: "nothing",
+        ..probe(0, Metric::RoundTripMs)
+    };
+    assert!(read(&report, &no_echo).is_err());
+}
+
 #[test]
 fn verdicts_follow_the_check() {
     let exact = row(Published::Value(135.1), Check::Exact { decimals: 1 });

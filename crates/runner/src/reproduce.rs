@@ -53,6 +53,9 @@ pub enum Metric {
     HostCpuPercent,
     /// Datagrams flow `name`'s socket buffer took before it first overflowed.
     PacketsBeforeOverflow,
+    /// The first x of the sweep (run *i* at `xs[i]`) from which flow `name` loses nothing
+    /// in any later run.
+    LosslessFrom(&'static [f64]),
     /// Flow `name`'s mean round trip (a loopback flow's echoes, a ping's).
     RoundTripMs,
     /// How much flow `name`'s mean round trip grows from run `.0` of the sweep to run `.1`.
@@ -69,6 +72,7 @@ impl Metric {
             Metric::PeakTotalGoodputMbps
                 | Metric::LosslessTotalGoodputMbps
                 | Metric::LosslessKnee(_)
+                | Metric::LosslessFrom(_)
                 | Metric::RoundTripRiseMs(..)
         )
     }
@@ -317,6 +321,7 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
             .map(total_goodput_mbps)
             .fold(0.0, f64::max),
         Metric::LosslessKnee(xs) => lossless_knee(report, p.name, xs).ok_or_else(missing)?,
+        Metric::LosslessFrom(xs) => lossless_from(report, p.name, xs).ok_or_else(missing)?,
         Metric::HostCpuPercent => {
             let host = run.hosts.iter().find(|h| h.name == p.name);
             100.0 * host.ok_or_else(missing)?.cpu_ratio
@@ -384,6 +389,20 @@ fn lossless_knee(report: &SimReport, name: &str, xs: &[f64]) -> Option<f64> {
                 .iter()
                 .any(|f| f.name == name && f.loss_ratio == 0.0)
         })
+        .map(|(_, &x)| x)
+        .last()
+}
+
+/// Where a sweep starts to work: the first `xs[i]` from which flow `name` loses nothing in
+/// run `i` and every later one; `None` if it lost packets in the last run.
+fn lossless_from(report: &SimReport, name: &str, xs: &[f64]) -> Option<f64> {
+    let lossless = |run: &flowlab_sim::RunReport| {
+        run.flows
+            .iter()
+            .any(|f| f.name == name && f.loss_ratio == 0.0)
+    };
+    let runs = report.runs.iter().zip(xs).rev();
+    runs.take_while(|(run, _)| lossless(run))
         .map(|(_, &x)| x)
         .last()
 }

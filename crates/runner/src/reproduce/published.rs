@@ -19,6 +19,7 @@ pub const SCENARIOS: &[Scenario] = &[
     example!("tcp-190ms"),
     example!("ping-cell-loss"),
     example!("policing-cdvt"),
+    example!("policing-pcr"),
     example!("e1-aquila-atm"),
     example!("e1-aquila-ip"),
     example!("tcp-pvc"),
@@ -68,6 +69,40 @@ const fn gap(
         explanation: why,
     }
 }
+
+/// A row of seed 003's Figures 5 and 6: where TCP starts to work for a host, read off the
+/// sweep at `xs`; the paper draws the knees without values.
+const fn knee_row(
+    item: &'static str,
+    unit: &'static str,
+    scenario: &'static str,
+    host: &'static str,
+    xs: &'static [f64],
+) -> Row {
+    Row {
+        seed: "003",
+        item,
+        unit,
+        published: Published::Text("later for the faster host (curves only)"),
+        probe: probe(scenario, 0, host, Metric::LosslessFrom(xs)),
+        check: Check::NotReproduced,
+        explanation: POLICED_KNEE,
+    }
+}
+
+const POLICED_KNEE: &str = "a 192-cell frame sent at the adapter's rate passes the policer \
+    only if CDVT >= 191 × (424 bits / PCR - the adapter's cell time): 7.1 ms for the \
+    SPARC-20's 83 Mb/s and 7.5 ms for the Alpha's 130.6 Mb/s at 10 Mb/s, and at 10 ms a PCR of \
+    7.4 and 7.6 Mb/s; the value is the first swept point from which the host loses nothing, \
+    and the faster host's knee comes later in both figures, as the paper says (Table 1's \
+    transmit rates; it does not say which two hosts it drew)";
+
+/// The CDVTs of `policing-cdvt.toml`'s sweep, ms.
+const CDVT_MS: [f64; 12] = [
+    0.0, 1.0, 5.0, 7.0, 7.25, 7.5, 8.0, 10.0, 12.0, 15.0, 20.0, 50.0,
+];
+/// The PCRs of `policing-pcr.toml`'s sweep, Mb/s.
+const PCR_MBPS: [f64; 10] = [4.0, 6.0, 7.0, 7.5, 8.0, 9.0, 10.0, 12.0, 15.0, 20.0];
 
 /// A row of seed 002's Table 1: ping loss at a size, loops in one direction (run 0 of
 /// `ping-cell-loss`) or in both (run 1).
@@ -624,20 +659,41 @@ pub const ROWS: &[Row] = &[
         item: "Figure 5: TCP above the knee, CBR PCR 10 Mb/s, CDVT 10 ms",
         unit: "Mb/s",
         published: Published::Text("TCP working (values only in the plot)"),
-        probe: probe("policing-cdvt", 6, "tcp", Metric::GoodputMbps),
+        probe: probe("policing-cdvt", 7, "sparc20", Metric::GoodputMbps),
         check: Check::NotReproduced,
-        explanation: "the SPARC-20's 83 Mb/s adapter puts the knee at 7.1 ms; at \
-            8-10 ms the policer still drops the second of two frames a \
-            window opening sends together, and Reno times out; from 12 ms \
-            TCP carries all 8 Mb/s its application writes (plot)",
+        explanation: "above its knee each host carries all 6 Mb/s its application \
+            writes, without loss (plot); the paper gives no pacing rate, and at \
+            8 Mb/s (89 % of the PCR in cells) the policer drops the second of \
+            two frames a window opening sends together, and Reno collapses up to \
+            12 ms, where both figures show TCP working at this contract",
     },
-    gap(
-        "003",
-        "Figure 6: TCP against PCR at CDVT 10 ms",
-        "",
-        Published::Text("curves only"),
-        "no scenario: the values are only in the plot, and the rates \
-            NetSpec paced the two hosts to are not given",
+    knee_row(
+        "Figure 5: the knee's CDVT at PCR 10 Mb/s, the slower host (SPARC-20/40)",
+        "ms",
+        "policing-cdvt",
+        "sparc20",
+        &CDVT_MS,
+    ),
+    knee_row(
+        "Figure 5: the knee's CDVT at PCR 10 Mb/s, the faster host (DEC Alpha 3000/400)",
+        "ms",
+        "policing-cdvt",
+        "alpha",
+        &CDVT_MS,
+    ),
+    knee_row(
+        "Figure 6: the knee's PCR at CDVT 10 ms, the slower host (SPARC-20/40)",
+        "Mb/s",
+        "policing-pcr",
+        "sparc20",
+        &PCR_MBPS,
+    ),
+    knee_row(
+        "Figure 6: the knee's PCR at CDVT 10 ms, the faster host (DEC Alpha 3000/400)",
+        "Mb/s",
+        "policing-pcr",
+        "alpha",
+        &PCR_MBPS,
     ),
     // Seed 004, AQUILA: E1 bottleneck between two ATM switches. Table 4; run 0 of each
     // scenario has the 2 Mb/s background, run 1 has none.
@@ -1018,7 +1074,7 @@ const CBR_OFFERED: [f64; 11] = [
     1700.0, 1750.0, 1800.0, 1850.0, 1900.0, 1950.0, 2000.0, 2050.0, 2100.0, 2150.0, 2200.0,
 ];
 
-/// A probe of every run of a seed 000 sweep (the run is the curve's x).
+/// A probe of every run of a sweep (the run is the curve's x).
 const fn swept(scenario: &'static str, name: &'static str, metric: Metric) -> Probe {
     Probe {
         scenario,
@@ -1337,13 +1393,27 @@ pub const FIGURES: &[Figure] = &[
         points: &[],
         marks: &[],
         curve: Curve::Sweep(
-            &[Probe {
-                scenario: "policing-cdvt",
-                run: 0,
-                name: "tcp",
-                metric: Metric::GoodputMbps,
-            }],
-            &[0.0, 1.0, 5.0, 7.0, 7.5, 8.0, 10.0, 12.0, 15.0, 20.0, 50.0],
+            &[
+                swept("policing-cdvt", "sparc20", Metric::GoodputMbps),
+                swept("policing-cdvt", "alpha", Metric::GoodputMbps),
+            ],
+            &CDVT_MS,
+        ),
+    },
+    Figure {
+        seed: "003",
+        file: "003-tcp-pcr",
+        title: "Seed 003, Figure 6: TCP against PCR, CBR CDVT 10 ms (published as curves only)",
+        x_label: "PCR (Mb/s)",
+        y_label: "TCP goodput (Mb/s)",
+        points: &[],
+        marks: &[],
+        curve: Curve::Sweep(
+            &[
+                swept("policing-pcr", "sparc20", Metric::GoodputMbps),
+                swept("policing-pcr", "alpha", Metric::GoodputMbps),
+            ],
+            &PCR_MBPS,
         ),
     },
 ];

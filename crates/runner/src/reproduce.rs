@@ -333,7 +333,10 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
         Metric::RoundTripMs => round_trip_ms(run, p.name).ok_or_else(missing)?,
         Metric::RoundTripRiseMs(from, to) => {
             let at = |i: usize| report.runs.get(i).and_then(|r| round_trip_ms(r, p.name));
-            at(to).zip(at(from)).map(|(b, a)| b - a).ok_or_else(missing)?
+            at(to)
+                .zip(at(from))
+                .map(|(b, a)| b - a)
+                .ok_or_else(missing)?
         }
         Metric::RoundTripAboveMs(other) => {
             let pair = round_trip_ms(run, p.name).zip(round_trip_ms(run, other));

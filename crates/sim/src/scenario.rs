@@ -778,7 +778,11 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
         s.size = size;
         s.echo = read_loopback(&f)?;
     } else if let Some(item) = f.get("loopback") {
-        return Err(f.error(item, "loopback", "echoes a udp or raw flow (ping echoes anyway)"));
+        return Err(f.error(
+            item,
+            "loopback",
+            "echoes a udp or raw flow (ping echoes anyway)",
+        ));
     }
     let contract = read_contract(&f)?;
     let police = f.choice("police", POLICING)?.flatten();

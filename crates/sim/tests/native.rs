@@ -197,7 +197,11 @@ fn a_loopback_flow_echoes_each_frame_through_both_hosts() {
         rtt.mean_ns,
         one_way.mean_ns
     );
-    let plain = one_run(&atm25(pc, pc, "protocol = \"raw\"\nrate = \"80k\"\nsize = 1008"));
+    let plain = one_run(&atm25(
+        pc,
+        pc,
+        "protocol = \"raw\"\nrate = \"80k\"\nsize = 1008",
+    ));
     assert!(plain.flows[0].receiver.round_trip.is_none());
 }
 
@@ -207,8 +211,12 @@ fn loopback_is_for_udp_and_raw_flows() {
         .expect_err("tcp")
         .to_string();
     assert!(e.contains("loopback") && !e.contains('\n'), "{e}");
-    let e = load(&atm25("", "", "protocol = \"raw\"\nrate = \"1M\"\nloopback = 1"))
-        .expect_err("not a bool")
-        .to_string();
+    let e = load(&atm25(
+        "",
+        "",
+        "protocol = \"raw\"\nrate = \"1M\"\nloopback = 1",
+    ))
+    .expect_err("not a bool")
+    .to_string();
     assert!(e.contains("loopback") && !e.contains('\n'), "{e}");
 }

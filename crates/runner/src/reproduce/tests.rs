@@ -153,7 +153,10 @@ fn round_trip_metrics_read_the_echoes() {
         metric,
     };
     let rtt = read(&report, &probe(0, Metric::RoundTripMs)).unwrap();
-    assert!((rtt - 17.0).abs() < 0.01, "16 ms on the wire, 1 ms sending: {rtt}");
+    assert!(
+        (rtt - 17.0).abs() < 0.01,
+        "16 ms on the wire, 1 ms sending: {rtt}"
+    );
     let rise = read(&report, &probe(0, Metric::RoundTripRiseMs(0, 1))).unwrap();
     assert!((rise - 6.4).abs() < 0.01, "{rise}");
     let above = read(&report, &probe(1, Metric::RoundTripAboveMs("f"))).unwrap();

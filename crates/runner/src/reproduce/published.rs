@@ -1390,7 +1390,7 @@ pub const FIGURES: &[Figure] = &[
     Figure {
         seed: "003",
         file: "003-tcp-cdvt",
-        title: "Seed 003, Figure 5: TCP against CDVT, CBR PCR 10 Mb/s (published as a curve only)",
+        title: "Seed 003, Figure 5: TCP against CDVT, CBR PCR 10 Mb/s (published as curves only)",
         x_label: "CDVT (ms)",
         y_label: "TCP goodput (Mb/s)",
         points: &[],

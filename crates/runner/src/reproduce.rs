@@ -57,6 +57,15 @@ pub enum Metric {
     HostCpuPercent,
     /// Datagrams flow `name`'s socket buffer took before it first overflowed.
     PacketsBeforeOverflow,
+    /// The first x of the sweep (run *i* at `xs[i]`) from which flow `name` loses nothing
+    /// in any later run.
+    LosslessFrom(&'static [f64]),
+    /// Flow `name`'s mean round trip (a loopback flow's echoes, a ping's).
+    RoundTripMs,
+    /// How much flow `name`'s mean round trip grows from run `.0` of the sweep to run `.1`.
+    RoundTripRiseMs(usize, usize),
+    /// Flow `name`'s mean round trip less that of the flow named here, in the same run.
+    RoundTripAboveMs(&'static str),
 }
 
 impl Metric {
@@ -67,6 +76,8 @@ impl Metric {
             Metric::PeakTotalGoodputMbps
                 | Metric::LosslessTotalGoodputMbps
                 | Metric::LosslessKnee(_)
+                | Metric::LosslessFrom(_)
+                | Metric::RoundTripRiseMs(..)
         )
     }
 }
@@ -318,6 +329,7 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
             .map(total_goodput_mbps)
             .fold(0.0, f64::max),
         Metric::LosslessKnee(xs) => lossless_knee(report, p.name, xs).ok_or_else(missing)?,
+        Metric::LosslessFrom(xs) => lossless_from(report, p.name, xs).ok_or_else(missing)?,
         Metric::HostCpuPercent => {
             let host = run.hosts.iter().find(|h| h.name == p.name);
             100.0 * host.ok_or_else(missing)?.cpu_ratio
@@ -326,7 +338,25 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
             let buffer = flow()?.socket_buffer.as_ref().ok_or_else(missing)?;
             buffer.admitted_before_overflow.ok_or_else(missing)? as f64
         }
+        Metric::RoundTripMs => round_trip_ms(run, p.name).ok_or_else(missing)?,
+        Metric::RoundTripRiseMs(from, to) => {
+            let at = |i: usize| report.runs.get(i).and_then(|r| round_trip_ms(r, p.name));
+            at(to)
+                .zip(at(from))
+                .map(|(b, a)| b - a)
+                .ok_or_else(missing)?
+        }
+        Metric::RoundTripAboveMs(other) => {
+            let pair = round_trip_ms(run, p.name).zip(round_trip_ms(run, other));
+            pair.map(|(a, b)| a - b).ok_or_else(missing)?
+        }
     })
+}
+
+/// Flow `name`'s mean round trip in `run`, if it has echoes.
+fn round_trip_ms(run: &flowlab_sim::RunReport, name: &str) -> Option<f64> {
+    let flow = run.flows.iter().find(|f| f.name == name)?;
+    Some(flow.receiver.round_trip.as_ref()?.mean_ns / 1e6)
 }
 
 /// Flow `p.name`'s socket buffer fill in the probe's run: (s, kB) at the end of each sample.
@@ -370,6 +400,20 @@ fn lossless_knee(report: &SimReport, name: &str, xs: &[f64]) -> Option<f64> {
                 .iter()
                 .any(|f| f.name == name && f.loss_ratio == 0.0)
         })
+        .map(|(_, &x)| x)
+        .last()
+}
+
+/// Where a sweep starts to work: the first `xs[i]` from which flow `name` loses nothing in
+/// run `i` and every later one; `None` if it lost packets in the last run.
+fn lossless_from(report: &SimReport, name: &str, xs: &[f64]) -> Option<f64> {
+    let lossless = |run: &flowlab_sim::RunReport| {
+        run.flows
+            .iter()
+            .any(|f| f.name == name && f.loss_ratio == 0.0)
+    };
+    let runs = report.runs.iter().zip(xs).rev();
+    runs.take_while(|(run, _)| lossless(run))
         .map(|(_, &x)| x)
         .last()
 }

@@ -89,6 +89,7 @@ const FLOW_KEYS: &[&str] = &[
     "recv_buffer",
     "read_rate",
     "read_rate_from",
+    "loopback",
 ];
 const BACKGROUND_KEYS: &[&str] = &[
     "name",
@@ -780,6 +781,13 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
     };
     if let Protocol::Udp(s) = &mut protocol {
         s.size = size;
+        s.echo = read_loopback(&f)?;
+    } else if let Some(item) = f.get("loopback") {
+        return Err(f.error(
+            item,
+            "loopback",
+            "echoes a udp or raw flow (ping echoes anyway)",
+        ));
     }
     let contract = read_contract(&f)?;
     let police = f.choice("police", POLICING)?.flatten();
@@ -828,6 +836,12 @@ fn read_flow(f: &Reader, net: &Net, run_ns: u64) -> Result<FlowSpec, ScenarioErr
             .map_or(f.line(), Item::line),
         name,
     })
+}
+
+/// `loopback`: the far end's application sends every datagram back, as WS2NetTest's
+/// loopback tests did, through the same hosts' costs and links the other way (default off).
+fn read_loopback(f: &Reader) -> Result<bool, ScenarioError> {
+    Ok(f.bool("loopback")?.unwrap_or(false))
 }
 
 /// The flow's nodes, host to host: its `path`, or the fewest hops.

@@ -176,3 +176,47 @@ fn a_shaped_vc_loses_at_the_sender_what_its_pcr_cannot_carry() {
     );
     assert_eq!(f.in_flight_at_end, 0, "the drain empties the shaper");
 }
+
+/// WS2NetTest's loopback test: the far application sends every frame back through the same
+/// costs and links, so with the same PC at both ends a round trip is two one-way trips.
+#[test]
+fn a_loopback_flow_echoes_each_frame_through_both_hosts() {
+    let pc = "send_cost = \"100us\"\nreceive_cost = \"300us\"";
+    let flow = "protocol = \"raw\"\nrate = \"80k\"\nsize = 1008\nloopback = true";
+    let r = one_run(&atm25(pc, pc, flow));
+    let f = &r.flows[0];
+    let rtt = f.receiver.round_trip.as_ref().expect("echoes come back");
+    let one_way = f.one_way_delay.as_ref().expect("requests arrive");
+    assert_eq!(rtt.count, 10, "ten frames a second, each echoed");
+    // 1008 bytes and the trailer are 22 cells of 16.875 µs on each of the two links.
+    let line_ns = 22.0 * 16_875.0;
+    assert!(one_way.min_ns >= 400_000.0 + line_ns, "{}", one_way.min_ns);
+    assert!(
+        (rtt.mean_ns - 2.0 * one_way.mean_ns).abs() < 0.01 * rtt.mean_ns,
+        "{} against 2 × {}",
+        rtt.mean_ns,
+        one_way.mean_ns
+    );
+    let plain = one_run(&atm25(
+        pc,
+        pc,
+        "protocol = \"raw\"\nrate = \"80k\"\nsize = 1008",
+    ));
+    assert!(plain.flows[0].receiver.round_trip.is_none());
+}
+
+#[test]
+fn loopback_is_for_udp_and_raw_flows() {
+    let e = load(&atm25("", "", "protocol = \"tcp\"\nloopback = true"))
+        .expect_err("tcp")
+        .to_string();
+    assert!(e.contains("loopback") && !e.contains('\n'), "{e}");
+    let e = load(&atm25(
+        "",
+        "",
+        "protocol = \"raw\"\nrate = \"1M\"\nloopback = 1",
+    ))
+    .expect_err("not a bool")
+    .to_string();
+    assert!(e.contains("loopback") && !e.contains('\n'), "{e}");
+}

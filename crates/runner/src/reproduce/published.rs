@@ -19,6 +19,7 @@ pub const SCENARIOS: &[Scenario] = &[
     example!("tcp-190ms"),
     example!("ping-cell-loss"),
     example!("policing-cdvt"),
+    example!("policing-pcr"),
     example!("e1-aquila-atm"),
     example!("e1-aquila-ip"),
     example!("tcp-pvc"),
@@ -29,6 +30,7 @@ pub const SCENARIOS: &[Scenario] = &[
     example!("leverage-size"),
     example!("leverage-rate"),
     example!("leverage-videoconf"),
+    example!("leverage-rtt"),
 ];
 
 /// Host- and load-dependent figures: within 10 % of the published value.
@@ -67,6 +69,40 @@ const fn gap(
         explanation: why,
     }
 }
+
+/// A row of seed 003's Figures 5 and 6: where TCP starts to work for a host, read off the
+/// sweep at `xs`; the paper draws the knees without values.
+const fn knee_row(
+    item: &'static str,
+    unit: &'static str,
+    scenario: &'static str,
+    host: &'static str,
+    xs: &'static [f64],
+) -> Row {
+    Row {
+        seed: "003",
+        item,
+        unit,
+        published: Published::Text("later for the faster host (curves only)"),
+        probe: probe(scenario, 0, host, Metric::LosslessFrom(xs)),
+        check: Check::NotReproduced,
+        explanation: POLICED_KNEE,
+    }
+}
+
+const POLICED_KNEE: &str = "a 192-cell frame sent at the adapter's rate passes the policer \
+    only if CDVT >= 191 × (424 bits / PCR - the adapter's cell time): 7.1 ms for the \
+    SPARC-20's 83 Mb/s and 7.5 ms for the Alpha's 130.6 Mb/s at 10 Mb/s, and at 10 ms a PCR of \
+    7.4 and 7.6 Mb/s; the value is the first swept point from which the host loses nothing, \
+    and the faster host's knee comes later in both figures, as the paper says (Table 1's \
+    transmit rates; it does not say which two hosts it drew)";
+
+/// The CDVTs of `policing-cdvt.toml`'s sweep, ms.
+const CDVT_MS: [f64; 12] = [
+    0.0, 1.0, 5.0, 7.0, 7.25, 7.5, 8.0, 10.0, 12.0, 15.0, 20.0, 50.0,
+];
+/// The PCRs of `policing-pcr.toml`'s sweep, Mb/s.
+const PCR_MBPS: [f64; 10] = [4.0, 6.0, 7.0, 7.5, 8.0, 9.0, 10.0, 12.0, 15.0, 20.0];
 
 /// A row of seed 002's Table 1: ping loss at a size, loops in one direction (run 0 of
 /// `ping-cell-loss`) or in both (run 1).
@@ -140,6 +176,11 @@ macro_rules! cbr_maximum {
     };
 }
 
+const RTT_RISE: &str = "the line carries 2 × 2000 more bytes in ATM25 cells (1.41 ms) and \
+    each PC pays leverage-size's costs per byte (fitted for receiving, chosen for sending): \
+    2 × (95 + 190) ns a byte for UDP, 2 × (53 + 132) for native ATM; the paper's \
+    \"around 2 ms\" is said of both stacks";
+
 const CBR_MAXIMUM: &str = "an AAL5 figure given the scenario's reading of the VC: 2 Mb/s of \
     53-byte cells (4717 a second) carry frame bytes / (48 × cells); the paper plots its \
     maxima without values, and says neither whether its 2 Mb/s counted cells or payload \
@@ -172,16 +213,52 @@ pub const ROWS: &[Row] = &[
             the paper's reached 98 % of the ceiling (leverage-rate.toml fits its \
             receiving PC's cost to this figure)",
     },
-    gap(
-        "000",
-        "Figures 5, 9: round trip against size, at 2 Mb/s and at low load",
-        "",
-        Published::Text("curves only"),
-        "not simulated: WS2NetTest's loopback tests echoed each packet through \
-            the server PC's application, whose turn-around the paper does not \
-            give apart from these curves, and flowlab's simulated native frames \
-            run one way",
-    ),
+    Row {
+        seed: "000",
+        item: "Figure 5: round trip's rise from 4000 to 6000 bytes, UDP at 2 Mb/s",
+        unit: "ms",
+        published: Published::Value(2.0),
+        probe: probe("leverage-rtt", 0, "udp", Metric::RoundTripRiseMs(6, 7)),
+        check: HOST,
+        explanation: RTT_RISE,
+    },
+    Row {
+        seed: "000",
+        item: "Figure 5: round trip's rise from 4000 to 6000 bytes, native ATM at 2 Mb/s",
+        unit: "ms",
+        published: Published::Value(2.0),
+        probe: probe("leverage-rtt", 0, "aal5", Metric::RoundTripRiseMs(6, 7)),
+        check: HOST,
+        explanation: RTT_RISE,
+    },
+    Row {
+        seed: "000",
+        item: "Figure 5: UDP's round trip above native ATM's, 1000-byte packets at 2 Mb/s",
+        unit: "ms",
+        published: Published::Range(1.0, 2.0),
+        probe: probe("leverage-rtt", 4, "udp", Metric::RoundTripAboveMs("aal5")),
+        check: HOST,
+        explanation: "with the receive costs fitted to Figure 6 (native's 15 % \
+            loss at 400 bytes needs more CPU a frame than UDP's: 1830 against \
+            1524 µs), native's round trip is the longer up to about 2750 bytes \
+            and the shorter above (by 1.05 ms at 8000); the paper found native's \
+            1 to 2 ms shorter at every size, so costs per packet and per byte \
+            cannot give both figures (plot)",
+    },
+    Row {
+        seed: "000",
+        item: "Figures 5, 9: native ATM round trip, 400-byte frames at 2 Mb/s",
+        unit: "ms",
+        published: Published::Text("almost as at low load"),
+        probe: probe("leverage-rtt", 1, "aal5", Metric::RoundTripMs),
+        check: Check::NotReproduced,
+        explanation: "the receiver fitted to Figure 6 falls behind 400-byte frames \
+            at 2 Mb/s, so the echoes wait behind a full 8 KiB socket (5.6 ms at \
+            64 kb/s); the paper's round trips at 2 Mb/s were almost those at low \
+            load (Test 3), so its native losses came without a backlog at the \
+            receiving application, and the model's cause for them (a receiving \
+            CPU too slow) is not the paper's",
+    },
     Row {
         seed: "000",
         item: "Figure 6: native ATM loss, 400-byte packets at 2 Mb/s",
@@ -297,11 +374,15 @@ pub const ROWS: &[Row] = &[
             Metric::PacketsBeforeOverflow,
         ),
         check: HOST,
-        explanation: "a reader at a constant rate is overtaken by the first long \
-            burst of scene motion after it slows down (at 10.7 s here), where the \
-            paper's application fell behind gradually (\"slowly the reading rate \
-            falls short\", at a pace the paper does not give) and lost its first \
-            packet after about 20 s",
+        explanation: "the reader here keeps above the video's mean and is \
+            overtaken only by scene motion, whose first long burst after 5 s \
+            comes at 10.7 s in the preset's video. WS2NetTest's 4 ms timer (§5) \
+            does not apply: Figure 12 is the videoconference application's \
+            (§6.2), whose 110 video packets a second are 9 ms apart, more than \
+            a tick. Nor does a steady fall-behind fit: filling 32 kB between \
+            the onset (5 s) and the first loss (about 20 s) means reading 17 \
+            kb/s short of the video, which over the rest of a minute loses 1.5 \
+            %, not Table 2's 0.42 %",
     },
     Row {
         seed: "000",
@@ -577,20 +658,41 @@ pub const ROWS: &[Row] = &[
         item: "Figure 5: TCP above the knee, CBR PCR 10 Mb/s, CDVT 10 ms",
         unit: "Mb/s",
         published: Published::Text("TCP working (values only in the plot)"),
-        probe: probe("policing-cdvt", 6, "tcp", Metric::GoodputMbps),
+        probe: probe("policing-cdvt", 7, "sparc20", Metric::GoodputMbps),
         check: Check::NotReproduced,
-        explanation: "the SPARC-20's 83 Mb/s adapter puts the knee at 7.1 ms; at \
-            8-10 ms the policer still drops the second of two frames a \
-            window opening sends together, and Reno times out; from 12 ms \
-            TCP carries all 8 Mb/s its application writes (plot)",
+        explanation: "above its knee each host carries all 6 Mb/s its application \
+            writes, without loss (plot); the paper gives no pacing rate, and at \
+            8 Mb/s (89 % of the PCR in cells) the policer drops the second of \
+            two frames a window opening sends together, and Reno collapses up to \
+            12 ms, where both figures show TCP working at this contract",
     },
-    gap(
-        "003",
-        "Figure 6: TCP against PCR at CDVT 10 ms",
-        "",
-        Published::Text("curves only"),
-        "no scenario: the values are only in the plot, and the rates \
-            NetSpec paced the two hosts to are not given",
+    knee_row(
+        "Figure 5: the knee's CDVT at PCR 10 Mb/s, the slower host (SPARC-20/40)",
+        "ms",
+        "policing-cdvt",
+        "sparc20",
+        &CDVT_MS,
+    ),
+    knee_row(
+        "Figure 5: the knee's CDVT at PCR 10 Mb/s, the faster host (DEC Alpha 3000/400)",
+        "ms",
+        "policing-cdvt",
+        "alpha",
+        &CDVT_MS,
+    ),
+    knee_row(
+        "Figure 6: the knee's PCR at CDVT 10 ms, the slower host (SPARC-20/40)",
+        "Mb/s",
+        "policing-pcr",
+        "sparc20",
+        &PCR_MBPS,
+    ),
+    knee_row(
+        "Figure 6: the knee's PCR at CDVT 10 ms, the faster host (DEC Alpha 3000/400)",
+        "Mb/s",
+        "policing-pcr",
+        "alpha",
+        &PCR_MBPS,
     ),
     // Seed 004, AQUILA: E1 bottleneck between two ATM switches. Table 4; run 0 of each
     // scenario has the 2 Mb/s background, run 1 has none.
@@ -900,7 +1002,11 @@ const fn aquila(
 const BAGNET: &str = "load-dependent: ttcp's 8 KiB UDP datagrams reach the port as bursts of \
     172 back-to-back cells at Poisson times, 6 passes through a 256-cell buffer (the paper gives \
     neither the buffer nor the loop timing); loss grows with cells per ping as published, from \
-    lower levels";
+    lower levels. What sets the level: the paper's pings lost 15-30 % of their cells at a port \
+    that lost 1.1 % of all (Tables 2, 3), so its full buffer turned the pings' cells away \
+    before the loops' (how, it does not say); here a ping's cell is lost about as often as any \
+    cell (with 1024 cells the port loses 1.8 % and 64-byte pings 4.7 %), so a buffer giving \
+    the paper's port loss lowers every ping row, and the 256 cells keep them nearest";
 const BAGNET_BOTH: &str = "load-dependent as with loops in one direction, plus 3 passes of the \
     same background on the echoes' port (3.6 % of its cells lost against 8.6 % on the requests' \
     way, as the paper's 0.6 % against 1.2 %): a ping is lost with its request or its echo, so \
@@ -984,7 +1090,7 @@ const CBR_OFFERED: [f64; 11] = [
     1700.0, 1750.0, 1800.0, 1850.0, 1900.0, 1950.0, 2000.0, 2050.0, 2100.0, 2150.0, 2200.0,
 ];
 
-/// A probe of every run of a seed 000 sweep (the run is the curve's x).
+/// A probe of every run of a sweep (the run is the curve's x).
 const fn swept(scenario: &'static str, name: &'static str, metric: Metric) -> Probe {
     Probe {
         scenario,
@@ -1007,8 +1113,45 @@ const fn cpu_curves(scenario: &'static str) -> [Probe; 4] {
     ]
 }
 
+/// The sizes of `leverage-rtt.toml`'s sweep, bytes.
+const RTT_SIZES: [f64; 9] = [
+    200.0, 400.0, 600.0, 800.0, 1000.0, 2000.0, 4000.0, 6000.0, 8000.0,
+];
+
 /// The figures drawn as plots: published points over flowlab's curve.
 pub const FIGURES: &[Figure] = &[
+    Figure {
+        seed: "000",
+        file: "000-rtt-size",
+        title: "Seed 000, Figure 5: loopback round trip against size, 2 Mb/s (published as curves only)",
+        x_label: "packet size (bytes)",
+        y_label: "round trip (ms)",
+        points: &[],
+        marks: &[],
+        curve: Curve::Sweep(
+            &[
+                swept("leverage-rtt", "udp", Metric::RoundTripMs),
+                swept("leverage-rtt", "aal5", Metric::RoundTripMs),
+            ],
+            &RTT_SIZES,
+        ),
+    },
+    Figure {
+        seed: "000",
+        file: "000-rtt-low",
+        title: "Seed 000, Figure 9: loopback round trip against size, low load (published as curves only)",
+        x_label: "packet size (bytes)",
+        y_label: "round trip (ms)",
+        points: &[],
+        marks: &[],
+        curve: Curve::Sweep(
+            &[
+                swept("leverage-rtt", "udp-slow", Metric::RoundTripMs),
+                swept("leverage-rtt", "aal5-slow", Metric::RoundTripMs),
+            ],
+            &RTT_SIZES,
+        ),
+    },
     Figure {
         seed: "000",
         file: "000-loss-size",
@@ -1260,19 +1403,33 @@ pub const FIGURES: &[Figure] = &[
     Figure {
         seed: "003",
         file: "003-tcp-cdvt",
-        title: "Seed 003, Figure 5: TCP against CDVT, CBR PCR 10 Mb/s (published as a curve only)",
+        title: "Seed 003, Figure 5: TCP against CDVT, CBR PCR 10 Mb/s (published as curves only)",
         x_label: "CDVT (ms)",
         y_label: "TCP goodput (Mb/s)",
         points: &[],
         marks: &[],
         curve: Curve::Sweep(
-            &[Probe {
-                scenario: "policing-cdvt",
-                run: 0,
-                name: "tcp",
-                metric: Metric::GoodputMbps,
-            }],
-            &[0.0, 1.0, 5.0, 7.0, 7.5, 8.0, 10.0, 12.0, 15.0, 20.0, 50.0],
+            &[
+                swept("policing-cdvt", "sparc20", Metric::GoodputMbps),
+                swept("policing-cdvt", "alpha", Metric::GoodputMbps),
+            ],
+            &CDVT_MS,
+        ),
+    },
+    Figure {
+        seed: "003",
+        file: "003-tcp-pcr",
+        title: "Seed 003, Figure 6: TCP against PCR, CBR CDVT 10 ms (published as curves only)",
+        x_label: "PCR (Mb/s)",
+        y_label: "TCP goodput (Mb/s)",
+        points: &[],
+        marks: &[],
+        curve: Curve::Sweep(
+            &[
+                swept("policing-pcr", "sparc20", Metric::GoodputMbps),
+                swept("policing-pcr", "alpha", Metric::GoodputMbps),
+            ],
+            &PCR_MBPS,
         ),
     },
 ];

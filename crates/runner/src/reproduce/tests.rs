@@ -146,11 +146,50 @@ fn sweep_metrics_read_every_run() {
     };
     let knee = read(&report, &probe(Metric::LosslessKnee(&[0.5, 0.9, 2.0, 0.5]))).unwrap();
     assert_eq!(knee, 0.9);
+    let from = read(&report, &probe(Metric::LosslessFrom(&[0.5, 0.9, 2.0, 0.5]))).unwrap();
+    assert_eq!(from, 0.5, "lossless again only in the last run");
     let lossless = read(&report, &probe(Metric::LosslessTotalGoodputMbps)).unwrap();
     // Goodput counts the UDP payload: 972 of each 1000 IP bytes.
     assert!((lossless - 0.9 * 0.972).abs() < 0.01, "{lossless}");
     let peak = read(&report, &probe(Metric::PeakTotalGoodputMbps)).unwrap();
     assert!(peak > lossless && peak <= 0.972, "{peak}");
+}
+
+/// Two loopback flows across one 1 Mb/s link, 1000 and then 1400-byte packets: the round
+/// trip is both ways' serialisation, so it grows by 2 × 400 bytes at 1 Mb/s (6.4 ms), and
+/// the flow whose sender costs 1 ms a packet to send is 1 ms above the other.
+#[test]
+fn round_trip_metrics_read_the_echoes() {
+    let text = "[sim]\nduration = \"2s\"\n\
+        [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+        [[node]]\nname = \"c\"\nkind = \"host\"\nsend_cost = \"1ms\"\n\
+        [[node]]\nname = \"d\"\nkind = \"host\"\n\
+        [[link]]\nfrom = \"a\"\nto = \"b\"\nrate = \"1M\"\n\
+        [[link]]\nfrom = \"c\"\nto = \"d\"\nrate = \"1M\"\n\
+        [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\nrate = \"100k\"\nsize = 1000\nloopback = true\n\
+        [[flow]]\nname = \"g\"\nfrom = \"c\"\nto = \"d\"\nrate = \"100k\"\nsize = 1000\nloopback = true\n\
+        [sweep]\nparam = [\"flow.f.size\", \"flow.g.size\"]\nvalues = [\"1000B\", \"1400B\"]\n";
+    let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
+    let probe = |run, metric| Probe {
+        scenario: "t",
+        run,
+        name: "g",
+        metric,
+    };
+    let rtt = read(&report, &probe(0, Metric::RoundTripMs)).unwrap();
+    assert!(
+        (rtt - 17.0).abs() < 0.01,
+        "16 ms on the wire, 1 ms sending: {rtt}"
+    );
+    let rise = read(&report, &probe(0, Metric::RoundTripRiseMs(0, 1))).unwrap();
+    assert!((rise - 6.4).abs() < 0.01, "{rise}");
+    let above = read(&report, &probe(1, Metric::RoundTripAboveMs("f"))).unwrap();
+    assert!((above - 1.0).abs() < 0.01, "{above}");
+    let no_echo = Probe {
+        name: "nothing",
+        ..probe(0, Metric::RoundTripMs)
+    };
+    assert!(read(&report, &no_echo).is_err());
 }
 
 #[test]
@@ -181,8 +220,8 @@ fn verdicts_follow_the_check() {
 #[test]
 fn a_swept_figure_has_a_point_per_sweep_value() {
     let fig = FIGURES.iter().find(|f| f.file == "003-tcp-cdvt").unwrap();
-    let Curve::Sweep([probe], xs) = fig.curve else {
-        panic!("one swept curve");
+    let Curve::Sweep([probe, ..], xs) = fig.curve else {
+        panic!("swept curves");
     };
     let report = run(probe.scenario).unwrap();
     let curve = sweep_curve(&report, probe, xs).unwrap();
@@ -275,12 +314,13 @@ fn every_probe_names_a_scenario_and_every_figure_point_a_row() {
 
 #[test]
 fn the_document_has_a_row_per_published_number_and_the_figures() {
-    let outcomes = outcomes(&["000"], |r| r.probe.is_none()).unwrap();
+    let outcomes = outcomes(&["003"], |r| r.probe.is_none()).unwrap();
+    assert!(!outcomes.is_empty());
     let figures: Vec<&Figure> = FIGURES.iter().collect();
     let md = markdown(&outcomes, &figures, &EmulatedData::default());
-    assert!(md.contains("## Seed 000"));
+    assert!(md.contains("## Seed 003"));
     assert!(!md.contains("## Seed 001"), "only the seeds run");
-    // Every row has its emulated column: seed 000 has no lab.
+    // Every row has its emulated column: seed 003 has no lab.
     let rows = md.lines().filter(|l| l.contains("| no lab |")).count();
     assert_eq!(rows, outcomes.len());
     // Every lab run is listed, none measured.
@@ -288,7 +328,7 @@ fn the_document_has_a_row_per_published_number_and_the_figures() {
     assert_eq!(runs.len(), LAB_RUNS.len(), "{md}");
     assert!(runs.iter().all(|l| l.contains("| not run |")), "{md}");
     let line = format!(
-        "| 000 | {} | 0 | 0 | 0 | 0 | {} |",
+        "| 003 | {} | 0 | 0 | 0 | 0 | {} |",
         outcomes.len(),
         outcomes.len()
     );

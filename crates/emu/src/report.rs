@@ -46,6 +46,26 @@ pub struct LoopProfile {
     pub spin_ns: u64,
 }
 
+/// Where frames released more than [`crate::direction::LATE_NS`] late lost their time: each
+/// late frame's error cut into the loop's steps (`crate::timing`), one distribution per
+/// step over the late frames (each frame's parts add up to its error).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseParts {
+    /// Read after its departure: still in the kernel's ring or socket.
+    pub unread: LatencySummary,
+    /// Due while the loop was still busy with its previous turn (releasing, bookkeeping).
+    pub busy: LatencySummary,
+    /// Due while the loop waited, and the wait ended late (a sleep or poll woke late, or
+    /// the spinning thread was off the CPU).
+    pub wake: LatencySummary,
+    /// Due while the loop read arrivals before releasing.
+    pub reading: LatencySummary,
+    /// Behind other frames of the same release (the model's dequeue and earlier sends).
+    pub batch: LatencySummary,
+    /// In its own send call.
+    pub send: LatencySummary,
+}
+
 /// The depth of each stage (frames, or cells for ATM) at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DepthSample {
@@ -77,6 +97,10 @@ pub struct DirectionReport {
     /// emulator could act (absent from reports written before it existed).
     #[serde(default)]
     pub read_lag: Option<LatencySummary>,
+    /// Where late frames lost their time (absent until a frame was late, and from reports
+    /// written before it existed).
+    #[serde(default)]
+    pub late_parts: Option<ReleaseParts>,
     /// The model's counters, one entry per stage.
     pub stages: Vec<StageReport>,
     /// Stage depths every 100 ms (the most recent [`crate::direction::DEPTH_SAMPLES`]).
@@ -99,6 +123,7 @@ impl DirectionReport {
             emulator_drops: EmulatorDrops::default(),
             release_error: None,
             read_lag: None,
+            late_parts: None,
             stages: Vec::new(),
             depth: Vec::new(),
             profile: LoopProfile::default(),

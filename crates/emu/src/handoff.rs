@@ -69,10 +69,21 @@ pub fn lock(shared: &Mutex<Handoff>) -> MutexGuard<'_, Handoff> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The kernel's count of frames a veth dropped towards the emulator.
+#[derive(Debug, Clone, Copy)]
+struct VethDrops {
+    /// The emulator's end of the veth, where the direction's frames come in.
+    ifindex: u32,
+    /// The count when the emulator started.
+    at_start: u64,
+}
+
 /// The reporting thread's side of one direction: what its samples add up to.
 #[derive(Debug)]
 pub struct Tally {
     counters: DirectionReport,
+    veth: Option<VethDrops>,
+    veth_dropped: u64,
     release_error: LatencyStats,
     read_lag: LatencyStats,
     late_parts: Parts,
@@ -82,9 +93,17 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn new(counters: DirectionReport) -> Tally {
+    /// A direction's tally; `ingress` is the index of the veth end its frames come in by,
+    /// whose drops it counts from now (`None`: not a veth, or not counted).
+    pub fn new(counters: DirectionReport, ingress: Option<u32>) -> Tally {
+        let veth = ingress.and_then(|ifindex| {
+            let at_start = flowlab_sys::netlink::veth_peer_tx_dropped(ifindex).ok()?;
+            Some(VethDrops { ifindex, at_start })
+        });
         Tally {
             counters,
+            veth,
+            veth_dropped: 0,
             release_error: LatencyStats::new(),
             read_lag: LatencyStats::new(),
             late_parts: Parts::default(),
@@ -101,6 +120,11 @@ impl Tally {
             std::mem::swap(&mut h.samples, &mut self.spare);
         }
         self.fold();
+        if let Some(v) = self.veth {
+            if let Ok(now) = flowlab_sys::netlink::veth_peer_tx_dropped(v.ifindex) {
+                self.veth_dropped = now.saturating_sub(v.at_start);
+            }
+        }
     }
 
     fn fold(&mut self) {
@@ -125,12 +149,14 @@ impl Tally {
 
     /// The direction's report as it stands.
     pub fn report(&self) -> DirectionReport {
+        let mut counters = self.counters.clone();
+        counters.emulator_drops.veth_dropped = self.veth_dropped;
         DirectionReport {
             release_error: self.release_error.summary(),
             read_lag: self.read_lag.summary(),
             late_parts: self.late_parts.summary(),
             depth: self.depth.iter().cloned().collect(),
-            ..self.counters.clone()
+            ..counters
         }
     }
 }
@@ -176,7 +202,7 @@ mod tests {
     #[test]
     fn the_tally_folds_samples_into_distributions_and_late_parts() {
         let shared = Handoff::new(DirectionReport::new("a-b", "a", "b"));
-        let mut tally = Tally::new(DirectionReport::new("a-b", "a", "b"));
+        let mut tally = Tally::new(DirectionReport::new("a-b", "a", "b"), None);
         {
             let mut h = lock(&shared);
             h.counters.frames_sent = 3;

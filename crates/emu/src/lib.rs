@@ -39,7 +39,7 @@ use flowlab_link::config::EmulateSpec;
 
 pub use capture::CapturePath;
 pub use direction::{Direction, Endpoints};
-use handoff::{lock, Handoff, Tally};
+use handoff::{Handoff, Tally};
 pub use report::{DirectionReport, EmuReport, LinkReport, LoopProfile, ReleaseParts};
 
 /// One emulated link: its two interfaces in the emulator's namespace (towards `a`, towards
@@ -63,7 +63,7 @@ const TAKE_EVERY: Duration = Duration::from_millis(50);
 
 /// The emulator of some links, their interfaces open.
 pub struct Emulator {
-    dirs: Vec<(Direction, Arc<Mutex<Handoff>>)>,
+    dirs: Vec<(Direction, Tally, Arc<Mutex<Handoff>>)>,
     /// The capture path in use.
     pub capture: CapturePath,
     /// Why it is not the one asked for, in one line.
@@ -88,13 +88,17 @@ fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator>
     let index = |name: &str| flowlab_sys::raw::interface_named(name).map(|i| i.index);
     let mut dirs = Vec::new();
     for l in links {
-        let ends = capture::open_link(capture, index(&l.iface_a)?, index(&l.iface_b)?)?;
+        let ifindex = [index(&l.iface_a)?, index(&l.iface_b)?];
+        let ends = capture::open_link(capture, ifindex[0], ifindex[1])?;
         let ways = [(&l.a, &l.b), (&l.b, &l.a)];
         for (k, ((from, to), (ingress, egress))) in ways.into_iter().zip(ends).enumerate() {
-            let shared = Arc::new(Handoff::new(DirectionReport::new(&l.name, from, to)));
+            let counters = DirectionReport::new(&l.name, from, to);
+            let tally = Tally::new(counters.clone(), Some(ifindex[k]));
+            let shared = Arc::new(Handoff::new(counters));
             let chain = l.spec.build(k as u64);
             let ends = Endpoints { ingress, egress };
-            dirs.push((Direction::new(ends, chain, shared.clone()), shared));
+            let direction = Direction::new(ends, chain, shared.clone());
+            dirs.push((direction, tally, shared));
         }
     }
     Ok(Emulator {
@@ -117,11 +121,10 @@ impl Emulator {
     /// (JSON) every second and at the end; returns the final report. The calling thread
     /// builds the report.
     pub fn run(self, stop: &AtomicBool, report_path: &Path) -> std::io::Result<EmuReport> {
-        let mut tallies: Vec<_> = (self.dirs.iter())
-            .map(|(_, shared)| (Tally::new(lock(shared).counters.clone()), shared.clone()))
-            .collect();
+        let (directions, mut tallies): (Vec<_>, Vec<_>) =
+            (self.dirs.into_iter()).map(|(d, t, s)| (d, (t, s))).unzip();
         std::thread::scope(|s| -> std::io::Result<()> {
-            for (d, _) in self.dirs {
+            for d in directions {
                 // Named for /proc/PID/task/TID/comm (15 bytes kept), where a benchmark finds
                 // each direction's thread, its CPU time, and pins it.
                 let name = format!("emu:{}", d.way());

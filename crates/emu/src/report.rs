@@ -23,6 +23,11 @@ pub struct EmulatorDrops {
     pub send_errors: u64,
     /// Frames the kernel dropped before the emulator read them (socket buffer full).
     pub ingress_overflow: u64,
+    /// Frames the ingress veth dropped before the emulator's socket or XDP program saw them:
+    /// its receive ring (AF_XDP) or the backlog (AF_PACKET) full. Its peer's `tx_dropped`
+    /// since the emulator started (absent from reports written before it).
+    #[serde(default)]
+    pub veth_dropped: u64,
 }
 
 /// Where a direction's thread spends its time, from its own clock: the emulator's profile

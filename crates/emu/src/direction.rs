@@ -70,6 +70,8 @@ pub struct Direction {
     samples: Samples,
     /// The current turn of the loop, for the release error's parts.
     turn: Turn,
+    /// Frames the current turn's release has sent so far.
+    sent_in_release: u32,
     rest: Rest,
     /// The model's clock: never goes back.
     model_ns: u64,
@@ -92,6 +94,7 @@ impl Direction {
             shared,
             samples: Samples::default(),
             turn: Turn::default(),
+            sent_in_release: 0,
             rest: Rest::new(start_ns),
             model_ns: start_ns,
             realtime_offset_ns: realtime_minus_monotonic_ns(),
@@ -197,6 +200,7 @@ impl Direction {
         let now = monotonic_ns();
         self.model_ns = self.model_ns.max(now);
         let horizon = now + RELEASE_AHEAD_NS;
+        self.sent_in_release = 0;
         while let Some(event) = next_due(&mut self.chain, &mut self.model_ns, horizon) {
             match event {
                 Event::Depart { frame, at_ns } => {
@@ -233,10 +237,12 @@ impl Direction {
             .send_batch(&mut frames[..self.outbox.due().len()]);
         let call = Call {
             turn: self.turn,
+            sent_before: self.sent_in_release,
             send_ns,
             sent_ns: monotonic_ns(),
         };
         self.report.profile.sends += 1;
+        self.sent_in_release += self.outbox.due().len() as u32;
         let timings = &mut self.samples.timings;
         for d in self.outbox.settle(outcome, call, &mut self.report, timings) {
             self.store.release(d.id);

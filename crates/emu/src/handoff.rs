@@ -132,7 +132,7 @@ impl Tally {
             let error = t.error_ns();
             self.release_error.push(error);
             if error > LATE_NS as i64 {
-                self.late_parts.push(&t.split());
+                self.late_parts.push(t);
             }
         }
         for &lag in &self.spare.read_lags {
@@ -175,6 +175,7 @@ mod tests {
                 woke_ns: sent_ns - 10,
                 release_ns: sent_ns - 10,
             },
+            ahead: 0,
             send_ns: sent_ns - 10,
             sent_ns,
         }

@@ -40,6 +40,8 @@ pub struct Due {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Call {
     pub turn: Turn,
+    /// Frames the turn's release sent before this call.
+    pub sent_before: u32,
     pub send_ns: u64,
     pub sent_ns: u64,
 }
@@ -82,11 +84,12 @@ impl Outbox {
         report.frames_sent += outcome.sent as u64;
         report.emulator_drops.egress_full += outcome.queue_full as u64;
         report.emulator_drops.send_errors += outcome.failed as u64;
-        for d in &self.due {
+        for (k, d) in self.due.iter().enumerate() {
             let timing = FrameTiming {
                 depart_ns: d.at_ns,
                 read_ns: d.read_ns,
                 turn: call.turn,
+                ahead: call.sent_before + k as u32,
                 send_ns: call.send_ns,
                 sent_ns: call.sent_ns,
             };
@@ -205,6 +208,7 @@ mod tests {
         };
         let call = Call {
             turn,
+            sent_before: 10,
             send_ns: 960_000,
             sent_ns: 1_000_000,
         };
@@ -226,6 +230,8 @@ mod tests {
             "early is negative"
         );
         assert_eq!(timings[1].read_ns, 5_000);
+        let ahead: Vec<u32> = timings.iter().map(|t| t.ahead).collect();
+        assert_eq!(ahead, [10, 11, 12, 13], "after the pass's earlier call");
         assert!(timings
             .iter()
             .all(|t| t.turn == turn && t.send_ns == 960_000));

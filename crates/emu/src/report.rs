@@ -69,6 +69,29 @@ pub struct ReleaseParts {
     pub batch: LatencySummary,
     /// In its own send call.
     pub send: LatencySummary,
+    /// Frames its release sent before it (in earlier calls and ahead of it in its own).
+    pub ahead: Spread,
+}
+
+/// A distribution of counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The counts kept as a latency distribution (one "ns" a count).
+    pub fn of(s: &LatencySummary) -> Spread {
+        Spread {
+            mean: s.mean_ns,
+            p50: s.p50_ns,
+            p99: s.p99_ns,
+            max: s.max_ns,
+        }
+    }
 }
 
 /// The depth of each stage (frames, or cells for ATM) at one moment.

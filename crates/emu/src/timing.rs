@@ -6,7 +6,7 @@
 
 use flowlab_stats::LatencyStats;
 
-use crate::report::ReleaseParts;
+use crate::report::{ReleaseParts, Spread};
 
 /// One turn of a direction's loop (CLOCK_MONOTONIC ns): it went idle (began its wait),
 /// woke, read what had arrived, then began releasing.
@@ -28,6 +28,8 @@ pub struct FrameTiming {
     pub read_ns: u64,
     /// The turn that released it.
     pub turn: Turn,
+    /// Frames that turn's release sent before it (its place in the release).
+    pub ahead: u32,
     /// Its send call began.
     pub send_ns: u64,
     /// Its send call returned: the release time.
@@ -90,10 +92,13 @@ pub struct Parts {
     reading: LatencyStats,
     batch: LatencyStats,
     send: LatencyStats,
+    ahead: LatencyStats,
 }
 
 impl Parts {
-    pub fn push(&mut self, s: &Split) {
+    /// A late frame: its error's parts and its place in its release.
+    pub fn push(&mut self, t: &FrameTiming) {
+        let s = t.split();
         let ns = |v: u64| v.min(i64::MAX as u64) as i64;
         self.unread.push(ns(s.unread_ns));
         self.busy.push(ns(s.busy_ns));
@@ -101,6 +106,7 @@ impl Parts {
         self.reading.push(ns(s.reading_ns));
         self.batch.push(ns(s.batch_ns));
         self.send.push(ns(s.send_ns));
+        self.ahead.push(i64::from(t.ahead));
     }
 
     /// `None` until a frame was late.
@@ -112,6 +118,7 @@ impl Parts {
             reading: self.reading.summary()?,
             batch: self.batch.summary()?,
             send: self.send.summary()?,
+            ahead: Spread::of(&self.ahead.summary()?),
         })
     }
 }
@@ -129,6 +136,7 @@ mod tests {
                 woke_ns: turn.1,
                 release_ns: turn.2,
             },
+            ahead: 3,
             send_ns: send.0,
             sent_ns: send.1,
         }
@@ -193,12 +201,13 @@ mod tests {
     fn parts_summarise_each_step() {
         let mut p = Parts::default();
         assert!(p.summary().is_none());
-        p.push(&timing(1000, 100, (900, 1300, 1360), (1400, 1450)).split());
-        p.push(&timing(1000, 1200, (800, 1100, 1250), (1260, 1270)).split());
+        p.push(&timing(1000, 100, (900, 1300, 1360), (1400, 1450)));
+        p.push(&timing(1000, 1200, (800, 1100, 1250), (1260, 1270)));
         let s = p.summary().unwrap();
         assert_eq!(s.wake.max_ns, 300.0);
         assert_eq!(s.unread.max_ns, 200.0);
         assert_eq!(s.send.count, 2);
         assert_eq!(s.busy.max_ns, 0.0);
+        assert_eq!((s.ahead.p50, s.ahead.max), (3.0, 3.0));
     }
 }

@@ -257,6 +257,7 @@ impl Direction {
         let timeout = match self.chain.next_event_ns() {
             Some(t) if t <= now => return false,
             Some(t) if t - now <= SPIN_NS && self.rest.owed(now) => {
+                self.report.profile.rests += 1;
                 pace_until(t, 0);
                 return true;
             }

@@ -108,11 +108,14 @@ fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator>
     })
 }
 
-/// Takes every direction's samples; the report as it then stands.
-fn collect(tallies: &mut [(Tally, Arc<Mutex<Handoff>>)]) -> EmuReport {
+/// Takes every direction's samples.
+fn take_all(tallies: &mut [(Tally, Arc<Mutex<Handoff>>)]) {
     for (tally, shared) in tallies.iter_mut() {
         tally.take(shared);
     }
+}
+
+fn report(tallies: &[(Tally, Arc<Mutex<Handoff>>)]) -> EmuReport {
     EmuReport::from_directions(tallies.iter().map(|(t, _)| t.report()))
 }
 
@@ -137,15 +140,16 @@ impl Emulator {
             let mut written = std::time::Instant::now();
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(TAKE_EVERY);
-                let report = collect(&mut tallies);
+                take_all(&mut tallies);
                 if written.elapsed() >= REPORT_EVERY {
-                    let _ = report.write(report_path);
+                    let _ = report(&tallies).write(report_path);
                     written = std::time::Instant::now();
                 }
             }
             Ok(())
         })?;
-        let last = collect(&mut tallies);
+        take_all(&mut tallies);
+        let last = report(&tallies);
         last.write(report_path)?;
         Ok(last)
     }

@@ -49,6 +49,10 @@ pub struct LoopProfile {
     /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away (with the reads
     /// made meanwhile, while more than [`crate::direction::READ_SLACK_NS`] remained).
     pub spin_ns: u64,
+    /// Sleeps to a departure instead of a spin, owed as rest by a real-time thread (their
+    /// time is in `sleep_ns`; absent from reports written before it).
+    #[serde(default)]
+    pub rests: u64,
 }
 
 /// Where frames released more than [`crate::direction::LATE_NS`] late lost their time: each

@@ -1009,6 +1009,19 @@ def emu_section(res, md, overview, meta):
     rel_rows.append(["of it, before the emulator read the frame (read lag)",
                      fns(lag.get("p50_ns")), fns(lag.get("p99_ns")), fns(lag.get("max_ns")),
                      fcount(lag.get("count"))])
+    # Where the late frames lost their time (`late_parts`: each late frame's error cut at
+    # the loop's steps; the parts of one frame add up to its error).
+    parts = (d or {}).get("late_parts") or {}
+    for key, what in [("unread", "read after its departure"),
+                      ("busy", "due while the loop still released the turn before"),
+                      ("wake", "the wait ended late"),
+                      ("reading", "the turn read arrivals first"),
+                      ("batch", "behind frames of the same release"),
+                      ("send", "its own send call")]:
+        p = parts.get(key)
+        if p:
+            rel_rows.append([f"of a late frame's error: {what} (`{key}`)", fns(p.get("p50_ns")),
+                             fns(p.get("p99_ns")), fns(p.get("max_ns")), fcount(p.get("count"))])
     if isinstance(cap, dict):
         rel_rows.append(["capture: b's tap − a's tap − 1 ms", fns(cap["p50"]), fns(cap["p99"]),
                          fns(cap["max"]), f"{fcount(cap['n'])} of {fcount(cap['sent'])}"])

@@ -1,21 +1,22 @@
 //! One direction of one emulated link, on its own thread: read what arrived, run it through
 //! the chain, release what is due, wait for the next departure or arrival.
 
-use std::collections::VecDeque;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use flowlab_link::chain::Chain;
 use flowlab_link::{Event, LinkModel, Verdict};
-use flowlab_stats::LatencyStats;
 use flowlab_sys::clock::{monotonic_ns, pace_until, realtime_minus_monotonic_ns};
 
 use crate::capture::{Arrival, Egress, Ingress, BATCH};
 use crate::frame::{describe, Store};
-use crate::outbox::{next_due, Due, Outbox, SEND_BATCH};
+use crate::handoff::{lock, Handoff, Samples};
+use crate::outbox::{next_due, Call, Due, Outbox, SEND_BATCH};
 use crate::report::{DepthSample, DirectionReport};
+use crate::rest::Rest;
+use crate::timing::Turn;
 
 /// A frame released later than this after its departure time counts as late.
 pub const LATE_NS: u64 = 50_000;
@@ -42,8 +43,12 @@ const SAMPLE_EVERY_NS: u64 = 100_000_000;
 /// Longest sleep without a departure due, so a stop request is seen.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// Reads per turn of the loop at most, so that a flood of arrivals cannot hold back the
-/// departures due meanwhile (the kernel drops what its socket buffer cannot hold, counted).
+/// departures due meanwhile (the kernel drops what its socket buffer cannot hold, counted);
+/// after the first, a read is made only while no departure is due.
 const READS_PER_TURN: usize = 4;
+/// How often (in depth samples) the thread checks whether it runs real-time, and so must
+/// rest ([`crate::rest`]): every second.
+const LIMIT_EVERY: u64 = 10;
 
 /// The two interfaces of a direction, on the capture path: frames come in on one and leave
 /// by the other.
@@ -58,26 +63,27 @@ pub struct Direction {
     chain: Chain,
     store: Store,
     outbox: Outbox,
+    /// Counters; the reporting thread keeps the distributions and depth history.
     report: DirectionReport,
-    shared: Arc<Mutex<DirectionReport>>,
-    release_error: LatencyStats,
-    /// How old each frame was when read: the part of a late release that the kernel's
-    /// delivery (or a busy core) caused before the emulator saw the frame.
-    read_lag: LatencyStats,
-    depth: VecDeque<DepthSample>,
+    shared: Arc<Mutex<Handoff>>,
+    /// Timings, read lags and depth samples not yet handed over.
+    samples: Samples,
+    /// The current turn of the loop, for the release error's parts.
+    turn: Turn,
+    /// Frames the current turn's release has sent so far.
+    sent_in_release: u32,
+    rest: Rest,
     /// The model's clock: never goes back.
     model_ns: u64,
     realtime_offset_ns: i64,
     start_ns: u64,
     next_sample_ns: u64,
+    samples_taken: u64,
 }
 
 impl Direction {
-    pub fn new(ends: Endpoints, chain: Chain, shared: Arc<Mutex<DirectionReport>>) -> Direction {
-        let report = shared
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_else(|e| e.into_inner().clone());
+    pub fn new(ends: Endpoints, chain: Chain, shared: Arc<Mutex<Handoff>>) -> Direction {
+        let report = lock(&shared).counters.clone();
         let start_ns = monotonic_ns();
         Direction {
             ends,
@@ -86,13 +92,15 @@ impl Direction {
             outbox: Outbox::new(),
             report,
             shared,
-            release_error: LatencyStats::new(),
-            read_lag: LatencyStats::new(),
-            depth: VecDeque::new(),
+            samples: Samples::default(),
+            turn: Turn::default(),
+            sent_in_release: 0,
+            rest: Rest::new(start_ns),
             model_ns: start_ns,
             realtime_offset_ns: realtime_minus_monotonic_ns(),
             start_ns,
             next_sample_ns: start_ns,
+            samples_taken: 0,
         }
     }
 
@@ -101,47 +109,57 @@ impl Direction {
         format!("{}>{}", self.report.from, self.report.to)
     }
 
-    /// Serves the direction until `stop` is set, then publishes its last report.
+    /// Serves the direction until `stop` is set, then hands over its last counters.
     pub fn run(mut self, stop: &AtomicBool) {
         let _ = flowlab_sys::clock::set_thread_timer_slack_ns(1);
-        let mut t0 = monotonic_ns();
+        let mut woke_ns = monotonic_ns();
+        let mut idle_ns = woke_ns;
         while !stop.load(Ordering::Relaxed) {
             self.receive(READS_PER_TURN);
-            let t1 = monotonic_ns();
+            let release_ns = monotonic_ns();
+            self.turn = Turn {
+                idle_ns,
+                woke_ns,
+                release_ns,
+            };
             self.release();
             self.sample();
-            let t2 = monotonic_ns();
+            idle_ns = monotonic_ns();
             let slept = self.wait();
-            let t3 = monotonic_ns();
+            let now = monotonic_ns();
             let p = &mut self.report.profile;
             p.turns += 1;
-            p.receive_ns += t1 - t0;
-            p.release_ns += t2 - t1;
-            *if slept {
-                &mut p.sleep_ns
+            p.receive_ns += release_ns - woke_ns;
+            p.release_ns += idle_ns - release_ns;
+            if slept {
+                p.sleep_ns += now - idle_ns;
+                self.rest.slept(now - idle_ns);
             } else {
-                &mut p.spin_ns
-            } += t3 - t2;
-            t0 = t3;
+                p.spin_ns += now - idle_ns;
+            }
+            woke_ns = now;
         }
-        self.publish();
+        self.publish(true);
     }
 
-    /// Offers the frames waiting on the ingress (up to `reads` batches) to the chain, each at
-    /// its kernel receive time.
+    /// Offers the frames waiting on the ingress (up to `reads` batches, the second and later
+    /// only while no departure is due) to the chain, each at its arrival stamp.
     fn receive(&mut self, reads: usize) {
-        for _ in 0..reads {
+        for k in 0..reads {
+            if k > 0 && self.departure_due() {
+                return;
+            }
             let n = match self.ends.ingress.receive() {
                 Ok(n) => n,
                 Err(_) => return,
             };
             for i in 0..n {
+                let read_ns = monotonic_ns();
                 let at_ns = self.ends.ingress.arrival(i, self.realtime_offset_ns).at_ns;
-                let arrival = at_ns.unwrap_or_else(monotonic_ns);
+                let arrival = at_ns.unwrap_or(read_ns);
                 self.model_ns = self.model_ns.max(arrival);
-                let lag = monotonic_ns().saturating_sub(arrival);
-                self.read_lag.push(lag.min(i64::MAX as u64) as i64);
-                self.offer(i);
+                self.samples.read_lags.push(read_ns.saturating_sub(arrival));
+                self.offer(i, read_ns);
             }
             self.report.profile.reads += u64::from(n > 0);
             if n < BATCH {
@@ -150,9 +168,15 @@ impl Direction {
         }
     }
 
-    fn offer(&mut self, i: usize) {
+    /// Whether the chain has an event due by now (or within [`RELEASE_AHEAD_NS`]).
+    fn departure_due(&self) -> bool {
+        let next = self.chain.next_event_ns();
+        next.is_some_and(|t| t <= monotonic_ns() + RELEASE_AHEAD_NS)
+    }
+
+    fn offer(&mut self, i: usize, read_ns: u64) {
         let frame: Arrival = self.ends.ingress.arrival(i, self.realtime_offset_ns);
-        let Some(id) = self.store.insert(frame.parts) else {
+        let Some(id) = self.store.insert(frame.parts, read_ns) else {
             self.report.emulator_drops.store_full += 1;
             return;
         };
@@ -176,12 +200,14 @@ impl Direction {
         let now = monotonic_ns();
         self.model_ns = self.model_ns.max(now);
         let horizon = now + RELEASE_AHEAD_NS;
+        self.sent_in_release = 0;
         while let Some(event) = next_due(&mut self.chain, &mut self.model_ns, horizon) {
             match event {
                 Event::Depart { frame, at_ns } => {
                     let due = Due {
                         id: frame.id,
                         at_ns,
+                        read_ns: self.store.read_ns(frame.id),
                     };
                     if self.outbox.push(due) {
                         self.send();
@@ -204,26 +230,37 @@ impl Direction {
             // Every departure's frame is held until this event, so the store has it.
             *slot = self.store.bytes(d.id).unwrap_or_default();
         }
+        let send_ns = monotonic_ns();
         let outcome = self
             .ends
             .egress
             .send_batch(&mut frames[..self.outbox.due().len()]);
+        let call = Call {
+            turn: self.turn,
+            sent_before: self.sent_in_release,
+            send_ns,
+            sent_ns: monotonic_ns(),
+        };
         self.report.profile.sends += 1;
-        let now = monotonic_ns();
-        let settled = self
-            .outbox
-            .settle(outcome, now, &mut self.report, &mut self.release_error);
-        for d in settled {
+        self.sent_in_release += self.outbox.due().len() as u32;
+        let timings = &mut self.samples.timings;
+        for d in self.outbox.settle(outcome, call, &mut self.report, timings) {
             self.store.release(d.id);
         }
     }
 
     /// Sleeps until just before the next departure (or an arrival), then spins to it;
-    /// whether it slept.
+    /// whether it slept. A real-time thread owing rest sleeps to the departure instead of
+    /// spinning ([`crate::rest`]).
     fn wait(&mut self) -> bool {
         let now = monotonic_ns();
         let timeout = match self.chain.next_event_ns() {
             Some(t) if t <= now => return false,
+            Some(t) if t - now <= SPIN_NS && self.rest.owed(now) => {
+                self.report.profile.rests += 1;
+                pace_until(t, 0);
+                return true;
+            }
             Some(t) if t - now <= SPIN_NS => {
                 self.spin_to(t);
                 return false;
@@ -246,7 +283,8 @@ impl Direction {
         pace_until(t, SPIN_NS);
     }
 
-    /// Every 100 ms: the stages' depths, and the report for readers.
+    /// Every 100 ms: the stages' depths, and the counters for the reporting thread; every
+    /// second, whether the thread must rest.
     fn sample(&mut self) {
         let now = monotonic_ns();
         if now < self.next_sample_ns {
@@ -255,26 +293,33 @@ impl Direction {
         self.next_sample_ns = now + SAMPLE_EVERY_NS;
         let mut depth = Vec::new();
         self.chain.depth(&mut depth);
-        if self.depth.len() == DEPTH_SAMPLES {
-            self.depth.pop_front();
-        }
-        self.depth.push_back(DepthSample {
+        self.samples.depth.push(DepthSample {
             t_ms: (now - self.start_ns) / 1_000_000,
             depth,
         });
         self.realtime_offset_ns = realtime_minus_monotonic_ns();
-        self.publish();
+        if self.samples_taken.is_multiple_of(LIMIT_EVERY) {
+            if let Some((real_time, runtime_us, period_us)) = crate::rest::read_limit() {
+                self.rest.set_limit(real_time, runtime_us, period_us);
+            }
+        }
+        self.samples_taken += 1;
+        self.publish(false);
     }
 
-    fn publish(&mut self) {
+    /// Hands the counters and samples to the reporting thread: skipped while it holds the
+    /// lock (the samples wait for the next time), unless this is the `last`.
+    fn publish(&mut self, last: bool) {
         self.report.emulator_drops.ingress_overflow = self.ends.ingress.overflow();
-        self.report.release_error = self.release_error.summary();
-        self.report.read_lag = self.read_lag.summary();
         self.report.stages.clear();
         self.chain.report(&mut self.report.stages);
-        self.report.depth = self.depth.iter().cloned().collect();
-        if let Ok(mut shared) = self.shared.lock() {
-            shared.clone_from(&self.report);
-        }
+        let mut shared = match self.shared.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) if last => lock(&self.shared),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        shared.counters.clone_from(&self.report);
+        self.samples.hand_over(&mut shared.samples, last);
     }
 }

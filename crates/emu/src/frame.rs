@@ -27,6 +27,8 @@ struct Slot {
     bytes: Vec<u8>,
     /// Events still to come about the frame (a duplicated frame has two).
     refs: u8,
+    /// When the emulator read it (CLOCK_MONOTONIC ns), for the release error's parts.
+    read_ns: u64,
 }
 
 /// Frames held, by id (the slot index); freed slots keep their buffers for reuse.
@@ -48,8 +50,9 @@ impl Store {
         }
     }
 
-    /// Keeps a copy of the frame made of `parts`; its id, or `None` when the store is full.
-    pub fn insert(&mut self, parts: [&[u8]; 2]) -> Option<u64> {
+    /// Keeps a copy of the frame made of `parts`, read at `read_ns`; its id, or `None` when
+    /// the store is full.
+    pub fn insert(&mut self, parts: [&[u8]; 2], read_ns: u64) -> Option<u64> {
         if self.held >= self.limit {
             return None;
         }
@@ -59,6 +62,7 @@ impl Store {
                 self.slots.push(Slot {
                     bytes: Vec::new(),
                     refs: 0,
+                    read_ns: 0,
                 });
                 self.slots.len() - 1
             }
@@ -68,6 +72,7 @@ impl Store {
         slot.bytes.extend_from_slice(parts[0]);
         slot.bytes.extend_from_slice(parts[1]);
         slot.refs = 1;
+        slot.read_ns = read_ns;
         self.held += 1;
         Some(i as u64)
     }
@@ -77,6 +82,14 @@ impl Store {
             .get(id as usize)
             .filter(|s| s.refs > 0)
             .map(|s| s.bytes.as_slice())
+    }
+
+    /// When frame `id` was read (0 once freed).
+    pub fn read_ns(&self, id: u64) -> u64 {
+        self.slots
+            .get(id as usize)
+            .filter(|s| s.refs > 0)
+            .map_or(0, |s| s.read_ns)
     }
 
     /// Completes the transport checksum of frame `id` (which starts with a vnet header).
@@ -151,17 +164,20 @@ mod tests {
     #[test]
     fn the_store_is_bounded_and_frees_after_the_last_event() {
         let mut s = Store::new(2);
-        let a = s.insert([b"aa", b""]).unwrap();
-        let b = s.insert([b"b", b"bb"]).unwrap();
-        assert_eq!(s.insert([b"c", b""]), None);
+        let a = s.insert([b"aa", b""], 7).unwrap();
+        let b = s.insert([b"b", b"bb"], 8).unwrap();
+        assert_eq!(s.insert([b"c", b""], 9), None);
+        assert_eq!((s.read_ns(a), s.read_ns(b)), (7, 8));
         s.add_ref(a);
         s.release(a);
         assert_eq!(s.bytes(a), Some(&b"aa"[..]));
         s.release(a);
         assert_eq!(s.bytes(a), None);
-        let c = s.insert([b"cc", b""]).unwrap();
+        assert_eq!(s.read_ns(a), 0);
+        let c = s.insert([b"cc", b""], 10).unwrap();
         assert_eq!(c, a, "the slot is reused");
         assert_eq!(s.bytes(b), Some(&b"bbb"[..]));
-        assert_eq!(s.insert([b"d", b""]), None, "still full");
+        assert_eq!(s.read_ns(c), 10);
+        assert_eq!(s.insert([b"d", b""], 11), None, "still full");
     }
 }

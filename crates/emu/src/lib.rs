@@ -3,13 +3,15 @@
 //! to the other end at their modelled departure times.
 //!
 //! Each direction of each link is a thread ([`direction`]): it reads the frames waiting on
-//! its ingress interface (on the [`capture`] path: AF_PACKET by default, or AF_XDP; kernel
-//! or XDP-program receive stamps as arrival times), offers them to
+//! its ingress interface (on the [`capture`] path: AF_XDP by default, or AF_PACKET; XDP
+//! program or kernel receive stamps as arrival times), offers them to
 //! the chain, holds their bytes in a bounded store, sleeps until shortly before the next
 //! departure, spins the rest, and sends. A frame already late is sent at once and counted;
 //! a frame the emulator itself cannot hold (store full, interface queue full) is counted
 //! apart from the model's losses. The emulator's own error (release time minus modelled
-//! departure) is reported as percentiles with the model's counters ([`report`]).
+//! departure), cut into the loop's steps for late frames ([`timing`]), is reported as
+//! percentiles with the model's counters ([`report`]); the calling thread builds the
+//! report from what the directions hand over ([`handoff`]), so they never stall for it.
 //!
 //! The emulator changes nothing on any interface but, on AF_XDP, the XDP program it attaches
 //! to its own namespace's veth ends through BPF links, which the kernel detaches when the
@@ -22,8 +24,11 @@ pub mod capture;
 mod checksum;
 pub mod direction;
 mod frame;
+pub mod handoff;
 mod outbox;
 pub mod report;
+mod rest;
+pub mod timing;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +39,8 @@ use flowlab_link::config::EmulateSpec;
 
 pub use capture::CapturePath;
 pub use direction::{Direction, Endpoints};
-pub use report::{DirectionReport, EmuReport, LinkReport, LoopProfile};
+use handoff::{Handoff, Tally};
+pub use report::{DirectionReport, EmuReport, LinkReport, LoopProfile, ReleaseParts};
 
 /// One emulated link: its two interfaces in the emulator's namespace (towards `a`, towards
 /// `b`) and its model.
@@ -51,10 +57,13 @@ pub struct EmuLink {
 
 /// How often the report file is rewritten while running.
 const REPORT_EVERY: Duration = Duration::from_secs(1);
+/// How often the directions' samples are taken and folded in (they hand them over every
+/// 100 ms): often enough that their buffers stay small.
+const TAKE_EVERY: Duration = Duration::from_millis(50);
 
 /// The emulator of some links, their interfaces open.
 pub struct Emulator {
-    dirs: Vec<(Direction, Arc<Mutex<DirectionReport>>)>,
+    dirs: Vec<(Direction, Tally, Arc<Mutex<Handoff>>)>,
     /// The capture path in use.
     pub capture: CapturePath,
     /// Why it is not the one asked for, in one line.
@@ -79,13 +88,17 @@ fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator>
     let index = |name: &str| flowlab_sys::raw::interface_named(name).map(|i| i.index);
     let mut dirs = Vec::new();
     for l in links {
-        let ends = capture::open_link(capture, index(&l.iface_a)?, index(&l.iface_b)?)?;
+        let ifindex = [index(&l.iface_a)?, index(&l.iface_b)?];
+        let ends = capture::open_link(capture, ifindex[0], ifindex[1])?;
         let ways = [(&l.a, &l.b), (&l.b, &l.a)];
         for (k, ((from, to), (ingress, egress))) in ways.into_iter().zip(ends).enumerate() {
-            let shared = Arc::new(Mutex::new(DirectionReport::new(&l.name, from, to)));
+            let counters = DirectionReport::new(&l.name, from, to);
+            let tally = Tally::new(counters.clone(), Some(ifindex[k]));
+            let shared = Arc::new(Handoff::new(counters));
             let chain = l.spec.build(k as u64);
             let ends = Endpoints { ingress, egress };
-            dirs.push((Direction::new(ends, chain, shared.clone()), shared));
+            let direction = Direction::new(ends, chain, shared.clone());
+            dirs.push((direction, tally, shared));
         }
     }
     Ok(Emulator {
@@ -95,20 +108,26 @@ fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator>
     })
 }
 
-fn collect(reports: &[Arc<Mutex<DirectionReport>>]) -> EmuReport {
-    EmuReport::from_directions(reports.iter().map(|r| {
-        r.lock()
-            .map_or_else(|e| e.into_inner().clone(), |g| g.clone())
-    }))
+/// Takes every direction's samples.
+fn take_all(tallies: &mut [(Tally, Arc<Mutex<Handoff>>)]) {
+    for (tally, shared) in tallies.iter_mut() {
+        tally.take(shared);
+    }
+}
+
+fn report(tallies: &[(Tally, Arc<Mutex<Handoff>>)]) -> EmuReport {
+    EmuReport::from_directions(tallies.iter().map(|(t, _)| t.report()))
 }
 
 impl Emulator {
     /// Runs every direction on its own thread until `stop` is set, rewriting `report_path`
-    /// (JSON) every second and at the end; returns the final report.
+    /// (JSON) every second and at the end; returns the final report. The calling thread
+    /// builds the report.
     pub fn run(self, stop: &AtomicBool, report_path: &Path) -> std::io::Result<EmuReport> {
-        let reports: Vec<_> = self.dirs.iter().map(|(_, r)| r.clone()).collect();
+        let (directions, mut tallies): (Vec<_>, Vec<_>) =
+            (self.dirs.into_iter()).map(|(d, t, s)| (d, (t, s))).unzip();
         std::thread::scope(|s| -> std::io::Result<()> {
-            for (d, _) in self.dirs {
+            for d in directions {
                 // Named for /proc/PID/task/TID/comm (15 bytes kept), where a benchmark finds
                 // each direction's thread, its CPU time, and pins it.
                 let name = format!("emu:{}", d.way());
@@ -120,15 +139,17 @@ impl Emulator {
             }
             let mut written = std::time::Instant::now();
             while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(TAKE_EVERY);
+                take_all(&mut tallies);
                 if written.elapsed() >= REPORT_EVERY {
-                    let _ = collect(&reports).write(report_path);
+                    let _ = report(&tallies).write(report_path);
                     written = std::time::Instant::now();
                 }
             }
             Ok(())
         })?;
-        let last = collect(&reports);
+        take_all(&mut tallies);
+        let last = report(&tallies);
         last.write(report_path)?;
         Ok(last)
     }

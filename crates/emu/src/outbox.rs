@@ -5,10 +5,10 @@
 //! the batch early ([`next_due`]), so that frames a few µs apart share a call.
 
 use flowlab_link::{Event, LinkModel};
-use flowlab_stats::LatencyStats;
 use flowlab_sys::packet::BatchSent;
 
 use crate::report::DirectionReport;
+use crate::timing::{FrameTiming, Turn};
 
 /// Frames released by one system call at most (sendmmsg's batch in `flowlab_sys`).
 pub const SEND_BATCH: usize = 64;
@@ -27,11 +27,23 @@ pub fn next_due(chain: &mut dyn LinkModel, clock_ns: &mut u64, horizon_ns: u64) 
     }
 }
 
-/// A frame due to leave: its id in the store and its modelled departure time.
+/// A frame due to leave: its id in the store, its modelled departure time, and when the
+/// emulator read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Due {
     pub id: u64,
     pub at_ns: u64,
+    pub read_ns: u64,
+}
+
+/// One send call of a turn's release: when it began and returned (CLOCK_MONOTONIC ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    pub turn: Turn,
+    /// Frames the turn's release sent before this call.
+    pub sent_before: u32,
+    pub send_ns: u64,
+    pub sent_ns: u64,
 }
 
 /// The departures gathered since the last send, at most [`SEND_BATCH`].
@@ -57,26 +69,34 @@ impl Outbox {
         &self.due
     }
 
-    /// Counts what became of the gathered frames, sent (or not) by one batch that returned at
-    /// `now_ns`, and empties the outbox; returns the ids, for the store to free. The release
-    /// error is signed: a frame sent with an earlier batch
+    /// Counts what became of the gathered frames, sent (or not) by one `call`, records each
+    /// frame's timing, and empties the outbox; returns the ids, for the store to free. The
+    /// release error is signed: a frame sent with an earlier batch
     /// ([`RELEASE_AHEAD_NS`](crate::direction::RELEASE_AHEAD_NS)) counts
     /// negative, and as early.
     pub fn settle(
         &mut self,
         outcome: BatchSent,
-        now_ns: u64,
+        call: Call,
         report: &mut DirectionReport,
-        release_error: &mut LatencyStats,
+        timings: &mut Vec<FrameTiming>,
     ) -> std::vec::Drain<'_, Due> {
         report.frames_sent += outcome.sent as u64;
         report.emulator_drops.egress_full += outcome.queue_full as u64;
         report.emulator_drops.send_errors += outcome.failed as u64;
-        for d in &self.due {
-            let error = i128::from(now_ns) - i128::from(d.at_ns);
-            release_error.push(error.clamp(i64::MIN.into(), i64::MAX.into()) as i64);
+        for (k, d) in self.due.iter().enumerate() {
+            let timing = FrameTiming {
+                depart_ns: d.at_ns,
+                read_ns: d.read_ns,
+                turn: call.turn,
+                ahead: call.sent_before + k as u32,
+                send_ns: call.send_ns,
+                sent_ns: call.sent_ns,
+            };
+            let error = timing.error_ns();
             report.early += u64::from(error < 0);
-            report.late += u64::from(error > i128::from(crate::direction::LATE_NS));
+            report.late += u64::from(error > crate::direction::LATE_NS as i64);
+            timings.push(timing);
         }
         self.due.drain(..)
     }
@@ -150,10 +170,15 @@ mod tests {
     #[test]
     fn the_outbox_fills_at_the_batch_size() {
         let mut o = Outbox::new();
+        let due = |id, at_ns| Due {
+            id,
+            at_ns,
+            read_ns: 0,
+        };
         for k in 0..SEND_BATCH as u64 - 1 {
-            assert!(!o.push(Due { id: k, at_ns: k }));
+            assert!(!o.push(due(k, k)));
         }
-        assert!(o.push(Due { id: 99, at_ns: 0 }));
+        assert!(o.push(due(99, 0)));
         assert_eq!(o.due().len(), SEND_BATCH);
     }
 
@@ -161,19 +186,34 @@ mod tests {
     fn settling_counts_each_outcome_and_every_release_error() {
         let mut o = Outbox::new();
         let mut report = DirectionReport::new("a-b", "a", "b");
-        let mut errors = LatencyStats::new();
+        let mut timings = Vec::new();
         // Due 10 µs, 60 µs and 200 µs before the batch returned at 1 ms, and one 4 µs after
         // it (sent early with the batch).
         for (id, at_ns) in [(3, 990_000), (5, 940_000), (8, 800_000), (9, 1_004_000)] {
-            o.push(Due { id, at_ns });
+            o.push(Due {
+                id,
+                at_ns,
+                read_ns: id * 1000,
+            });
         }
         let outcome = BatchSent {
             sent: 2,
             queue_full: 1,
             failed: 1,
         };
+        let turn = Turn {
+            idle_ns: 500_000,
+            woke_ns: 900_000,
+            release_ns: 950_000,
+        };
+        let call = Call {
+            turn,
+            sent_before: 10,
+            send_ns: 960_000,
+            sent_ns: 1_000_000,
+        };
         let ids: Vec<u64> = o
-            .settle(outcome, 1_000_000, &mut report, &mut errors)
+            .settle(outcome, call, &mut report, &mut timings)
             .map(|d| d.id)
             .collect();
         assert_eq!(ids, [3, 5, 8, 9]);
@@ -183,9 +223,17 @@ mod tests {
         assert_eq!(report.emulator_drops.send_errors, 1);
         assert_eq!(report.late, 2, "60 µs and 200 µs exceed the 50 µs bound");
         assert_eq!(report.early, 1);
-        let s = errors.summary().unwrap();
-        assert_eq!(s.count, 4);
-        assert_eq!(s.min_ns, -4_000.0, "early is a negative error");
-        assert_eq!(s.max_ns, 200_000.0);
+        let errors: Vec<i64> = timings.iter().map(FrameTiming::error_ns).collect();
+        assert_eq!(
+            errors,
+            [10_000, 60_000, 200_000, -4_000],
+            "early is negative"
+        );
+        assert_eq!(timings[1].read_ns, 5_000);
+        let ahead: Vec<u32> = timings.iter().map(|t| t.ahead).collect();
+        assert_eq!(ahead, [10, 11, 12, 13], "after the pass's earlier call");
+        assert!(timings
+            .iter()
+            .all(|t| t.turn == turn && t.send_ns == 960_000));
     }
 }

@@ -23,6 +23,11 @@ pub struct EmulatorDrops {
     pub send_errors: u64,
     /// Frames the kernel dropped before the emulator read them (socket buffer full).
     pub ingress_overflow: u64,
+    /// Frames the ingress veth dropped before the emulator's socket or XDP program saw them:
+    /// its receive ring (AF_XDP) or the backlog (AF_PACKET) full. Its peer's `tx_dropped`
+    /// since the emulator started (absent from reports written before it).
+    #[serde(default)]
+    pub veth_dropped: u64,
 }
 
 /// Where a direction's thread spends its time, from its own clock: the emulator's profile
@@ -44,6 +49,53 @@ pub struct LoopProfile {
     /// Spinning to a departure less than [`crate::direction::SPIN_NS`] away (with the reads
     /// made meanwhile, while more than [`crate::direction::READ_SLACK_NS`] remained).
     pub spin_ns: u64,
+    /// Sleeps to a departure instead of a spin, owed as rest by a real-time thread (their
+    /// time is in `sleep_ns`; absent from reports written before it).
+    #[serde(default)]
+    pub rests: u64,
+}
+
+/// Where frames released more than [`crate::direction::LATE_NS`] late lost their time: each
+/// late frame's error cut into the loop's steps (`crate::timing`), one distribution per
+/// step over the late frames (each frame's parts add up to its error).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseParts {
+    /// Read after its departure: still in the kernel's ring or socket.
+    pub unread: LatencySummary,
+    /// Due while the loop was still busy with its previous turn (releasing, bookkeeping).
+    pub busy: LatencySummary,
+    /// Due while the loop waited, and the wait ended late (a sleep or poll woke late, or
+    /// the spinning thread was off the CPU).
+    pub wake: LatencySummary,
+    /// Due while the loop read arrivals before releasing.
+    pub reading: LatencySummary,
+    /// Behind other frames of the same release (the model's dequeue and earlier sends).
+    pub batch: LatencySummary,
+    /// In its own send call.
+    pub send: LatencySummary,
+    /// Frames its release sent before it (in earlier calls and ahead of it in its own).
+    pub ahead: Spread,
+}
+
+/// A distribution of counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The counts kept as a latency distribution (one "ns" a count).
+    pub fn of(s: &LatencySummary) -> Spread {
+        Spread {
+            mean: s.mean_ns,
+            p50: s.p50_ns,
+            p99: s.p99_ns,
+            max: s.max_ns,
+        }
+    }
 }
 
 /// The depth of each stage (frames, or cells for ATM) at one moment.
@@ -77,6 +129,10 @@ pub struct DirectionReport {
     /// emulator could act (absent from reports written before it existed).
     #[serde(default)]
     pub read_lag: Option<LatencySummary>,
+    /// Where late frames lost their time (absent until a frame was late, and from reports
+    /// written before it existed).
+    #[serde(default)]
+    pub late_parts: Option<ReleaseParts>,
     /// The model's counters, one entry per stage.
     pub stages: Vec<StageReport>,
     /// Stage depths every 100 ms (the most recent [`crate::direction::DEPTH_SAMPLES`]).
@@ -99,6 +155,7 @@ impl DirectionReport {
             emulator_drops: EmulatorDrops::default(),
             release_error: None,
             read_lag: None,
+            late_parts: None,
             stages: Vec::new(),
             depth: Vec::new(),
             profile: LoopProfile::default(),

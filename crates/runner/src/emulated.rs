@@ -18,6 +18,7 @@ const NOT_COUNTS: &[&str] = &[
     "max_depth",
     "release_error",
     "read_lag",
+    "late_parts",
     "depth",
 ];
 /// The emulator rewrites its report every second; a little more is the longest wait for

@@ -2,7 +2,8 @@
 //! carries traffic to it and that interface's queueing disciplines (the kernel paces UDP only
 //! under fq or etf, so a report says which qdisc the path has instead of assuming), and for a
 //! peer on the same link, its hardware address from the neighbour table (native frames go
-//! there and nowhere else).
+//! there and nowhere else); and a veth's peer's transmit drops, in whichever namespace the
+//! peer is (the frames a veth drops when its peer's ring is full).
 
 use std::io;
 use std::net::IpAddr;
@@ -13,6 +14,8 @@ const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_DUMP: u16 = 0x300;
+const RTM_NEWLINK: u16 = 16;
+const RTM_GETLINK: u16 = 18;
 const RTM_NEWROUTE: u16 = 24;
 const RTM_GETROUTE: u16 = 26;
 const RTM_NEWNEIGH: u16 = 28;
@@ -22,6 +25,16 @@ const RTM_GETQDISC: u16 = 38;
 const RTMSG_LEN: usize = 12;
 const TCMSG_LEN: usize = 20;
 const NDMSG_LEN: usize = 12;
+const IFINFOMSG_LEN: usize = 16;
+/// The index of a link's peer (a veth's other end), in the peer's namespace.
+const IFLA_LINK: u16 = 5;
+/// `struct rtnl_link_stats64`: u64 counters, `tx_dropped` the eighth.
+const IFLA_STATS64: u16 = 23;
+const STATS64_TX_DROPPED: usize = 7 * 8;
+/// The namespace (as an id seen from ours) that holds a link's peer.
+const IFLA_LINK_NETNSID: u16 = 37;
+/// In a request: look the interface up in the namespace with this id.
+const IFLA_TARGET_NETNSID: u16 = 46;
 const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
 const RTA_GATEWAY: u16 = 5;
@@ -92,6 +105,17 @@ pub enum Reply {
         /// Packets it dropped, from its statistics attributes.
         drops: Option<u32>,
     },
+    /// A network interface.
+    Link {
+        /// Its index.
+        ifindex: u32,
+        /// Its peer's index (`IFLA_LINK`), for a veth.
+        peer: Option<u32>,
+        /// The id of the namespace holding the peer, when it is another one.
+        peer_netnsid: Option<i32>,
+        /// Frames it dropped on transmit.
+        tx_dropped: Option<u64>,
+    },
     /// The kernel's answer to a request: 0 is an acknowledgement, otherwise minus an errno.
     Error(i32),
     /// End of a dump.
@@ -112,6 +136,9 @@ fn u16_at(b: &[u8], at: usize) -> Option<u16> {
 }
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
 /// Route attributes or qdisc attributes: (type, payload) pairs, each padded to 4 bytes.
@@ -153,6 +180,7 @@ pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
                 }
             }
             RTM_NEWNEIGH => parse_neighbour(body)?,
+            RTM_NEWLINK => parse_link(body)?,
             RTM_NEWQDISC => {
                 let ifindex = u32_at(body, 4).ok_or_else(|| malformed("short qdisc"))?;
                 let parent = u32_at(body, 12).ok_or_else(|| malformed("short qdisc"))?;
@@ -190,6 +218,21 @@ fn qdisc_drops(attrs: &[u8]) -> Option<u32> {
         attributes(attrs)
             .find(|&(t, _)| t == TCA_STATS)
             .and_then(|(_, s)| u32_at(s, 12))
+    })
+}
+
+/// An ifinfomsg (family, pad, type, index, flags, change) and its attributes.
+fn parse_link(body: &[u8]) -> io::Result<Reply> {
+    let ifindex = u32_at(body, 4).ok_or_else(|| malformed("short link"))?;
+    let attrs = body
+        .get(IFINFOMSG_LEN..)
+        .ok_or_else(|| malformed("short link"))?;
+    let find = |kind| attributes(attrs).find(|&(t, _)| t == kind).map(|(_, p)| p);
+    Ok(Reply::Link {
+        ifindex,
+        peer: find(IFLA_LINK).and_then(|p| u32_at(p, 0)),
+        peer_netnsid: find(IFLA_LINK_NETNSID).and_then(|p| u32_at(p, 0).map(|v| v as i32)),
+        tx_dropped: find(IFLA_STATS64).and_then(|p| u64_at(p, STATS64_TX_DROPPED)),
     })
 }
 
@@ -241,6 +284,22 @@ fn route_request(dst: IpAddr, seq: u32) -> Vec<u8> {
     m.extend_from_slice(&(attr_len as u16).to_ne_bytes());
     m.extend_from_slice(&RTA_DST.to_ne_bytes());
     m.extend_from_slice(&addr);
+    m
+}
+
+/// RTM_GETLINK for interface `ifindex`, in the namespace with id `netnsid` if given.
+fn link_request(ifindex: u32, netnsid: Option<i32>, seq: u32) -> Vec<u8> {
+    let attr_len = if netnsid.is_some() { 8 } else { 0 };
+    let total = NLMSG_HDR_LEN + IFINFOMSG_LEN + attr_len;
+    let mut m = header(total, RTM_GETLINK, NLM_F_REQUEST, seq);
+    m.extend_from_slice(&[libc::AF_UNSPEC as u8, 0, 0, 0]);
+    m.extend_from_slice(&ifindex.to_ne_bytes());
+    m.extend_from_slice(&[0; 8]);
+    if let Some(id) = netnsid {
+        m.extend_from_slice(&8u16.to_ne_bytes());
+        m.extend_from_slice(&IFLA_TARGET_NETNSID.to_ne_bytes());
+        m.extend_from_slice(&id.to_ne_bytes());
+    }
     m
 }
 
@@ -326,6 +385,44 @@ impl Netlink {
                 }
             }
         }
+    }
+}
+
+/// The interface `ifindex` (in the namespace `netnsid`, or ours).
+fn link(netlink: &Netlink, ifindex: u32, netnsid: Option<i32>) -> io::Result<Reply> {
+    let mut found = None;
+    netlink.exchange(&link_request(ifindex, netnsid, 1), |reply| {
+        let done = matches!(reply, Reply::Link { .. });
+        if done {
+            found = Some(reply);
+        }
+        Ok(done)
+    })?;
+    found.ok_or_else(|| malformed("no link in the reply"))
+}
+
+/// The frames the peer of veth `ifindex` dropped on transmit, so far (its `tx_dropped`, read
+/// in whichever namespace holds it): a veth whose receiving end runs an XDP program drops
+/// what its peer sends while that end's ring is full, before the program sees it.
+pub fn veth_peer_tx_dropped(ifindex: u32) -> io::Result<u64> {
+    let netlink = Netlink::open()?;
+    let Reply::Link {
+        peer: Some(peer),
+        peer_netnsid,
+        ..
+    } = link(&netlink, ifindex, None)?
+    else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("interface {ifindex} has no peer"),
+        ));
+    };
+    match link(&netlink, peer, peer_netnsid)? {
+        Reply::Link {
+            tx_dropped: Some(dropped),
+            ..
+        } => Ok(dropped),
+        _ => Err(malformed("link without statistics")),
     }
 }
 
@@ -552,6 +649,73 @@ mod tests {
         assert_eq!(request.len(), 28);
         assert_eq!(u16_at(&request, 4), Some(RTM_GETNEIGH));
         assert_eq!(request[16], libc::AF_INET6 as u8);
+    }
+
+    /// An RTM_NEWLINK for interface 2 whose peer is interface 7 in namespace 3, having
+    /// dropped 130821 frames on transmit.
+    fn link_reply() -> Vec<u8> {
+        let mut stats = vec![0u8; 24 * 8];
+        stats[STATS64_TX_DROPPED..STATS64_TX_DROPPED + 8]
+            .copy_from_slice(&130_821u64.to_ne_bytes());
+        let mut attrs = Vec::new();
+        for (kind, payload) in [
+            (IFLA_LINK, 7u32.to_ne_bytes().to_vec()),
+            (IFLA_STATS64, stats),
+            (IFLA_LINK_NETNSID, 3u32.to_ne_bytes().to_vec()),
+        ] {
+            attrs.extend_from_slice(&(4 + payload.len() as u16).to_ne_bytes());
+            attrs.extend_from_slice(&kind.to_ne_bytes());
+            attrs.extend_from_slice(&payload);
+        }
+        let total = NLMSG_HDR_LEN + IFINFOMSG_LEN + attrs.len();
+        let mut m = header(total, RTM_NEWLINK, 0, 1);
+        m.extend_from_slice(&[0, 0, 1, 0]); // AF_UNSPEC, pad, ARPHRD_ETHER
+        m.extend_from_slice(&2u32.to_ne_bytes());
+        m.extend_from_slice(&[0; 8]);
+        m.extend_from_slice(&attrs);
+        m
+    }
+
+    #[test]
+    fn parses_a_links_peer_and_transmit_drops() {
+        assert_eq!(
+            parse_replies(&link_reply()).unwrap(),
+            [Reply::Link {
+                ifindex: 2,
+                peer: Some(7),
+                peer_netnsid: Some(3),
+                tx_dropped: Some(130_821),
+            }]
+        );
+        let short = link_reply();
+        let cut = NLMSG_HDR_LEN + 8;
+        let mut truncated = short[..cut].to_vec();
+        truncated[..4].copy_from_slice(&(cut as u32).to_ne_bytes());
+        assert!(parse_replies(&truncated).is_err());
+    }
+
+    #[test]
+    fn link_request_bytes() {
+        let m = link_request(7, Some(3), 9);
+        assert_eq!(m.len(), NLMSG_HDR_LEN + IFINFOMSG_LEN + 8);
+        assert_eq!(u16_at(&m, 4), Some(RTM_GETLINK));
+        assert_eq!(u32_at(&m, NLMSG_HDR_LEN + 4), Some(7));
+        let attr = NLMSG_HDR_LEN + IFINFOMSG_LEN;
+        assert_eq!(u16_at(&m, attr + 2), Some(IFLA_TARGET_NETNSID));
+        assert_eq!(u32_at(&m, attr + 4), Some(3));
+        assert_eq!(
+            link_request(7, None, 9).len(),
+            NLMSG_HDR_LEN + IFINFOMSG_LEN
+        );
+    }
+
+    #[test]
+    fn loopback_is_no_veth() {
+        match veth_peer_tx_dropped(1) {
+            Ok(d) => panic!("lo has a peer that dropped {d}"),
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
+            Err(e) => eprintln!("skipped: rtnetlink unavailable: {e}"),
+        }
     }
 
     #[test]

@@ -1091,6 +1091,13 @@ fn emulator_text(stored: &Value) -> String {
             "  {} {} → {}: frames {} in, {} out, {} late, {own} dropped by the emulator",
             d.link, d.from, d.to, d.frames_received, d.frames_sent, d.late
         );
+        if drops.veth_dropped > 0 {
+            let _ = write!(
+                out,
+                ", {} by the veth before it read them",
+                drops.veth_dropped
+            );
+        }
         if let Some(e) = &d.release_error {
             let _ = write!(
                 out,

@@ -83,6 +83,7 @@ fn show_prints_the_kept_counters_apart_from_the_params() {
         dropped_buffer_full: 30,
         ..Default::default()
     });
+    kept.links[0].directions[0].emulator_drops.veth_dropped = 7;
     let run = |emulator: Value| Run {
         info: RunInfo {
             id: 5,
@@ -99,7 +100,10 @@ fn show_prints_the_kept_counters_apart_from_the_params() {
     let text = crate::format::show_run(&run(serde_json::to_value(&kept).unwrap()), &[]);
     assert!(text.contains("params    experiment x\n"), "{text}");
     assert!(
-        text.contains("a-b a → b: frames 20 in, 10 out, 0 late, 2 dropped by the emulator"),
+        text.contains(
+            "a-b a → b: frames 20 in, 10 out, 0 late, 2 dropped by the emulator, 7 by the veth \
+             before it read them"
+        ),
         "{text}"
     );
     assert!(

@@ -49,17 +49,17 @@ impl PacingMode {
         }
     }
 
-    /// How far ahead of its slot a packet may leave with others: flows that share a socket
-    /// send every packet due within this window in one system call, so a wake-up serves
-    /// several flows (1000 flows of 100 packets/s are 10 µs apart). Precise pacing never
-    /// sends early; auto within a fifth, efficient within half, of the 100 µs that a
-    /// schedule error's 99th percentile may reach (docs/benchmarks.md § e).
-    pub fn group_window_ns(self) -> u64 {
-        match self {
+    /// The window within which flows that share a socket send their packets together (see
+    /// [`GroupWindow`]). Its half is the error it adds either way, chosen from the 100 µs
+    /// that a schedule error's 99th percentile may reach (issue 18): auto's 40 µs leaves 60
+    /// µs for the wake-up's own lateness (p99 30-60 µs on a quiet 2-core VM); efficient's 80
+    /// µs trades that margin for half the wake-ups; precise never sends a packet early.
+    pub fn group_window(self) -> GroupWindow {
+        GroupWindow::new(match self {
             PacingMode::Precise => 0,
-            PacingMode::Auto => 20_000,
-            PacingMode::Efficient => 50_000,
-        }
+            PacingMode::Auto => 80_000,
+            PacingMode::Efficient => 160_000,
+        })
     }
 
     /// The percentile of the learned wake-up latency the spin margin covers.
@@ -86,6 +86,41 @@ impl FromStr for PacingMode {
             .into_iter()
             .find(|m| m.name() == s)
             .ok_or_else(|| format!("pacing is precise, efficient or auto, not '{s}'"))
+    }
+}
+
+/// Where flows that share a socket release their packets together: one send takes every
+/// packet due within a window `width_ns` wide, centred on the send. The send is due half a
+/// window after the first packet's deadline, so no packet leaves more than half a window
+/// early or (apart from the wake-up's lateness) late: the same batching as a window that
+/// starts at the first deadline, for half its worst error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupWindow {
+    width_ns: u64,
+}
+
+impl GroupWindow {
+    pub fn new(width_ns: u64) -> Self {
+        GroupWindow { width_ns }
+    }
+
+    pub fn width_ns(self) -> u64 {
+        self.width_ns
+    }
+
+    /// The most a packet leaves before or after its deadline because of the grouping.
+    pub fn half_ns(self) -> u64 {
+        self.width_ns / 2
+    }
+
+    /// When to send the group whose earliest deadline is `first_due_ns`.
+    pub fn release_at(self, first_due_ns: u64) -> u64 {
+        first_due_ns.saturating_add(self.half_ns())
+    }
+
+    /// The latest deadline a send at `now_ns` takes.
+    pub fn gathers_until(self, now_ns: u64) -> u64 {
+        now_ns.saturating_add(self.half_ns())
     }
 }
 
@@ -309,6 +344,69 @@ mod tests {
             p.on_wake(latencies[i % latencies.len()], 0);
         }
         p
+    }
+
+    /// Deadlines 10 µs apart (1000 flows of 100 packets/s), grouped as a sender that wakes
+    /// on time does: (send time, the deadlines it takes) for the first `sends` groups.
+    fn groups(window: GroupWindow, sends: usize) -> Vec<(u64, Vec<u64>)> {
+        let mut deadlines = (1..).map(|k| k * 10 * US).peekable();
+        (0..sends)
+            .map(|_| {
+                let first = *deadlines.peek().unwrap();
+                let at = window.release_at(first);
+                let mut taken = Vec::new();
+                while let Some(d) = deadlines.next_if(|&d| d <= window.gathers_until(at)) {
+                    taken.push(d);
+                }
+                (at, taken)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_centred_window_sends_each_packet_within_half_a_window_of_its_deadline() {
+        let window = GroupWindow::new(80 * US);
+        let sent = groups(window, 100);
+        // The first group: deadlines 10..=90 µs, sent at 50 µs (40 µs late to 40 µs early).
+        assert_eq!(sent[0], (50 * US, (1..=9).map(|k| k * 10 * US).collect()));
+        let errors = sent
+            .iter()
+            .flat_map(|(at, taken)| taken.iter().map(move |&d| *at as i64 - d as i64));
+        let (early, late) = errors.fold((0, 0), |(e, l), x| (e.min(x), l.max(x)));
+        assert_eq!((early, late), (-40_000, 40_000));
+        // Every deadline is taken once, 9 a send: 100k packets/s in 11.1k sends a second.
+        let taken: Vec<u64> = sent.iter().flat_map(|(_, t)| t.clone()).collect();
+        assert_eq!(taken, (1..=900).map(|k| k * 10 * US).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_window_at_the_first_deadline_would_batch_the_same_for_twice_the_error() {
+        // Releasing at the first deadline and taking a whole window ahead (the old
+        // placement) groups as the centred window does, all of it early.
+        let centred = groups(GroupWindow::new(80 * US), 10);
+        let mut deadlines = (1..).map(|k| k * 10 * US).peekable();
+        for (at, taken) in centred {
+            let first = *deadlines.peek().unwrap();
+            let old: Vec<u64> =
+                std::iter::from_fn(|| deadlines.next_if(|&d| d <= first + 80 * US)).collect();
+            assert_eq!(old, taken);
+            assert_eq!(
+                old.last().unwrap() - first,
+                80 * US,
+                "sent at `first`: 80 µs early"
+            );
+            assert_eq!(at - first, 40 * US, "40 µs late at worst, centred");
+        }
+    }
+
+    #[test]
+    fn precise_groups_only_what_is_due_at_once_and_never_sends_early() {
+        let window = PacingMode::Precise.group_window();
+        assert_eq!((window.release_at(7), window.gathers_until(7)), (7, 7));
+        assert!(groups(window, 5).iter().all(|(_, t)| t.len() == 1));
+        // Auto's half stays well inside the 100 µs target; efficient's within it.
+        assert_eq!(PacingMode::Auto.group_window().half_ns(), 40 * US);
+        assert_eq!(PacingMode::Efficient.group_window().half_ns(), 80 * US);
     }
 
     #[test]

@@ -279,11 +279,12 @@ impl PacingPlanner {
     }
 
     /// A sleep asked to end at some time ended `late_ns` after it, and cost `cpu_ns` (the
-    /// thread's CPU over the sleep, its spin left out).
-    pub fn on_wake(&mut self, late_ns: u64, cpu_ns: u64) {
-        let cpu = cpu_ns as f64;
-        let mean = self.sleep_cpu_ns.get_or_insert(cpu);
-        *mean += (cpu - *mean) * SLEEP_CPU_WEIGHT;
+    /// thread's CPU over the sleep, its spin left out), where the driver measured it.
+    pub fn on_wake(&mut self, late_ns: u64, cpu_ns: Option<u64>) {
+        if let Some(cpu) = cpu_ns.map(|c| c as f64) {
+            let mean = self.sleep_cpu_ns.get_or_insert(cpu);
+            *mean += (cpu - *mean) * SLEEP_CPU_WEIGHT;
+        }
         if self.samples.len() < WINDOW {
             self.samples.push(late_ns);
         } else {
@@ -341,7 +342,7 @@ mod tests {
         let mut p = PacingPlanner::new(mode, spacing, false);
         for i in 0..n {
             p.strategy(1_000_000 + i as u64 * spacing);
-            p.on_wake(latencies[i % latencies.len()], 0);
+            p.on_wake(latencies[i % latencies.len()], Some(0));
         }
         p
     }
@@ -498,9 +499,26 @@ mod tests {
         // The planner learns the cost from its sleeps.
         let mut p = PacingPlanner::new(PacingMode::Auto, 10 * US, false);
         for _ in 0..REPLAN_EVERY {
-            p.on_wake(30 * US, 20 * US);
+            p.on_wake(30 * US, Some(20 * US));
         }
         assert_eq!(p.current(), Strategy::Spin);
+    }
+
+    #[test]
+    fn sleeps_whose_cost_was_not_measured_teach_only_the_latency() {
+        let mut p = PacingPlanner::new(PacingMode::Auto, 10 * US, false);
+        p.on_wake(30 * US, Some(20 * US));
+        for _ in 1..REPLAN_EVERY {
+            p.on_wake(40 * US, None);
+        }
+        // The one measured sleep's cost stands for all: dearer than the gap, so spin.
+        assert_eq!(p.current(), Strategy::Spin);
+        assert_eq!(p.latency_quantile(1.0), Some(40 * US));
+        let mut unmeasured = PacingPlanner::new(PacingMode::Auto, 10 * US, false);
+        for _ in 0..REPLAN_EVERY {
+            unmeasured.on_wake(30 * US, None);
+        }
+        assert_eq!(unmeasured.current(), Strategy::Sleep);
     }
 
     #[test]
@@ -553,7 +571,7 @@ mod tests {
         }
         assert!(p.spacing_ns() < 110 * US, "{}", p.spacing_ns());
         for _ in 0..REPLAN_EVERY {
-            p.on_wake(30 * US, 0);
+            p.on_wake(30 * US, Some(0));
         }
         let Strategy::SleepSpin { margin_ns } = p.strategy(2_000_000 * US) else {
             panic!()
@@ -565,10 +583,10 @@ mod tests {
     fn quantiles_read_the_window_only() {
         let mut p = PacingPlanner::new(PacingMode::Auto, 1_000, false);
         for _ in 0..WINDOW {
-            p.on_wake(1_000_000, 0);
+            p.on_wake(1_000_000, Some(0));
         }
         for _ in 0..WINDOW {
-            p.on_wake(7, 0);
+            p.on_wake(7, Some(0));
         }
         assert_eq!(p.latency_quantile(1.0), Some(7));
         assert_eq!(p.latency_quantile(0.0), Some(7));

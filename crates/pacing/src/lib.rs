@@ -241,7 +241,10 @@ mod tests {
         }
         let sleeps = waiter.sleeps;
         assert!(sleeps > 0);
-        assert_eq!(waiter.sampled_sleeps, sleeps.div_ceil(SLEEP_CPU_SAMPLE_EVERY));
+        assert_eq!(
+            waiter.sampled_sleeps,
+            sleeps.div_ceil(SLEEP_CPU_SAMPLE_EVERY)
+        );
         let mean = waiter.sampled_sleep_cpu_ns / waiter.sampled_sleeps;
         let cpu = waiter.report().expect("a paced test").cpu_ns;
         let expected = waiter.spun_ns + mean * sleeps;

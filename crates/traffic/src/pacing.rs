@@ -207,6 +207,9 @@ pub fn choose(mode: PacingMode, c: &Conditions) -> Strategy {
 const WINDOW: usize = 256;
 /// The plan is remade after this many new samples (a sort of the window each time).
 const REPLAN_EVERY: u32 = 32;
+/// ... or after this many waits, so a plan whose spin margin outgrew the gaps (chosen while
+/// the host was busy and the waits far apart) is looked at again though nothing sleeps.
+const REPLAN_WAITS: u32 = 4 * REPLAN_EVERY;
 /// The latency assumed before any sleep was measured.
 pub const FIRST_LATENCY_GUESS_NS: u64 = 60_000;
 /// Weight of a new gap in the mean spacing of deadlines.
@@ -215,7 +218,8 @@ const SPACING_WEIGHT: f64 = 1.0 / 64.0;
 const SLEEP_CPU_WEIGHT: f64 = 1.0 / 16.0;
 
 /// One sender's pacing: the mode, the latency its sleeps showed lately and the spacing of
-/// its deadlines, turned into a [`Strategy`] every [`REPLAN_EVERY`] sleeps.
+/// its deadlines, turned into a [`Strategy`] every [`REPLAN_EVERY`] sleeps or
+/// [`REPLAN_WAITS`] waits.
 #[derive(Debug, Clone)]
 pub struct PacingPlanner {
     mode: PacingMode,
@@ -223,6 +227,7 @@ pub struct PacingPlanner {
     samples: Vec<u64>,
     next_sample: usize,
     since_plan: u32,
+    waits_since_plan: u32,
     spacing_ns: f64,
     last_deadline_ns: Option<u64>,
     sleep_cpu_ns: Option<f64>,
@@ -240,6 +245,7 @@ impl PacingPlanner {
             samples: Vec::with_capacity(WINDOW),
             next_sample: 0,
             since_plan: 0,
+            waits_since_plan: 0,
             spacing_ns,
             last_deadline_ns: None,
             sleep_cpu_ns: None,
@@ -275,6 +281,10 @@ impl PacingPlanner {
             None => self.last_deadline_ns = Some(deadline_ns),
             _ => {}
         }
+        self.waits_since_plan += 1;
+        if self.waits_since_plan >= REPLAN_WAITS {
+            self.replan();
+        }
         self.strategy
     }
 
@@ -293,18 +303,23 @@ impl PacingPlanner {
         self.next_sample = (self.next_sample + 1) % WINDOW;
         self.since_plan += 1;
         if self.since_plan >= REPLAN_EVERY {
-            self.since_plan = 0;
-            let latency = self
-                .latency_quantile(self.mode.latency_quantile())
-                .unwrap_or(FIRST_LATENCY_GUESS_NS);
-            let conditions = Conditions {
-                spacing_ns: self.spacing_ns as u64,
-                latency_ns: latency,
-                sleep_cpu_ns: self.sleep_cpu_ns.unwrap_or(0.0) as u64,
-                kernel_timed: self.kernel_timed,
-            };
-            self.strategy = choose(self.mode, &conditions);
+            self.replan();
         }
+    }
+
+    fn replan(&mut self) {
+        self.since_plan = 0;
+        self.waits_since_plan = 0;
+        let latency = self
+            .latency_quantile(self.mode.latency_quantile())
+            .unwrap_or(FIRST_LATENCY_GUESS_NS);
+        let conditions = Conditions {
+            spacing_ns: self.spacing_ns as u64,
+            latency_ns: latency,
+            sleep_cpu_ns: self.sleep_cpu_ns.unwrap_or(0.0) as u64,
+            kernel_timed: self.kernel_timed,
+        };
+        self.strategy = choose(self.mode, &conditions);
     }
 
     /// The `q` quantile (0..=1) of the remembered wake-up latencies; `None` before any.
@@ -519,6 +534,27 @@ mod tests {
             unmeasured.on_wake(30 * US, None);
         }
         assert_eq!(unmeasured.current(), Strategy::Sleep);
+    }
+
+    #[test]
+    fn a_margin_chosen_while_waits_were_far_apart_shrinks_when_they_close_up_without_sleeps() {
+        // A busy host: the sender fell behind and waited every 20 ms, its sleeps 1 ms late.
+        let mut p = learned(PacingMode::Auto, 20_000 * US, &[1_000 * US], 64);
+        assert_eq!(
+            p.current(),
+            Strategy::SleepSpin {
+                margin_ns: MAX_SPIN_NS
+            }
+        );
+        // Then deadlines 90 µs apart: every wait is inside the margin and spins, nothing
+        // sleeps, yet the plan follows the spacing to auto's 5 % of 90 µs.
+        for i in 1..=1_000 {
+            p.strategy(2_000_000 * US + i * 90 * US);
+        }
+        let Strategy::SleepSpin { margin_ns } = p.current() else {
+            panic!("{:?}", p.current())
+        };
+        assert!((4_400..=4_600).contains(&margin_ns), "{margin_ns}");
     }
 
     #[test]

@@ -98,6 +98,12 @@ impl Waiter {
         }
     }
 
+    /// How late a wait ends as a rule under the current plan (the traffic crate's
+    /// `PacingPlanner::expected_lateness_ns`).
+    pub fn expected_lateness_ns(&self) -> u64 {
+        self.planner.expected_lateness_ns()
+    }
+
     /// Waits for `until_ns` on the monotonic clock as the planner says, at most
     /// [`MAX_WAIT`] so a stop is noticed.
     pub fn wait(&mut self, until_ns: u64) -> Waited {

@@ -118,6 +118,13 @@ impl GroupWindow {
         first_due_ns.saturating_add(self.half_ns())
     }
 
+    /// When to wake for that send, where a wake-up ends `lateness_ns` late as a rule (see
+    /// [`PacingPlanner::expected_lateness_ns`]): early by that, up to half a window, so the
+    /// send itself lands near the middle.
+    pub fn wake_at(self, first_due_ns: u64, lateness_ns: u64) -> u64 {
+        self.release_at(first_due_ns) - lateness_ns.min(self.half_ns())
+    }
+
     /// The latest deadline a send at `now_ns` takes.
     pub fn gathers_until(self, now_ns: u64) -> u64 {
         now_ns.saturating_add(self.half_ns())
@@ -231,6 +238,8 @@ pub struct PacingPlanner {
     spacing_ns: f64,
     last_deadline_ns: Option<u64>,
     sleep_cpu_ns: Option<f64>,
+    /// The median wake-up latency at the last plan.
+    median_latency_ns: u64,
     strategy: Strategy,
 }
 
@@ -249,6 +258,7 @@ impl PacingPlanner {
             spacing_ns,
             last_deadline_ns: None,
             sleep_cpu_ns: None,
+            median_latency_ns: 0,
             strategy: choose(
                 mode,
                 &Conditions {
@@ -268,6 +278,15 @@ impl PacingPlanner {
     /// The strategy of the latest plan.
     pub fn current(&self) -> Strategy {
         self.strategy
+    }
+
+    /// How late a wait under the current plan ends as a rule: the median wake-up latency
+    /// where it sleeps to the deadline, 0 where a spin covers it (or before any sleep).
+    pub fn expected_lateness_ns(&self) -> u64 {
+        match self.strategy {
+            Strategy::Sleep => self.median_latency_ns,
+            _ => 0,
+        }
     }
 
     /// The strategy for a wait until `deadline_ns`, learning the deadlines' spacing.
@@ -310,6 +329,7 @@ impl PacingPlanner {
     fn replan(&mut self) {
         self.since_plan = 0;
         self.waits_since_plan = 0;
+        self.median_latency_ns = self.latency_quantile(0.5).unwrap_or(0);
         let latency = self
             .latency_quantile(self.mode.latency_quantile())
             .unwrap_or(FIRST_LATENCY_GUESS_NS);
@@ -413,6 +433,21 @@ mod tests {
             );
             assert_eq!(at - first, 40 * US, "40 µs late at worst, centred");
         }
+    }
+
+    #[test]
+    fn a_sender_whose_sleeps_end_late_wakes_that_much_before_the_middle() {
+        let window = GroupWindow::new(80 * US);
+        assert_eq!(window.wake_at(1_000 * US, 15 * US), 1_025 * US);
+        // Never before the first deadline: the send would then leave it out.
+        assert_eq!(window.wake_at(1_000 * US, 300 * US), 1_000 * US);
+        // The lateness a sleeping plan expects is the median; a spinning one expects none.
+        let sleeping = learned(PacingMode::Auto, 30 * US, &[10 * US, 20 * US, 30 * US], 96);
+        assert_eq!(sleeping.current(), Strategy::Sleep);
+        assert_eq!(sleeping.expected_lateness_ns(), 20 * US);
+        let spinning = learned(PacingMode::Precise, 2_000 * US, &[20 * US], 32);
+        assert!(matches!(spinning.current(), Strategy::SleepSpin { .. }));
+        assert_eq!(spinning.expected_lateness_ns(), 0);
     }
 
     #[test]

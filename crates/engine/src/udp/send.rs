@@ -428,9 +428,11 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
         match self.core.poll(now) {
             Poll::Done => Step::Done,
-            Poll::Wait { until_ns } if self.shared => Step::Idle {
-                until_ns: self.group_window.release_at(until_ns),
-            },
+            Poll::Wait { until_ns } if self.shared => {
+                let lateness = self.waiter.expected_lateness_ns();
+                let until_ns = self.group_window.wake_at(until_ns, lateness);
+                Step::Idle { until_ns }
+            }
             Poll::Wait { until_ns } => Step::Idle { until_ns },
             Poll::Transmit { flow } if self.shared => {
                 self.transmit_shared(flow, now);

@@ -128,7 +128,8 @@ impl Waiter {
             self.spun_ns += spun_ns;
             return self.waited(strategy, until_ns, target, now, spun_ns);
         }
-        let cpu_before = (self.sleeps % SLEEP_CPU_SAMPLE_EVERY == 0).then(cpu::thread_cpu_ns);
+        let cpu_before =
+            (self.sleeps.is_multiple_of(SLEEP_CPU_SAMPLE_EVERY)).then(cpu::thread_cpu_ns);
         let (now, spun_ns) = clock::pace_until_counting_spin(spin_to, spin_to - wake_at);
         let sleep_cpu_ns = cpu_before.map(|before| {
             let cpu_ns = cpu::thread_cpu_ns().saturating_sub(before);

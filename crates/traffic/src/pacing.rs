@@ -51,13 +51,14 @@ impl PacingMode {
 
     /// The window within which flows that share a socket send their packets together (see
     /// [`GroupWindow`]). Its half is the error it adds either way, chosen from the 100 µs
-    /// that a schedule error's 99th percentile may reach (issue 18): auto's 40 µs leaves 60
-    /// µs for the wake-up's own lateness (p99 30-60 µs on a quiet 2-core VM); efficient's 80
-    /// µs trades that margin for half the wake-ups; precise never sends a packet early.
+    /// that a schedule error's 99th percentile may reach (issue 18): auto's 20 µs leaves 80
+    /// µs for wake-ups' lateness and stalls (a half of 40 µs put p99 at 116 µs to 1.3 ms on a
+    /// quiet 2-core VM: docs/benchmarks.md § e); efficient's 80 µs spends that margin on a
+    /// quarter of auto's wake-ups; precise never sends a packet early.
     pub fn group_window(self) -> GroupWindow {
         GroupWindow::new(match self {
             PacingMode::Precise => 0,
-            PacingMode::Auto => 80_000,
+            PacingMode::Auto => 40_000,
             PacingMode::Efficient => 160_000,
         })
     }
@@ -456,7 +457,7 @@ mod tests {
         assert_eq!((window.release_at(7), window.gathers_until(7)), (7, 7));
         assert!(groups(window, 5).iter().all(|(_, t)| t.len() == 1));
         // Auto's half stays well inside the 100 µs target; efficient's within it.
-        assert_eq!(PacingMode::Auto.group_window().half_ns(), 40 * US);
+        assert_eq!(PacingMode::Auto.group_window().half_ns(), 20 * US);
         assert_eq!(PacingMode::Efficient.group_window().half_ns(), 80 * US);
     }
 

@@ -487,7 +487,7 @@ fn a_shared_send_takes_what_is_due_within_half_the_group_window() {
     let on_time = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)];
     assert_eq!(sent_at_2_285_ms(PacingMode::Precise), on_time);
     // Flow 1's third slot, due at 2.333 ms, is 48 µs ahead: within efficient's half window
-    // (80 µs), not within auto's (40 µs, and the pacer's 4 µs train window).
+    // (80 µs), not within auto's (20 µs, and the pacer's 4 µs train window).
     assert_eq!(sent_at_2_285_ms(PacingMode::Auto), on_time);
     let mut early = on_time.to_vec();
     early.insert(5, (1, 2));
@@ -515,6 +515,6 @@ fn a_shared_sender_waits_until_the_middle_of_the_group_window() {
     // Flow 1's third slot, 1/3 ms after flow 0's, is the next deadline.
     let deadline = next_send(PacingMode::Precise);
     assert_eq!(deadline / 1000, 2_333);
-    assert_eq!(next_send(PacingMode::Auto), deadline + 40_000);
+    assert_eq!(next_send(PacingMode::Auto), deadline + 20_000);
     assert_eq!(next_send(PacingMode::Efficient), deadline + 80_000);
 }

@@ -1621,7 +1621,20 @@ def build(out, doc_path):
         rc = (doc.get("client") or {}).get("role_cpu") or {}
         return (rc.get("user_pct") or 0) + (rc.get("system_pct") or 0) if rc else None
 
+    def floor_cpu(res, step):
+        """The path's floor (bench/flows_floor.c): its sender's CPU, % of a core."""
+        if step not in res.steps:
+            return "not run"
+        snd = kv_line(res.text(step + ".out"), "send")
+        return float(snd["cpu_pct"]) if snd else "failed: " + res.reason(step)
+
+    def floor_per_packet(res, step):
+        snd = kv_line(res.text(step + ".out"), "send") if step in res.steps else None
+        return float(snd["cpu_per_packet_ns"]) if snd else None
+
     st_def, v_def = median_round(res, "flows_flowlab", sched_p99)
+    st_floor, v_floor = median_round(res, "flows_floor", floor_cpu)
+    st_floor_apart, v_floor_apart = median_round(res, "flows_floorapart", floor_cpu)
     st_pin, v_pin = median_round(res, "flows_pinned", sched_p99)
     fdoc, fs = fl_summary(res, st_def)
     if fdoc is None:
@@ -1652,12 +1665,15 @@ def build(out, doc_path):
         cmp_.add("received packets/s (all flows)", fs.get("receiver_packets_per_sec"), None, None,
                  measurement="e. 1000 flows")
         cmp_.add("loss", fs.get("loss_pct"), None, None, fmt=fpct, measurement="e. 1000 flows")
+        floor_name = "floor (C sendmmsg, 1000 per call)"
         cmp_.add("sender CPU (the client's sending threads), % of a core",
-                 sender_cpu(res, st_def), None, None, fmt=fpct, measurement="e. 1000 flows")
+                 sender_cpu(res, st_def), floor_name if v_floor else None,
+                 floor_cpu(res, st_floor), fmt=fpct, measurement="e. 1000 flows")
         st_apart, v_apart = median_round(res, "flows_apart", sender_cpu)
         if v_apart:
             cmp_.add("sender CPU, pinned, receive path on the agent's core (RPS), % of a core",
-                     sender_cpu(res, st_apart), None, None, fmt=fpct,
+                     sender_cpu(res, st_apart), floor_name if v_floor_apart else None,
+                     floor_cpu(res, st_floor_apart), fmt=fpct,
                      vkey="flows_sender_cpu", measurement="e. 1000 flows")
             cmp_.add("schedule error p99, pinned, receive path on the agent's core",
                      sched_p99(res, st_apart), None, None, fmt=fns,
@@ -1686,6 +1702,17 @@ def build(out, doc_path):
         md.append(f"Schedule error in each round (median shown): p99 {fvals(v_def, fns)}, "
                   f"p999 {fvals(rounds_p999, fns)}; pinned p99 {fvals(v_pin, fns)}, "
                   f"p999 {fvals(pinned_p999, fns)}.\n")
+        if v_floor or v_floor_apart:
+            md.append(
+                "The floor (peer column): `bench/flows_floor.c`, the cheapest sender of the same "
+                "traffic (1000 destination ports, 1000 B, 100k datagrams/s, one sendmmsg of 1000 "
+                "every 10 ms, no pacing) to 1000 sockets in flb-b; `floorapart` pinned like "
+                "`apart`, with RPS. What the kernel charges a datagram on this path: "
+                f"{fvals([floor_per_packet(res, st) for st in rounds(res, 'flows_floor')], fns)} "
+                "a datagram, apart "
+                f"{fvals([floor_per_packet(res, st) for st in rounds(res, 'flows_floorapart')], fns)}"
+                " (each round); the sender's CPU in each round "
+                f"{fvals(v_floor, fpct)}, apart {fvals(v_floor_apart, fpct)}.\n")
     md.append(cmp_.md())
     md.append("")
     overview.summary += cmp_.summary

@@ -29,7 +29,7 @@ pub mod trace;
 pub use contract::{ConformanceMeter, ContractParams, ContractReport, Shaper};
 pub use dist::{Dist, EmpiricalCdf, Sampler, ValueKind};
 pub use pacer::{Action, EndCondition, Pacer, PacerConfig};
-pub use pacing::{Conditions, PacingMode, PacingPlanner, Strategy};
+pub use pacing::{Conditions, GroupWindow, PacingMode, PacingPlanner, Strategy};
 pub use rr::{Transaction, TransactionConfig, Transactions};
 pub use schedule::{PacedSchedule, TrafficError};
 pub use spec::TrafficSpec;

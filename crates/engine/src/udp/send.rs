@@ -13,6 +13,7 @@ use flowlab_results::schedule_book::ScheduleBook;
 use flowlab_spec::TestSpec;
 use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
+use flowlab_traffic::GroupWindow;
 use flowlab_wire::{ProbeRepr, PROBE_HEADER_LEN};
 
 use crate::packet_auth::PacketAuth;
@@ -304,8 +305,8 @@ pub(crate) struct Sender<'a, S> {
     /// goes.
     gathered: Vec<(usize, Packet)>,
     gathered_to: Vec<SocketAddr>,
-    /// A shared send also takes the packets due this much later (`PacingMode::group_window_ns`).
-    group_window_ns: u64,
+    /// Where a shared send is due and which deadlines it takes (`PacingMode::group_window`).
+    group_window: GroupWindow,
     train: Train,
     realtime_offset: i64,
     acks: Option<AckReader>,
@@ -402,7 +403,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
             shared,
             gathered: Vec::with_capacity(max_train),
             gathered_to: Vec::with_capacity(max_train),
-            group_window_ns: spec.pacing.group_window_ns(),
+            group_window: spec.pacing.group_window(),
             train: Train::new(stride, max_train),
             realtime_offset: clock::realtime_minus_monotonic_ns(),
             acks: ctx.return_cookie.map(|cookie| AckReader {
@@ -427,6 +428,11 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
         match self.core.poll(now) {
             Poll::Done => Step::Done,
+            Poll::Wait { until_ns } if self.shared => {
+                let lateness = self.waiter.expected_lateness_ns();
+                let until_ns = self.group_window.wake_at(until_ns, lateness);
+                Step::Idle { until_ns }
+            }
             Poll::Wait { until_ns } => Step::Idle { until_ns },
             Poll::Transmit { flow } if self.shared => {
                 self.transmit_shared(flow, now);
@@ -495,8 +501,8 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
     }
 
-    /// Gathers the trains of every flow due by `now` and the group window after it, from flow
-    /// `first` on, into one send on the shared socket. Each train is reported taken as it is
+    /// Gathers the trains of every flow due by `now` and half the group window after it, from
+    /// flow `first` on, into one send on the shared socket. Each train is reported taken as it is
     /// gathered; what the send then refuses gives its sequence numbers back and is lost (paced
     /// flows only share).
     fn transmit_shared(&mut self, first: usize, now: u64) {
@@ -519,7 +525,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
             self.gathered.extend(packets.iter().map(|&p| (flow, p)));
             let count = packets.len();
             self.core.handle_sent(count);
-            match self.core.poll(now + self.group_window_ns) {
+            match self.core.poll(self.group_window.gathers_until(now)) {
                 Poll::Transmit { flow: next } => flow = next,
                 Poll::Wait { .. } | Poll::Done => break,
             }

@@ -464,11 +464,11 @@ fn a_shared_send_that_fails_ends_sending() {
     );
 }
 
-/// A shared send also takes the packets due within the pacing mode's group window, early
-/// by at most that window: none under precise pacing.
+/// A shared send also takes the packets due within half the pacing mode's group window,
+/// early by at most that half: none under precise pacing.
 #[test]
-fn a_shared_send_takes_what_is_due_within_the_group_window() {
-    let sent_at_2_3_ms = |pacing: PacingMode| {
+fn a_shared_send_takes_what_is_due_within_half_the_group_window() {
+    let sent_at_2_285_ms = |pacing: PacingMode| {
         let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let (receivers, spec) = shared_flows(&sock);
         let spec = TestSpec { pacing, ..spec };
@@ -476,7 +476,7 @@ fn a_shared_send_takes_what_is_due_within_the_group_window() {
         let flows = crate::udp::SharedFlow::all(&sock, &peers);
         let budget = SendBudget::new(None, 0);
         let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
-        assert!(matches!(s.step(2_300_000), Step::Sent));
+        assert!(matches!(s.step(2_285_000), Step::Sent));
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut got = arrived(&receivers);
         got.sort_unstable();
@@ -485,11 +485,36 @@ fn a_shared_send_takes_what_is_due_within_the_group_window() {
         got
     };
     let on_time = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)];
-    assert_eq!(sent_at_2_3_ms(PacingMode::Precise), on_time);
-    // Flow 1's third slot, due at 2.333 ms, is 33 µs ahead: within efficient's 50 µs, not
-    // within auto's 20 µs.
-    assert_eq!(sent_at_2_3_ms(PacingMode::Auto), on_time);
+    assert_eq!(sent_at_2_285_ms(PacingMode::Precise), on_time);
+    // Flow 1's third slot, due at 2.333 ms, is 48 µs ahead: within efficient's half window
+    // (80 µs), not within auto's (20 µs, and the pacer's 4 µs train window).
+    assert_eq!(sent_at_2_285_ms(PacingMode::Auto), on_time);
     let mut early = on_time.to_vec();
     early.insert(5, (1, 2));
-    assert_eq!(sent_at_2_3_ms(PacingMode::Efficient), early);
+    assert_eq!(sent_at_2_285_ms(PacingMode::Efficient), early);
+}
+
+/// A shared sender's next send is due half a window after the earliest deadline, so the
+/// window is centred on it; precise pacing waits for the deadline itself.
+#[test]
+fn a_shared_sender_waits_until_the_middle_of_the_group_window() {
+    let next_send = |pacing: PacingMode| {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (receivers, spec) = shared_flows(&sock);
+        let spec = TestSpec { pacing, ..spec };
+        let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
+        let flows = crate::udp::SharedFlow::all(&sock, &peers);
+        let budget = SendBudget::new(None, 0);
+        let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
+        assert!(matches!(s.step(2_200_000), Step::Sent));
+        match s.step(2_200_000) {
+            Step::Idle { until_ns } => until_ns,
+            _ => panic!("nothing more is due at 2.2 ms"),
+        }
+    };
+    // Flow 1's third slot, 1/3 ms after flow 0's, is the next deadline.
+    let deadline = next_send(PacingMode::Precise);
+    assert_eq!(deadline / 1000, 2_333);
+    assert_eq!(next_send(PacingMode::Auto), deadline + 20_000);
+    assert_eq!(next_send(PacingMode::Efficient), deadline + 80_000);
 }

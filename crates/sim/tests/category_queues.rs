@@ -3,63 +3,17 @@
 
 mod common;
 
-use common::one_run;
-use flowlab_sim::{load, RunReport};
+use common::{loss, one_run};
+use flowlab_sim::load;
 
-/// A 60 Mb/s UBR hog of 9180-byte packets and a 5 Mb/s flow of 1500-byte ones in `service`
-/// share a DS3 port of 2000 cells; `port` adds keys to the port's link.
+/// A UBR hog of [`common::shared_port`] and its small flow in `service`; `port` adds keys
+/// to the port's link.
 fn shared_port(port: &str, service: &str) -> String {
-    format!(
-        r#"[sim]
-duration = "2s"
-[[node]]
-name = "a1"
-kind = "host"
-[[node]]
-name = "a2"
-kind = "host"
-[[node]]
-name = "s"
-kind = "atm-switch"
-[[node]]
-name = "b"
-kind = "host"
-[[link]]
-from = "a1"
-to = "s"
-phy = "OC-3c"
-[[link]]
-from = "a2"
-to = "s"
-phy = "OC-3c"
-[[link]]
-from = "s"
-to = "b"
-phy = "DS3"
-buffer_cells = 2000
-{port}
-[[flow]]
-name = "hog"
-from = "a1"
-to = "b"
-protocol = "udp"
-rate = "60M"
-size = 9180
-service = "ubr"
-[[flow]]
-name = "small"
-from = "a2"
-to = "b"
-protocol = "udp"
-rate = "5M"
-size = 1500
-service = "{service}"
-"#
+    common::shared_port(
+        port,
+        "service = \"ubr\"",
+        &format!("service = \"{service}\""),
     )
-}
-
-fn loss(r: &RunReport, name: &str) -> f64 {
-    r.flows.iter().find(|f| f.name == name).unwrap().loss_ratio
 }
 
 const UBR_QUEUE: &str = r#"queues = [{ service = "ubr", buffer_cells = 1000 }]"#;

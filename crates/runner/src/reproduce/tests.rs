@@ -70,6 +70,16 @@ fn the_6_mbps_pvc_never_carries_more_than_its_aal5_ceiling() {
     );
 }
 
+/// Flow (or host) `name`'s `metric` in run 0 of a test's one scenario, `t`.
+fn probe(name: &'static str, metric: Metric) -> Probe {
+    Probe {
+        scenario: "t",
+        run: 0,
+        name,
+        metric,
+    }
+}
+
 /// 1000-byte frames every 1 ms into a 4000-byte socket read at 3 Mb/s; the sender's CPU
 /// pays 250 µs a frame, a quarter of the run.
 #[test]
@@ -82,12 +92,6 @@ fn host_and_socket_metrics_read_their_reports() {
         [[flow]]\nname = \"f\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"raw\"\nrate = \"8M\"\n\
         size = 1000\nrecv_buffer = 4000\nread_rate = \"3M\"\n";
     let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
-    let probe = |name, metric| Probe {
-        scenario: "t",
-        run: 0,
-        name,
-        metric,
-    };
     let cpu = read(&report, &probe("a", Metric::HostCpuPercent)).unwrap();
     assert!((cpu - 25.0).abs() < 1e-9, "{cpu}");
     assert!(
@@ -114,12 +118,6 @@ fn run_goodput_averages_a_tcp_flows_bytes_over_the_whole_run() {
         [[flow]]\nname = \"t\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"tcp\"\nbytes = 146000\n\
         [[flow]]\nname = \"u\"\nfrom = \"a\"\nto = \"b\"\nprotocol = \"udp\"\nrate = \"1M\"\nsize = 1000\n";
     let report = flowlab_sim::run(&flowlab_sim::load(text).unwrap(), None);
-    let probe = |name, metric| Probe {
-        scenario: "t",
-        run: 0,
-        name,
-        metric,
-    };
     let run = read(&report, &probe("t", Metric::RunGoodputKbps)).unwrap();
     assert!((run - 146_000.0 * 8.0 / 2.0 / 1e3).abs() < 1e-9, "{run}");
     let span = read(&report, &probe("t", Metric::GoodputKbps)).unwrap();

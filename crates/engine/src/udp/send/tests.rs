@@ -412,27 +412,39 @@ fn arrived(receivers: &[std::net::UdpSocket]) -> Vec<(usize, u64)> {
     out
 }
 
+/// A sender of [`shared_flows`] under `pacing`, each flow to its own local receiver, handed to
+/// `run` with the receivers.
+fn on_shared_sender<R>(
+    pacing: PacingMode,
+    run: impl FnOnce(Sender<'_, crate::udp::SharedFlow<'_>>, &[std::net::UdpSocket]) -> R,
+) -> R {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (receivers, spec) = shared_flows(&sock);
+    let spec = TestSpec { pacing, ..spec };
+    let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
+    let flows = crate::udp::SharedFlow::all(&sock, &peers);
+    let budget = SendBudget::new(None, 0);
+    let s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
+    run(s, &receivers)
+}
+
 /// A sender woken late finds every flow due: their packets leave in one sendmmsg, each to
 /// its flow's peer with the flow's own sequence numbers, each departure metered.
 #[test]
 fn flows_of_a_shared_socket_due_at_once_leave_in_one_call() {
-    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let (receivers, spec) = shared_flows(&sock);
-    let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
-    let flows = crate::udp::SharedFlow::all(&sock, &peers);
-    let budget = SendBudget::new(None, 0);
-    let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
-    // 2.2 ms in: slots 0..=2 of flow 0, 0..=1 of flows 1 and 2 (staggered by 1/3 ms).
-    assert!(matches!(s.step(2_200_000), Step::Sent));
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let mut got = arrived(&receivers);
-    got.sort_unstable();
-    assert_eq!(
-        got,
-        [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)]
-    );
-    assert!(matches!(s.step(2_200_000), Step::Idle { .. }));
-    let (meter, error) = s.finish();
+    let (meter, error) = on_shared_sender(PacingMode::Auto, |mut s, receivers| {
+        // 2.2 ms in: slots 0..=2 of flow 0, 0..=1 of flows 1 and 2 (staggered by 1/3 ms).
+        assert!(matches!(s.step(2_200_000), Step::Sent));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut got = arrived(receivers);
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)]
+        );
+        assert!(matches!(s.step(2_200_000), Step::Idle { .. }));
+        s.finish()
+    });
     assert_eq!(error, None);
     let report = meter.report();
     assert_eq!(report.packets_sent, 7);
@@ -469,20 +481,15 @@ fn a_shared_send_that_fails_ends_sending() {
 #[test]
 fn a_shared_send_takes_what_is_due_within_half_the_group_window() {
     let sent_at_2_285_ms = |pacing: PacingMode| {
-        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let (receivers, spec) = shared_flows(&sock);
-        let spec = TestSpec { pacing, ..spec };
-        let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
-        let flows = crate::udp::SharedFlow::all(&sock, &peers);
-        let budget = SendBudget::new(None, 0);
-        let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
-        assert!(matches!(s.step(2_285_000), Step::Sent));
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut got = arrived(&receivers);
-        got.sort_unstable();
-        let report = s.finish().0.report();
-        assert_eq!(report.batching.syscalls, 1);
-        got
+        on_shared_sender(pacing, |mut s, receivers| {
+            assert!(matches!(s.step(2_285_000), Step::Sent));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let mut got = arrived(receivers);
+            got.sort_unstable();
+            let report = s.finish().0.report();
+            assert_eq!(report.batching.syscalls, 1);
+            got
+        })
     };
     let on_time = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1)];
     assert_eq!(sent_at_2_285_ms(PacingMode::Precise), on_time);
@@ -499,18 +506,13 @@ fn a_shared_send_takes_what_is_due_within_half_the_group_window() {
 #[test]
 fn a_shared_sender_waits_until_the_middle_of_the_group_window() {
     let next_send = |pacing: PacingMode| {
-        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let (receivers, spec) = shared_flows(&sock);
-        let spec = TestSpec { pacing, ..spec };
-        let peers: Vec<_> = receivers.iter().map(|r| r.local_addr().unwrap()).collect();
-        let flows = crate::udp::SharedFlow::all(&sock, &peers);
-        let budget = SendBudget::new(None, 0);
-        let mut s = Sender::new(&flows, 0, &spec, &CTX, &budget, 0).unwrap();
-        assert!(matches!(s.step(2_200_000), Step::Sent));
-        match s.step(2_200_000) {
-            Step::Idle { until_ns } => until_ns,
-            _ => panic!("nothing more is due at 2.2 ms"),
-        }
+        on_shared_sender(pacing, |mut s, _| {
+            assert!(matches!(s.step(2_200_000), Step::Sent));
+            match s.step(2_200_000) {
+                Step::Idle { until_ns } => until_ns,
+                _ => panic!("nothing more is due at 2.2 ms"),
+            }
+        })
     };
     // Flow 1's third slot, 1/3 ms after flow 0's, is the next deadline.
     let deadline = next_send(PacingMode::Precise);

@@ -10,8 +10,9 @@
 //! a frame the emulator itself cannot hold (store full, interface queue full) is counted
 //! apart from the model's losses. The emulator's own error (release time minus modelled
 //! departure), cut into the loop's steps for late frames ([`timing`]), is reported as
-//! percentiles with the model's counters ([`report`]); the calling thread builds the
-//! report from what the directions hand over ([`handoff`]), so they never stall for it.
+//! percentiles with the model's counters ([`report`]); a reporting thread of the lowest
+//! priority builds the report from what the directions hand over ([`handoff`]), so they
+//! never stall for it and it never delays another thread.
 //!
 //! The emulator changes nothing on any interface but, on AF_XDP, the XDP program it attaches
 //! to its own namespace's veth ends through BPF links, which the kernel detaches when the
@@ -60,6 +61,10 @@ const REPORT_EVERY: Duration = Duration::from_secs(1);
 /// How often the directions' samples are taken and folded in (they hand them over every
 /// 100 ms): often enough that their buffers stay small.
 const TAKE_EVERY: Duration = Duration::from_millis(50);
+/// The reporting thread's sleep between two chunks of samples
+/// ([`FOLD_CHUNK`](handoff::FOLD_CHUNK)): 5,000 frames' samples a take then fold in about
+/// 6 ms, well within [`TAKE_EVERY`].
+const FOLD_PAUSE: Duration = Duration::from_micros(100);
 
 /// The emulator of some links, their interfaces open.
 pub struct Emulator {
@@ -108,10 +113,10 @@ fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator>
     })
 }
 
-/// Takes every direction's samples.
-fn take_all(tallies: &mut [(Tally, Arc<Mutex<Handoff>>)]) {
+/// Takes every direction's samples, calling `pause` between chunks of them.
+fn take_all(tallies: &mut [(Tally, Arc<Mutex<Handoff>>)], mut pause: impl FnMut()) {
     for (tally, shared) in tallies.iter_mut() {
-        tally.take(shared);
+        tally.take_pausing(shared, &mut pause);
     }
 }
 
@@ -121,8 +126,8 @@ fn report(tallies: &[(Tally, Arc<Mutex<Handoff>>)]) -> EmuReport {
 
 impl Emulator {
     /// Runs every direction on its own thread until `stop` is set, rewriting `report_path`
-    /// (JSON) every second and at the end; returns the final report. The calling thread
-    /// builds the report.
+    /// (JSON) every second and at the end; returns the final report. A reporting thread
+    /// builds the report meanwhile, and the calling thread the last.
     pub fn run(self, stop: &AtomicBool, report_path: &Path) -> std::io::Result<EmuReport> {
         let (directions, mut tallies): (Vec<_>, Vec<_>) =
             (self.dirs.into_iter()).map(|(d, t, s)| (d, (t, s))).unzip();
@@ -137,20 +142,41 @@ impl Emulator {
                     // Stops the threads already running, or the scope would wait for them.
                     .inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
             }
-            let mut written = std::time::Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(TAKE_EVERY);
-                take_all(&mut tallies);
-                if written.elapsed() >= REPORT_EVERY {
-                    let _ = report(&tallies).write(report_path);
-                    written = std::time::Instant::now();
-                }
-            }
+            // Started after the directions, which would inherit its policy.
+            let tallies = &mut tallies;
+            std::thread::Builder::new()
+                .name("emu-report".into())
+                .spawn_scoped(s, move || keep_reporting(tallies, stop, report_path))
+                .inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
             Ok(())
         })?;
-        take_all(&mut tallies);
+        take_all(&mut tallies, || {});
         let last = report(&tallies);
         last.write(report_path)?;
         Ok(last)
+    }
+}
+
+/// The reporting thread: takes the directions' samples and rewrites the report until `stop`.
+/// Its folding (about 20 ms a second at 100k frames/s) ran on whichever core the kernel
+/// chose, often a paced sender's, which it then held back by milliseconds at a time
+/// (docs/emulation.md); so it runs SCHED_IDLE, taking what that core leaves free, and
+/// sleeps between chunks of samples. Yielding is not enough: the kernel's fair scheduler
+/// (EEVDF) may find the preempted sender not yet eligible and run the reporter again, up to
+/// a tick (4 ms here) at a time; a sleep hands the core back at once.
+fn keep_reporting(
+    tallies: &mut [(Tally, Arc<Mutex<Handoff>>)],
+    stop: &AtomicBool,
+    report_path: &Path,
+) {
+    let _ = flowlab_sys::cpu::set_thread_idle_policy();
+    let mut written = std::time::Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(TAKE_EVERY);
+        take_all(tallies, || std::thread::sleep(FOLD_PAUSE));
+        if written.elapsed() >= REPORT_EVERY {
+            let _ = report(tallies).write(report_path);
+            written = std::time::Instant::now();
+        }
     }
 }

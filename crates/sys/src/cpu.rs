@@ -191,6 +191,30 @@ pub fn pin_to(cpus: &[usize]) -> io::Result<()> {
     Ok(())
 }
 
+/// Makes the calling thread SCHED_IDLE: it runs only on a core nothing else wants, and any
+/// other thread waking there preempts it at once. For bookkeeping that must never delay
+/// time-critical threads (an emulator's report, beside a paced sender). Threads it starts
+/// afterwards inherit the policy. Lowering a thread's policy needs no privilege.
+pub fn set_thread_idle_policy() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param for SCHED_IDLE (priority 0); pid 0 is this thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's scheduling policy (`libc::SCHED_*`).
+pub fn thread_policy() -> io::Result<i32> {
+    // SAFETY: sched_getscheduler takes a pid and touches no memory; pid 0 is this thread.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(policy)
+}
+
 /// CPU usage over an interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuUsage {
@@ -272,6 +296,22 @@ mod tests {
         assert!(
             pin_to(&[]).is_err(),
             "an empty set is refused by the kernel"
+        );
+    }
+
+    #[test]
+    fn a_thread_made_idle_is_idle_and_the_others_are_not() {
+        let policy = std::thread::spawn(|| {
+            set_thread_idle_policy().unwrap();
+            thread_policy().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
+        assert_ne!(
+            thread_policy().unwrap(),
+            libc::SCHED_IDLE,
+            "only that thread"
         );
     }
 

@@ -120,8 +120,13 @@ fn take_all(tallies: &mut [(Tally, Arc<Mutex<Handoff>>)], mut pause: impl FnMut(
     }
 }
 
-fn report(tallies: &[(Tally, Arc<Mutex<Handoff>>)]) -> EmuReport {
-    EmuReport::from_directions(tallies.iter().map(|(t, _)| t.report()))
+/// The report of every direction, calling `pause` after each.
+fn report(tallies: &[(Tally, Arc<Mutex<Handoff>>)], mut pause: impl FnMut()) -> EmuReport {
+    EmuReport::from_directions(tallies.iter().map(|(t, _)| {
+        let direction = t.report();
+        pause();
+        direction
+    }))
 }
 
 impl Emulator {
@@ -151,7 +156,7 @@ impl Emulator {
             Ok(())
         })?;
         take_all(&mut tallies, || {});
-        let last = report(&tallies);
+        let last = report(&tallies, || {});
         last.write(report_path)?;
         Ok(last)
     }
@@ -161,21 +166,23 @@ impl Emulator {
 /// Its folding (about 20 ms a second at 100k frames/s) ran on whichever core the kernel
 /// chose, often a paced sender's, which it then held back by milliseconds at a time
 /// (docs/emulation.md); so it runs SCHED_IDLE, taking what that core leaves free, and
-/// sleeps between chunks of samples. Yielding is not enough: the kernel's fair scheduler
-/// (EEVDF) may find the preempted sender not yet eligible and run the reporter again, up to
-/// a tick (4 ms here) at a time; a sleep hands the core back at once.
+/// sleeps between chunks of samples and between directions' reports. Yielding is not
+/// enough: the kernel's fair scheduler (EEVDF) may find the preempted sender not yet
+/// eligible and run the reporter again, up to a tick (4 ms here) at a time; a sleep hands
+/// the core back at once.
 fn keep_reporting(
     tallies: &mut [(Tally, Arc<Mutex<Handoff>>)],
     stop: &AtomicBool,
     report_path: &Path,
 ) {
     let _ = flowlab_sys::cpu::set_thread_idle_policy();
+    let pause = || std::thread::sleep(FOLD_PAUSE);
     let mut written = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(TAKE_EVERY);
-        take_all(tallies, || std::thread::sleep(FOLD_PAUSE));
+        take_all(tallies, pause);
         if written.elapsed() >= REPORT_EVERY {
-            let _ = report(tallies).write(report_path);
+            let _ = report(tallies, pause).write(report_path);
             written = std::time::Instant::now();
         }
     }

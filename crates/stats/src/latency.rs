@@ -9,6 +9,8 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 /// Auto-resizing histograms stop at i64::MAX / 2 (146 years); larger magnitudes clamp,
 /// while the exact min/max still see them.
 const MAX_MAGNITUDE: u64 = (i64::MAX / 2) as u64;
+/// p50, p90, p99 and p99.9, as fractions.
+const SUMMARY_PERCENTILES: [(u64, u64); 4] = [(50, 100), (90, 100), (99, 100), (999, 1000)];
 
 /// Latency / delay distribution: exact count/mean/variance/min/max (Welford on ns) plus
 /// percentiles from an HDR histogram (3 significant digits).
@@ -112,11 +114,10 @@ impl LatencyStats {
         let (first, min, max) = self.first_min_max_ns?;
         let moments = self.offsets_from_first.summary()?;
         let (min, max) = (i128::from(min), i128::from(max));
-        let percentile = |numerator, denominator| {
-            self.absolute
-                .percentile(numerator, denominator)
-                .map_or(max, |value| value.clamp(min, max)) as f64
-        };
+        let [p50, p90, p99, p999] = self
+            .absolute
+            .percentiles(SUMMARY_PERCENTILES)
+            .map(|p| p.map_or(max, |value| value.clamp(min, max)) as f64);
         Some(LatencySummary {
             count: moments.count,
             min_ns: min as f64,
@@ -124,10 +125,10 @@ impl LatencyStats {
             max_ns: max as f64,
             variance_ns2: moments.variance,
             stddev_ns: moments.stddev,
-            p50_ns: percentile(50, 100),
-            p90_ns: percentile(90, 100),
-            p99_ns: percentile(99, 100),
-            p999_ns: percentile(999, 1000),
+            p50_ns: p50,
+            p90_ns: p90,
+            p99_ns: p99,
+            p999_ns: p999,
             peak_to_peak_ns: (max - min) as f64,
         })
     }
@@ -139,11 +140,10 @@ impl LatencyStats {
         let moments = self.offsets_from_first.summary()?;
         let min_offset = i128::from(min) - i128::from(first);
         let spread = i128::from(max) - i128::from(min);
-        let percentile = |numerator, denominator| {
-            self.from_first
-                .percentile(numerator, denominator)
-                .map_or(spread, |offset| (offset - min_offset).clamp(0, spread)) as f64
-        };
+        let [p50, p90, p99, p999] = self
+            .from_first
+            .percentiles(SUMMARY_PERCENTILES)
+            .map(|p| p.map_or(spread, |offset| (offset - min_offset).clamp(0, spread)) as f64);
         Some(LatencySummary {
             count: moments.count,
             min_ns: 0.0,
@@ -151,10 +151,10 @@ impl LatencyStats {
             max_ns: spread as f64,
             variance_ns2: moments.variance,
             stddev_ns: moments.stddev,
-            p50_ns: percentile(50, 100),
-            p90_ns: percentile(90, 100),
-            p99_ns: percentile(99, 100),
-            p999_ns: percentile(999, 1000),
+            p50_ns: p50,
+            p90_ns: p90,
+            p99_ns: p99,
+            p999_ns: p999,
             peak_to_peak_ns: spread as f64,
         })
     }
@@ -194,23 +194,41 @@ impl SignedHistogram {
         side.as_ref().map_or(0, Histogram::len)
     }
 
-    /// Nearest-rank percentile `numerator / denominator`: the smallest value with at
+    /// Nearest-rank percentiles, each `numerator / denominator`: the smallest value with at
     /// least that fraction of samples at or below it. Integer maths avoids 0.999 * n
-    /// rounding up a rank.
-    fn percentile(&self, numerator: u64, denominator: u64) -> Option<i128> {
+    /// rounding up a rank. One pass over each side's histogram serves every percentile
+    /// (a pass per percentile was most of a report's cost).
+    fn percentiles<const N: usize>(&self, fractions: [(u64, u64); N]) -> [Option<i128>; N] {
         let negative_count = Self::len(&self.negative);
         let total = negative_count.saturating_add(Self::len(&self.non_negative));
-        let rank = (u128::from(total) * u128::from(numerator))
-            .div_ceil(u128::from(denominator))
-            .max(1);
-        let rank = u64::try_from(rank).ok()?;
-        if rank <= negative_count {
-            // The rank-th smallest negative is the (count - rank + 1)-th largest magnitude.
-            let magnitude = magnitude_at_rank(self.negative.as_ref()?, negative_count - rank + 1)?;
-            Some(-i128::from(magnitude))
-        } else {
-            magnitude_at_rank(self.non_negative.as_ref()?, rank - negative_count).map(i128::from)
+        // (rank among that side's magnitudes, which percentile) per side.
+        let (mut negative, mut non_negative) = (Vec::new(), Vec::new());
+        for (k, (numerator, denominator)) in fractions.into_iter().enumerate() {
+            let rank = (u128::from(total) * u128::from(numerator))
+                .div_ceil(u128::from(denominator))
+                .max(1);
+            let Ok(rank) = u64::try_from(rank) else {
+                continue;
+            };
+            if rank <= negative_count {
+                // The rank-th smallest negative is the (count - rank + 1)-th largest magnitude.
+                negative.push((negative_count - rank + 1, k));
+            } else {
+                non_negative.push((rank - negative_count, k));
+            }
         }
+        let mut values = [None; N];
+        for (side, wanted, sign) in [
+            (&self.negative, negative, -1),
+            (&self.non_negative, non_negative, 1),
+        ] {
+            if let Some(histogram) = side {
+                for (k, magnitude) in magnitudes_at_ranks(histogram, wanted) {
+                    values[k] = Some(sign * i128::from(magnitude));
+                }
+            }
+        }
+        values
     }
 
     /// Adds `other`'s samples moved by `shift`, bucket by bucket.
@@ -231,15 +249,26 @@ impl SignedHistogram {
 }
 
 /// The 1-based `rank`-th smallest magnitude, as the middle of its bucket.
-fn magnitude_at_rank(histogram: &Histogram<u64>, rank: u64) -> Option<u64> {
+/// For each `(rank, key)`, the magnitude of the rank-th smallest sample (1-based), in one
+/// pass over the histogram; a rank beyond its count has none.
+fn magnitudes_at_ranks(
+    histogram: &Histogram<u64>,
+    mut wanted: Vec<(u64, usize)>,
+) -> Vec<(usize, u64)> {
+    wanted.sort_unstable();
+    let mut found = Vec::with_capacity(wanted.len());
+    let mut next = wanted.iter().peekable();
     let mut seen: u64 = 0;
     for bucket in histogram.iter_recorded() {
+        if next.peek().is_none() {
+            break;
+        }
         seen = seen.saturating_add(bucket.count_at_value());
-        if seen >= rank {
-            return Some(histogram.median_equivalent(bucket.value_iterated_to()));
+        while let Some(&(_, key)) = next.next_if(|(rank, _)| *rank <= seen) {
+            found.push((key, histogram.median_equivalent(bucket.value_iterated_to())));
         }
     }
-    None
+    found
 }
 
 #[cfg(test)]
@@ -247,7 +276,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const PERCENTILES: [(u64, u64); 4] = [(50, 100), (90, 100), (99, 100), (999, 1000)];
+    const PERCENTILES: [(u64, u64); 4] = SUMMARY_PERCENTILES;
 
     fn exact_percentile(sorted: &[i64], numerator: u64, denominator: u64) -> i64 {
         let n = sorted.len() as u64;

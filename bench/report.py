@@ -694,6 +694,36 @@ def emu_flood(res, step, seg):
     return r
 
 
+EMU_RELEASE_SETUPS = [
+    ("emu_release_100k", "on the emulator's core, both ends captured"),
+    ("emu_release_100k_uncaptured", "on the emulator's core (a veth send runs it)"),
+    ("emu_release_100k_steered", "on the sender's core (RPS on b's end)"),
+    ("emu_release_100k_nostack", "off the machine (nftables drop at b's ingress)"),
+]
+
+
+def emu_release_setups(res):
+    """A row per placement of b's stack that was run: the release error of its median round."""
+    rows = []
+    for base, where in EMU_RELEASE_SETUPS:
+        if not rounds(res, base):
+            continue
+        step, _ = median_round(res, base, lambda res, st: (
+            (emu_direction(res, st + ".after") or {}).get("release_error") or {}).get("p99_ns")
+            or "failed")
+        d = emu_direction(res, step + ".after") or {}
+        err = d.get("release_error") or {}
+        doc, fs = fl_summary(res, step)
+        sched = ((fs.get("schedule_error") or {}).get("p99_ns")) if doc else None
+        cap = (emu_capture_error(res, step) if os.path.exists(res.path(step + ".pcap"))
+               else "not captured")
+        late = (100.0 * d["late"] / d["frames_sent"]) if d.get("frames_sent") else None
+        rows.append([where, f"`{step}`", fns(err.get("p50_ns")), fns(err.get("p99_ns")),
+                     fns(err.get("p999_ns")), fns(err.get("max_ns")), fpct(late), fns(sched),
+                     fns(cap["p99"]) if isinstance(cap, dict) else cap])
+    return rows
+
+
 def emu_capture_error(res, step):
     """Release error checked on the wire: each datagram's time from the sender's tap (a, out)
     to the receiver's (b, in), less the link's delay; matched by their payloads' first bytes
@@ -1037,6 +1067,15 @@ def emu_section(res, md, overview, meta):
               f"{fnum(fs.get('receiver_packets_per_sec') if doc else None)}):\n")
     md.append(table(["", "p50", "p99", "max", "frames"], rel_rows))
     md.append("")
+
+    setups = emu_release_setups(res)
+    if setups:
+        md.append("The same release error with the receiving host's stack (IP, UDP, the socket and "
+                  "flowlab's receiver, about 2 µs a frame, which a veth send runs inline on the "
+                  "sending core) in three places, each the median round by p99:\n")
+        md.append(table(["b's stack", "run", "p50", "p99", "p99.9", "max", "late > 50 µs",
+                         "sender's schedule error p99", "capture p99"], setups))
+        md.append("")
 
     def val(base, key):
         r = med.get(base)

@@ -26,11 +26,14 @@ pub const STAMP_LEN: usize = 8;
 /// The helpers the program calls (`enum bpf_func_id`).
 const HELPER_KTIME_GET_NS: i32 = 5;
 const HELPER_REDIRECT_MAP: i32 = 51;
+const HELPER_XDP_ADJUST_HEAD: i32 = 44;
 const HELPER_XDP_ADJUST_META: i32 = 54;
 /// `struct xdp_md` field offsets.
 const MD_DATA: i16 = 0;
+const MD_DATA_END: i16 = 4;
 const MD_DATA_META: i16 = 8;
 const MD_RX_QUEUE_INDEX: i16 = 16;
+const XDP_DROP: i32 = 1;
 const XDP_PASS: i32 = 2;
 
 /// One `struct bpf_insn`.
@@ -67,32 +70,59 @@ const EXIT: u8 = 0x95;
 /// `BPF_PSEUDO_MAP_FD`: the 64-bit immediate is a map's descriptor.
 const PSEUDO_MAP_FD: u8 = 1;
 
-/// The program, for the XSKMAP whose descriptor is `map_fd`. In C:
+/// Where the program puts a frame's arrival stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StampPlace {
+    /// In the 8 bytes of XDP metadata in front of the frame (`bpf_xdp_adjust_meta`).
+    Metadata,
+    /// In 8 bytes the program puts in front of the frame itself (`bpf_xdp_adjust_head`), for
+    /// kernels whose XDP programs may not call `bpf_xdp_adjust_meta` (seen on 6.18.44).
+    Head,
+}
+
+/// The program, for the XSKMAP whose descriptor is `map_fd`, stamping in `place`. In C,
+/// for [`StampPlace::Metadata`]:
 /// `t = bpf_ktime_get_ns(); if (!bpf_xdp_adjust_meta(ctx, -8) && meta + 8 <= data)
 /// *(u64 *)meta = t; return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);`
-/// (a frame whose queue has no socket goes on to the stack).
-pub(crate) fn program(map_fd: i32) -> [Insn; 19] {
-    [
+/// (a frame whose queue has no socket goes on to the stack). For [`StampPlace::Head`] the
+/// stamp is part of what the socket receives, so a frame cannot go without one: one that
+/// cannot be given the 8 bytes in front (never on a veth, which keeps 256 bytes of headroom),
+/// or whose queue has no socket, is dropped, as the stack would not read it.
+pub(crate) fn program(map_fd: i32, place: StampPlace) -> Vec<Insn> {
+    let (adjust, first, past, missing) = match place {
+        StampPlace::Metadata => (HELPER_XDP_ADJUST_META, MD_DATA_META, MD_DATA, XDP_PASS),
+        StampPlace::Head => (HELPER_XDP_ADJUST_HEAD, MD_DATA, MD_DATA_END, XDP_DROP),
+    };
+    // Without room for the stamp: skip it (metadata), or drop the frame (head).
+    let unstamped = match place {
+        StampPlace::Metadata => 6,
+        StampPlace::Head => 12,
+    };
+    let mut p = vec![
         insn(MOV64_REG, 6, 1, 0, 0), // r6 = ctx
         insn(CALL, 0, 0, 0, HELPER_KTIME_GET_NS),
         insn(MOV64_REG, 7, 0, 0, 0), // r7 = now
         insn(MOV64_REG, 1, 6, 0, 0),
         insn(MOV64_IMM, 2, 0, 0, -(STAMP_LEN as i32)),
-        insn(CALL, 0, 0, 0, HELPER_XDP_ADJUST_META),
-        insn(JNE_IMM, 0, 0, 6, 0), // no room for metadata: skip the stamp
-        insn(LDX_W, 2, 6, MD_DATA_META, 0),
-        insn(LDX_W, 3, 6, MD_DATA, 0),
+        insn(CALL, 0, 0, 0, adjust),
+        insn(JNE_IMM, 0, 0, unstamped, 0),
+        insn(LDX_W, 2, 6, first, 0),
+        insn(LDX_W, 3, 6, past, 0),
         insn(MOV64_REG, 4, 2, 0, 0),
         insn(ADD64_IMM, 4, 0, 0, STAMP_LEN as i32),
-        insn(JGT_REG, 4, 3, 1, 0), // the verifier's bounds check
+        insn(JGT_REG, 4, 3, unstamped - 5, 0), // the verifier's bounds check
         insn(STX_DW, 2, 7, 0, 0),
         insn(LDX_W, 2, 6, MD_RX_QUEUE_INDEX, 0),
         insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd),
         insn(0, 0, 0, 0, 0), // the 64-bit immediate's upper half
-        insn(MOV64_IMM, 3, 0, 0, XDP_PASS),
+        insn(MOV64_IMM, 3, 0, 0, missing),
         insn(CALL, 0, 0, 0, HELPER_REDIRECT_MAP),
         insn(EXIT, 0, 0, 0, 0),
-    ]
+    ];
+    if place == StampPlace::Head {
+        p.extend([insn(MOV64_IMM, 0, 0, 0, XDP_DROP), insn(EXIT, 0, 0, 0, 0)]);
+    }
+    p
 }
 
 /// Runs one bpf(2) command on `attr` (the command's part of `union bpf_attr`); its result.
@@ -165,6 +195,8 @@ pub(crate) struct Attachment {
     _map: OwnedFd,
     /// Closing it detaches the program.
     _link: OwnedFd,
+    /// Where the program puts each frame's arrival stamp.
+    pub(crate) place: StampPlace,
 }
 
 impl Attachment {
@@ -188,22 +220,31 @@ impl Attachment {
             flags: 0,
         };
         bpf(BPF_MAP_UPDATE_ELEM, &mut update).map_err(|e| context("filling the socket map", e))?;
-        let prog = load(map.as_raw_fd())?;
+        // The metadata keeps frames where the kernel put them; a kernel that refuses its
+        // helper to XDP programs gets the stamp in front of the frame.
+        let (prog, place) = load(map.as_raw_fd(), StampPlace::Metadata)
+            .map(|p| (p, StampPlace::Metadata))
+            .or_else(|meta_error| {
+                load(map.as_raw_fd(), StampPlace::Head)
+                    .map(|p| (p, StampPlace::Head))
+                    .map_err(|_| meta_error)
+            })?;
         let link = link(&prog, ifindex, 0)
             .or_else(|_| link(&prog, ifindex, XDP_FLAGS_SKB_MODE))
             .map_err(|e| context("attaching the program", e))?;
         Ok(Attachment {
             _map: map,
             _link: link,
+            place,
         })
     }
 }
 
-fn load(map_fd: i32) -> io::Result<OwnedFd> {
-    load_logged(map_fd, &mut []).map_err(|e| {
+fn load(map_fd: i32, place: StampPlace) -> io::Result<OwnedFd> {
+    load_logged(map_fd, place, &mut []).map_err(|e| {
         // Again with the verifier's log, for its last line in the message.
         let mut log = vec![0u8; 64 << 10];
-        let _ = load_logged(map_fd, &mut log);
+        let _ = load_logged(map_fd, place, &mut log);
         let text = String::from_utf8_lossy(&log);
         // Its verdict comes before the closing statistics.
         let verdict = text
@@ -215,8 +256,8 @@ fn load(map_fd: i32) -> io::Result<OwnedFd> {
     })
 }
 
-fn load_logged(map_fd: i32, log: &mut [u8]) -> io::Result<OwnedFd> {
-    let insns = program(map_fd);
+fn load_logged(map_fd: i32, place: StampPlace, log: &mut [u8]) -> io::Result<OwnedFd> {
+    let insns = program(map_fd, place);
     let license = b"MIT OR Apache-2.0\0";
     let mut attr = ProgLoad {
         prog_type: BPF_PROG_TYPE_XDP,

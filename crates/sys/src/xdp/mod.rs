@@ -20,7 +20,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use crate::packet::BatchSent;
-use bpf::{Attachment, STAMP_LEN};
+use bpf::{Attachment, StampPlace, STAMP_LEN};
 use ring::{Mapping, Ring};
 
 /// Bytes of one UMEM frame (a page: aligned mode's largest).
@@ -37,12 +37,20 @@ const KICKS_PER_FRAME: usize = 32;
 /// The parts both halves use: the link (dropped first, detaching the program), the socket,
 /// and the UMEM.
 struct Shared {
-    _attachment: Attachment,
+    attachment: Attachment,
     fd: OwnedFd,
     umem: Mapping,
 }
 
 impl Shared {
+    /// Bytes of stamp at the start of a received frame's descriptor.
+    fn stamp_in_frame(&self) -> usize {
+        match self.attachment.place {
+            StampPlace::Metadata => 0,
+            StampPlace::Head => STAMP_LEN,
+        }
+    }
+
     fn frame(&self, addr: u64, len: usize) -> *mut u8 {
         debug_assert!(addr as usize + len <= self.umem.len());
         self.umem.as_ptr().wrapping_add(addr as usize)
@@ -87,7 +95,7 @@ pub fn open(ifindex: u32) -> io::Result<(XdpReceiver, XdpSender)> {
     bind(fd.as_fd(), ifindex)?;
     let attachment = Attachment::attach(ifindex, fd.as_fd()).map_err(bpf_reason)?;
     let shared = Arc::new(Shared {
-        _attachment: attachment,
+        attachment,
         fd,
         umem,
     });
@@ -231,10 +239,12 @@ impl XdpReceiver {
     pub fn frame(&self, i: usize) -> &[u8] {
         assert!(i < self.held as usize, "frame {i} of {}", self.held);
         let desc = self.rx.peek(i as u32);
-        let len = (desc.len as usize).min(MAX_FRAME);
-        // SAFETY: the kernel wrote `len` bytes at `addr` and leaves the frame alone until it
-        // goes back on the fill ring, which needs `&mut self`.
-        unsafe { std::slice::from_raw_parts(self.shared.frame(desc.addr, len), len) }
+        let skip = self.shared.stamp_in_frame();
+        let len = (desc.len as usize).min(MAX_FRAME).saturating_sub(skip);
+        let addr = desc.addr + skip as u64;
+        // SAFETY: the kernel wrote `desc.len` bytes at `desc.addr` and leaves the frame alone
+        // until it goes back on the fill ring, which needs `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.shared.frame(addr, len), len) }
     }
 
     /// When frame `i` reached the interface's XDP hook (CLOCK_MONOTONIC ns), or `None` if
@@ -242,13 +252,19 @@ impl XdpReceiver {
     pub fn arrival_ns(&self, i: usize) -> Option<u64> {
         assert!(i < self.held as usize, "frame {i} of {}", self.held);
         let stamp = self.stamp(self.rx.peek(i as u32).addr);
-        // SAFETY: the stamp lies in the frame's headroom, ours while the frame is held.
+        // SAFETY: the stamp lies in the frame's headroom or its first bytes, ours while the
+        // frame is held.
         let at = unsafe { stamp.read_unaligned() };
         (at != 0).then_some(at)
     }
 
+    /// A received frame's stamp: in the metadata before `addr`, or the 8 bytes at it.
     fn stamp(&self, addr: u64) -> *mut u64 {
-        self.shared.frame(addr, 0).wrapping_sub(STAMP_LEN).cast()
+        let at = self.shared.frame(addr, 0);
+        match self.shared.attachment.place {
+            StampPlace::Metadata => at.wrapping_sub(STAMP_LEN).cast(),
+            StampPlace::Head => at.cast(),
+        }
     }
 
     fn give_back(&mut self) {

@@ -1,16 +1,14 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::bpf::program;
+use super::bpf::{program, StampPlace};
 use super::*;
 use crate::packet::{FrameSocket, VNET_HDR_LEN};
 use crate::udp::RecvBatch;
 
 #[test]
 fn the_program_encodes_as_the_kernel_reads_it() {
-    let p = program(7);
-    // SAFETY: `Insn` is #[repr(C)] plain integers, 8 bytes without padding.
-    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(p.as_ptr().cast(), p.len() * 8) };
+    let bytes = program_bytes(StampPlace::Metadata);
     assert_eq!(bytes.len(), 19 * 8);
     // r6 = r1; call bpf_ktime_get_ns (5).
     assert_eq!(
@@ -30,6 +28,38 @@ fn the_program_encodes_as_the_kernel_reads_it() {
     assert_eq!(
         bytes[128..],
         [0xb7, 3, 0, 0, 2, 0, 0, 0, 0x85, 0, 0, 0, 51, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]
+    );
+}
+
+fn program_bytes(place: StampPlace) -> Vec<u8> {
+    let p = program(7, place);
+    // SAFETY: `Insn` is #[repr(C)] plain integers, 8 bytes without padding.
+    unsafe { std::slice::from_raw_parts(p.as_ptr().cast::<u8>(), p.len() * 8) }.to_vec()
+}
+
+#[test]
+fn the_head_program_stamps_in_front_of_the_frame_or_drops_it() {
+    let bytes = program_bytes(StampPlace::Head);
+    assert_eq!(bytes.len(), 21 * 8);
+    // call bpf_xdp_adjust_head (44) with r2 = -8.
+    assert_eq!(
+        bytes[32..48],
+        [0xb7, 2, 0, 0, 0xf8, 0xff, 0xff, 0xff, 0x85, 0, 0, 0, 44, 0, 0, 0]
+    );
+    // if r0 != 0 goto +12: to the drop at instruction 19.
+    assert_eq!(bytes[48..56], [0x55, 0, 12, 0, 0, 0, 0, 0]);
+    // r2 = ctx->data, r3 = ctx->data_end.
+    assert_eq!(
+        bytes[56..72],
+        [0x61, 0x62, 0, 0, 0, 0, 0, 0, 0x61, 0x63, 4, 0, 0, 0, 0, 0]
+    );
+    // if r4 > r3 goto +7: to the drop as well.
+    assert_eq!(bytes[88..96], [0x2d, 0x34, 7, 0, 0, 0, 0, 0]);
+    // The redirect's fallback is XDP_DROP; then r0 = XDP_DROP; exit.
+    assert_eq!(bytes[128..136], [0xb7, 3, 0, 0, 1, 0, 0, 0]);
+    assert_eq!(
+        bytes[152..],
+        [0xb7, 0, 0, 0, 1, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]
     );
 }
 

@@ -139,6 +139,35 @@ def pct(sorted_vals, p):
     return sorted_vals[min(k, len(sorted_vals)) - 1]
 
 
+# Departures are put on their schedule's slots only where slots are far apart (500/s: 2 ms)
+# against the errors, so that rounding finds each packet's slot.
+SLOT_FIT_FROM_NS = 1e6
+
+
+def slot_offsets(ts, nominal):
+    """Each departure against its slot of the schedule, as the capture sees it.
+
+    A departure's slot is its time since the first over the interval, rounded; the schedule
+    is the least-squares line through (slot, time), so the capture's clock (tcpdump's
+    CLOCK_REALTIME, which NTP may slew) and the sender's (CLOCK_MONOTONIC) need not run at
+    the same rate; its offset is removed at the median. A departure's error is its distance
+    from the line: unlike a gap's, it is not the sum of two packets' errors. The fitted rate
+    against the nominal one (`ppm`) is the clocks' difference over a short run, not drift
+    (group long measures that)."""
+    slots = [round((t - ts[0]) / nominal) for t in ts]
+    n = len(ts)
+    ms, mt = sum(slots) / n, sum(ts) / n
+    var = sum((k - ms) ** 2 for k in slots)
+    if var == 0:
+        return None
+    slope = sum((k - ms) * (t - mt) for k, t in zip(slots, ts)) / var
+    off = [t - (mt + slope * (k - ms)) for k, t in zip(slots, ts)]
+    med = sorted(off)[n // 2]
+    errs = sorted(abs(o - med) for o in off)
+    return {"p50": pct(errs, 50), "p99": pct(errs, 99), "max": errs[-1],
+            "ppm": (slope - nominal) / nominal * 1e6}
+
+
 def gap_stats(path, pps, size=None):
     """Inter-capture gaps of the main flow in a capture against the nominal interval 1e9/pps.
 
@@ -185,7 +214,9 @@ def gap_stats(path, pps, size=None):
     gaps = [b - a for a, b in zip(ts, ts[1:])]
     errs = sorted(abs(g - nominal) for g in gaps)
     span = ts[-1] - ts[0]
+    slots = slot_offsets(ts, nominal) if nominal >= SLOT_FIT_FROM_NS else None
     return {
+        "slot": slots,
         "flow": f"{key[0]}:{key[1]}, {size} B",
         "packets": len(ts),
         "records": records,
@@ -865,6 +896,7 @@ def cost_row(res, step, pps, size):
         g = None
     if g:
         r["p50"], r["p99"] = g["p50"], g["p99"]
+        r["slot_p99"] = (g["slot"] or {}).get("p99")
     return r
 
 
@@ -880,13 +912,14 @@ def cost_section(res, md):
             rows.append([f"{pps:,}/s, {size} B", tool.replace("_", " --pacing "),
                          fcount(r.get("packets")), fns(r.get("client_ns")),
                          fns(r.get("server_ns")), fns(r.get("p50")), fns(r.get("p99")),
-                         r.get("pacing", ""), f"{r.get('load') or 0:.2f}",
+                         fns(r.get("slot_p99")), r.get("pacing", ""), f"{r.get('load') or 0:.2f}",
                          r.get("err", "")])
     if not rows:
         return
     md.append("## c'. What pacing costs: CPU per packet at both ends (issue 18)\n")
     md.append(table(["rate, payload", "tool", "packets sent", "client CPU/packet",
-                     "server CPU/packet", "departure error p50", "p99", "flowlab pacing: "
+                     "server CPU/packet", "gap error p50", "p99", "departure error p99",
+                     "flowlab pacing: "
                      "strategy, waits' CPU", "load", "error"], rows))
     md.append("")
     md.append(
@@ -895,8 +928,11 @@ def cost_section(res, md):
         "+ system time (GNU `time`, the process and its children) and the server's (its "
         "`/proc/PID/stat` ticks before and after; 10 ms ticks, so short rows are coarse), each "
         "over the packets the client sent. irtt echoes every packet, so its figures are per "
-        "round trip (both ends send). Departure error: |gap − nominal| between consecutive "
-        "departures on the sending veth (nanosecond tcpdump stamps), as in c.; tcpdump's own "
+        "round trip (both ends send). Gap error: |gap − nominal| between consecutive "
+        "departures on the sending veth (nanosecond tcpdump stamps), as in c., which holds "
+        "two packets' errors; departure error (500/s only, where slots are 2 ms apart): each "
+        "departure's distance from its slot of the schedule fitted to the capture (the least-"
+        "squares line through slot and time; `slot_offsets` in bench/report.py); tcpdump's own "
         "CPU is in neither end's figure but competes for the 2 cores. `load`: the 1-minute "
         "load average when the row started (other engineers' builds share this machine).\n")
 

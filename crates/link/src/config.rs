@@ -7,7 +7,9 @@ use flowlab_spanned::{FileError, Reader};
 
 use crate::atm::{read_contract, read_port, read_service, AtmLink, AtmSpec, VcSpec, POLICING};
 use crate::chain::Chain;
-use crate::diffserv::{dscp_of, queue_limit, read_sched, DiffServEdge, SchedSpec, DEFAULT_LIMIT};
+use crate::diffserv::{
+    dscp_of, queue_limit, read_sched, DiffServEdge, OntoAtm, SchedSpec, DEFAULT_LIMIT,
+};
 use crate::impair::{Distribution, ImpairConfig, Impairments};
 use crate::loss::LossModel;
 use crate::LinkModel;
@@ -94,12 +96,15 @@ impl EmulateSpec {
         let seed = self.seed ^ direction.wrapping_mul(0xa076_1d64_78bd_642f);
         let mut stages: Vec<Box<dyn LinkModel>> = Vec::new();
         if let Some(ip) = &self.ip {
-            let cells = self.atm.as_ref().map(|a| a.port.encap);
+            let onto_atm = self.atm.as_ref().map(|a| OntoAtm {
+                encap: a.port.encap,
+                line: a.port.line,
+            });
             stages.push(Box::new(DiffServEdge::new(
                 &ip.sched,
                 ip.rate_bps,
                 ip.tx_ring,
-                cells,
+                onto_atm,
             )));
         }
         if let Some(atm) = &self.atm {

@@ -6,7 +6,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use flowlab_atm::{cells_per_packet, Encapsulation};
+use flowlab_atm::cell::CELL_LEN;
+use flowlab_atm::{cells_per_packet, Encapsulation, LineRate};
 use flowlab_qos::classify::{Classifier, Rule};
 use flowlab_qos::sched::{
     ClassSpec as WeightedClass, Departure, Drr, Fifo, Port, PqWfq, QueueLimit, Scheduler,
@@ -316,13 +317,23 @@ impl DiffServPort {
     }
 }
 
+/// The ATM stage a [`DiffServEdge`] feeds: the encapsulation its frames become cells with,
+/// and the line those cells take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OntoAtm {
+    pub encap: Encapsulation,
+    pub line: LineRate,
+}
+
 /// A DiffServ edge as a link stage: the port, then frames leave as their last bit does.
-/// With `charge_cells`, the line and meters charge each frame its AAL5 cells (53 bytes
-/// each), as a router's interface onto an ATM VC does.
+/// Onto an ATM stage, the line and meters charge each frame its AAL5 cells (53 bytes each),
+/// as a router's interface onto an ATM VC does, and a frame leaves when its cells must start
+/// for the last to end with the port's last bit: the ATM stage serialises them on its line,
+/// and handing a frame down at its last bit would serialise it twice.
 pub struct DiffServEdge {
     port: DiffServPort,
-    charge_cells: Option<Encapsulation>,
-    /// With `charge_cells`: each held frame's own length, by id.
+    onto_atm: Option<OntoAtm>,
+    /// Onto an ATM stage: each held frame's own length, by id.
     lens: HashMap<u64, u32>,
     out: VecDeque<Event>,
     report: StageReport,
@@ -333,11 +344,11 @@ impl DiffServEdge {
         spec: &SchedSpec,
         rate_bps: u64,
         tx_ring: usize,
-        charge_cells: Option<Encapsulation>,
+        onto_atm: Option<OntoAtm>,
     ) -> DiffServEdge {
         DiffServEdge {
             port: DiffServPort::new(spec, rate_bps, tx_ring),
-            charge_cells,
+            onto_atm,
             lens: HashMap::new(),
             out: VecDeque::new(),
             report: StageReport::new("diffserv", "frames"),
@@ -347,9 +358,14 @@ impl DiffServEdge {
     fn settle(&mut self, now_ns: u64) {
         while let Some(d) = self.port.poll_transmit(now_ns) {
             let p = d.packet;
-            let len = match self.charge_cells {
-                Some(_) => self.lens.remove(&p.id).unwrap_or(p.size),
-                None => p.size,
+            let (len, at_ns) = match self.onto_atm {
+                Some(atm) => {
+                    let cells = u64::from(p.size) / CELL_LEN as u64;
+                    let on_line = atm.line.cell_time().times_floor(cells);
+                    let at = d.end_ns.saturating_sub(on_line).max(d.start_ns);
+                    (self.lens.remove(&p.id).unwrap_or(p.size), at)
+                }
+                None => (p.size, d.end_ns),
             };
             self.report.frames_out += 1;
             self.report.bytes_out += u64::from(len);
@@ -359,7 +375,7 @@ impl DiffServEdge {
                     len,
                     dscp: p.dscp,
                 },
-                at_ns: d.end_ns,
+                at_ns,
             });
         }
     }
@@ -369,14 +385,14 @@ impl LinkModel for DiffServEdge {
     fn enqueue(&mut self, now_ns: u64, frame: Frame) -> Verdict {
         self.settle(now_ns);
         self.report.frames_in += 1;
-        let charged = match self.charge_cells {
-            Some(e) => (cells_per_packet(frame.len as usize, e) * 53) as u32,
+        let charged = match self.onto_atm {
+            Some(atm) => (cells_per_packet(frame.len as usize, atm.encap) * CELL_LEN) as u32,
             None => frame.len,
         };
         let packet = PacketMeta::new(frame.id, 0, charged, now_ns).with_dscp(frame.dscp);
         let verdict = match self.port.enqueue(now_ns, packet) {
             Ok(()) => {
-                if self.charge_cells.is_some() {
+                if self.onto_atm.is_some() {
                     self.lens.insert(frame.id, frame.len);
                 }
                 Verdict::Queued

@@ -110,8 +110,8 @@ fn bad_tables_are_one_line_errors() {
     }
 }
 
-/// A DiffServ edge onto an ATM VC with a propagation delay: a frame leaves the edge when
-/// its cells' worth of bits has, becomes cells, and arrives after the delay.
+/// A DiffServ edge onto an ATM VC with a propagation delay: a frame's cells are on the line
+/// once, ending with the edge's last bit (to within a cell slot), and arrive after the delay.
 #[test]
 fn a_chain_hands_frames_down_at_their_departure_times() {
     let s = load(r#"phy = "E1", rate = "424k", delay = "10ms""#).unwrap();
@@ -122,9 +122,10 @@ fn a_chain_hands_frames_down_at_their_departure_times() {
         dscp: 0,
     };
     let (events, _) = run_virtual(&mut chain, [(0, f)]);
-    // 3 cells: 3 ms through the 424 kbit/s edge, then 3 E1 cell slots from there, then 10 ms.
+    // 3 cells: 3 ms through the 424 kbit/s edge, the last 3 E1 cell slots of which are the
+    // cells' on the line, then 10 ms.
     let line = flowlab_atm::PhysicalLayer::E1.line_rate();
-    let slot = line.first_slot_at_or_after(0, 3_000_000);
+    let slot = line.first_slot_at_or_after(0, 3_000_000 - line.cell_time().times_floor(3));
     let want = line.cell_departure_ns(0, slot + 2) + 10_000_000;
     assert_eq!(
         events,
@@ -137,6 +138,49 @@ fn a_chain_hands_frames_down_at_their_departure_times() {
     chain.report(&mut r);
     let stages: Vec<&str> = r.iter().map(|s| s.stage.as_str()).collect();
     assert_eq!(stages, ["diffserv", "atm", "impair"]);
+}
+
+proptest::proptest! {
+    /// The IP port in front of an ATM stage is the simulator's IP interface onto the VC
+    /// (`DiffServPort` charging cells): through the chain, every frame arrives when that
+    /// port's last bit leaves, up to the cell slot its cells wait for, never later.
+    #[test]
+    fn an_edge_onto_atm_times_frames_as_the_simulators_port(
+        arrivals in proptest::collection::vec((0u64..20_000_000, 40u32..1500), 1..40),
+    ) {
+        let s = load(r#"phy = "E1", scheduler = "fifo", buffer_packets = 1000"#).unwrap();
+        let ip = s.ip.as_ref().unwrap();
+        let encap = s.atm.as_ref().unwrap().port.encap;
+        let mut sorted = arrivals;
+        sorted.sort();
+        let frames: Vec<(u64, Frame)> = sorted
+            .iter()
+            .enumerate()
+            .map(|(i, &(t, len))| (t, Frame { id: i as u64, len, dscp: 0 }))
+            .collect();
+        let mut port = crate::diffserv::DiffServPort::new(&ip.sched, ip.rate_bps, ip.tx_ring);
+        let mut ends = Vec::new();
+        for &(t, f) in &frames {
+            while let Some(d) = port.poll_transmit(t) {
+                ends.push(d.end_ns);
+            }
+            let cells = flowlab_atm::cells_per_packet(f.len as usize, encap) * 53;
+            let packet = flowlab_qos::PacketMeta::new(f.id, 0, cells as u32, t);
+            proptest::prop_assert!(port.enqueue(t, packet).is_ok());
+        }
+        while let Some(d) = port.poll_transmit(u64::MAX) {
+            ends.push(d.end_ns);
+        }
+        let (events, _) = run_virtual(&mut s.build(0), frames);
+        let slot = flowlab_atm::PhysicalLayer::E1.line_rate().cell_time().times_ceil(1);
+        proptest::prop_assert_eq!(events.len(), ends.len());
+        for (event, end) in events.iter().zip(&ends) {
+            let Event::Depart { at_ns, .. } = event else {
+                panic!("{event:?}");
+            };
+            proptest::prop_assert!((*end..=end + slot).contains(at_ns), "{} against {}", at_ns, end);
+        }
+    }
 }
 
 #[test]

@@ -77,17 +77,21 @@ fn a_meter_drops_out_of_profile_frames() {
 }
 
 #[test]
-fn charging_cells_serialises_at_the_cell_rate() {
+fn onto_atm_a_frame_leaves_when_its_cells_must_start() {
     let spec = SchedSpec::fifo(QueueLimit::Unlimited);
-    let e = Encapsulation::LlcSnapRouted;
-    let mut m = DiffServEdge::new(&spec, 424_000, 1, Some(e));
-    // 100 B is 3 cells = 159 B = 1272 bit: 3 ms at 424 kbit/s; the frame keeps its length.
-    let (events, _) = run_virtual(&mut m, [(0, frame(0, 100, 0))]);
-    assert_eq!(
-        events,
-        [Event::Depart {
-            frame: frame(0, 100, 0),
-            at_ns: 3_000_000
-        }]
-    );
+    let line = flowlab_atm::LineRate::from_cells_per_second(2000).unwrap();
+    let onto_atm = Some(OntoAtm {
+        encap: Encapsulation::LlcSnapRouted,
+        line,
+    });
+    // 100 B is 3 cells = 159 B = 1272 bit: 3 ms at 424 kbit/s, the last 1.5 ms of which
+    // its cells spend on the 2000-cell/s line; the frame keeps its length.
+    let mut shaped = DiffServEdge::new(&spec, 424_000, 1, onto_atm);
+    let (events, _) = run_virtual(&mut shaped, [(0, frame(0, 100, 0)), (0, frame(1, 100, 0))]);
+    assert_eq!(departures(&events), [(0, 1_500_000), (1, 4_500_000)]);
+    assert!(matches!(events[0], Event::Depart { frame: f, .. } if f.len == 100));
+    // At the line's own cell rate, a frame leaves as it starts.
+    let mut at_line = DiffServEdge::new(&spec, 848_000, 1, onto_atm);
+    let (events, _) = run_virtual(&mut at_line, [(0, frame(0, 100, 0)), (0, frame(1, 100, 0))]);
+    assert_eq!(departures(&events), [(0, 0), (1, 1_500_000)]);
 }

@@ -34,6 +34,37 @@ pub struct MeasuredRun {
     pub measured: String,
     /// The one-minute load average as the run ended.
     pub load_average: Option<f64>,
+    /// The emulator's own error (release time less modelled departure), in microseconds,
+    /// in the direction where it was worst: how much of a lab's delays is not the model's
+    /// (absent from files written before it, and where no frame crossed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_error_us: Option<ReleaseError>,
+}
+
+/// A release error's 99th percentile and maximum, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseError {
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl ReleaseError {
+    /// The worst of `report`'s directions: the largest 99th percentile, the largest maximum.
+    pub fn worst(report: &EmuReport) -> Option<ReleaseError> {
+        report
+            .links
+            .iter()
+            .flat_map(|l| &l.directions)
+            .filter_map(|d| d.release_error.as_ref())
+            .map(|e| ReleaseError {
+                p99: e.p99_ns / 1e3,
+                max: e.max_ns / 1e3,
+            })
+            .reduce(|a, b| ReleaseError {
+                p99: a.p99.max(b.p99),
+                max: a.max.max(b.max),
+            })
+    }
 }
 
 /// One row's emulated value: the median of the runs' values where the experiment repeats.
@@ -187,6 +218,10 @@ fn measure_run(
         key: run.key.into(),
         measured: crate::format::format_time(flowlab_sys::clock::realtime_ns() as i64),
         load_average: flowlab_sys::tuning::load_average(),
+        release_error_us: match &outcome.emulator {
+            Some(Ok(report)) => ReleaseError::worst(report),
+            _ => None,
+        },
     };
     let cells = probes
         .iter()

@@ -64,6 +64,10 @@ fn run(key: &str, measured: &str) -> MeasuredRun {
         key: key.into(),
         measured: measured.into(),
         load_average: Some(6.5),
+        release_error_us: Some(ReleaseError {
+            p99: 101.0,
+            max: 1460.2,
+        }),
     }
 }
 

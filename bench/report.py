@@ -937,6 +937,86 @@ def cost_section(res, md):
         "load average when the row started (other engineers' builds share this machine).\n")
 
 
+# The unit a step's CPU is divided by, by the step's name (its round suffix removed): a
+# datagram sent, a 1448-byte TCP segment of payload (the veth's MSS), or a round trip.
+CPU_UNITS = (
+    ("tcp_", "1448 B segment"),
+    ("rtt_", "round trip"),
+    ("rr_", "round trip"),
+    ("pace_irtt", "round trip"),
+    ("cost_irtt", "round trip"),
+)
+TCP_SEGMENT = 1448
+
+
+def step_units(res, step):
+    """How many units (CPU_UNITS) step `step` moved, and which, or (None, reason)."""
+    unit = next((u for prefix, u in CPU_UNITS if step.startswith(prefix)), "datagram")
+    if "_mmsg" in step or "_gso" in step:
+        g = gso_result(res, step)
+        return (g["sent"], unit) if isinstance(g, dict) else (None, g)
+    if step.startswith("flows_floor"):
+        snd = kv_line(res.text(step + ".out"), "send")
+        return (int(snd["sent"]), unit) if snd else (None, "failed: " + res.reason(step))
+    if "sockperf" in step:
+        r = sockperf_result(res, step)
+        return (r.get("sent"), unit) if isinstance(r, dict) else (None, r)
+    if "irtt" in step:
+        name = "pace_irtt.json" if step == "pace_irtt" else step + ".json"
+        doc, err = res.json(step, name)
+        stats = (doc or {}).get("stats") or {}
+        return (stats.get("packets_sent"), unit) if doc else (None, err)
+    doc, err = res.json(step)
+    if doc is None:
+        return None, err
+    if "iperf3" in step:
+        end = doc.get("end") or {}
+        if step.startswith("tcp_"):
+            got = (end.get("sum_received") or {}).get("bytes")
+            return (got / TCP_SEGMENT if got else None), unit
+        return (end.get("sum") or {}).get("packets"), unit
+    sm = doc.get("summary") or {}
+    if step.startswith("tcp_"):
+        got = sm.get("bytes_received")
+        return (got / TCP_SEGMENT if got else None), unit
+    if step.startswith("rr_"):
+        return (sm.get("transactions") or {}).get("count"), unit
+    return sm.get("packets_sent"), unit
+
+
+def cpu_section(res, md):
+    """CPU per packet at both ends for every step that measured it (client() in bench/run)."""
+    rows = []
+    for step, st in res.steps.items():
+        client, server = cost_cpu(res, step)
+        if client is None and server is None:
+            continue
+        n, unit = step_units(res, step)
+        per = (lambda c: c * 1e9 / n if c is not None and n else None)
+        rows.append([f"`{step}`", fcount(n) if n else (unit or "—"), unit if n else "",
+                     fnum(client) + " s" if client is not None else "—",
+                     fnum(server) + " s" if server is not None else "—",
+                     fns(per(client)), fns(per(server)), f"{st.get('load') or 0:.2f}"])
+    if not rows:
+        return
+    md.append("## g. CPU per packet at both ends, every row (issue 18)\n")
+    md.append(table(["step", "units", "unit", "client CPU", "server CPU", "client CPU/unit",
+                     "server CPU/unit", "load"], rows))
+    md.append("")
+    md.append(
+        "Every measured command of `bench/run`, in the order run, with CPU taken from outside "
+        "the tools: the client's user + system time (GNU `time`, the process and its "
+        "children) and the server's `/proc/PID/stat` ticks before and after (10 ms ticks), "
+        "each over what the client sent: datagrams, round trips (sockperf, irtt, flowlab's "
+        "loopback and request/response: both ends send), or TCP payload in 1448-byte "
+        "segments (the veth's MSS; with TSO and GRO far fewer, larger packets cross it). The "
+        "C loops' server is their receiver. On one machine the kernel charges much of the "
+        "receiving host's stack to whichever process sent (a veth delivers in the sender's "
+        "context), so the client's share is high and the server's low; the sum is the "
+        "fairer figure. The emulator's steps (f.) have no server here: f. gives the "
+        "emulator's own CPU per frame.\n")
+
+
 def long_section(res, md):
     """Group long: one paced flow for a long time; drift of its schedule and memory growth."""
     step = "long_flowlab"
@@ -1846,6 +1926,7 @@ def build(out, doc_path):
 
     emu_section(res, md, overview, meta)
     capture_section(res, md)
+    cpu_section(res, md)
 
     # -------------------------------------------------------------------------- notes
     for step, st in res.steps.items():

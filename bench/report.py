@@ -980,7 +980,7 @@ def step_units(res, step):
         got = sm.get("bytes_received")
         return (got / TCP_SEGMENT if got else None), unit
     if step.startswith("rr_"):
-        return (sm.get("transactions") or {}).get("count"), unit
+        return (sm.get("transactions") or {}).get("transactions"), unit
     return sm.get("packets_sent"), unit
 
 
@@ -993,7 +993,7 @@ def cpu_section(res, md):
             continue
         n, unit = step_units(res, step)
         per = (lambda c: c * 1e9 / n if c is not None and n else None)
-        rows.append([f"`{step}`", fcount(n) if n else (unit or "—"), unit if n else "",
+        rows.append([f"`{step}`", fcount(n) if n else (unit or "—")[:60], unit if n else "",
                      fnum(client) + " s" if client is not None else "—",
                      fnum(server) + " s" if server is not None else "—",
                      fns(per(client)), fns(per(server)), f"{st.get('load') or 0:.2f}"])

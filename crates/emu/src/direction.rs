@@ -16,6 +16,7 @@ use crate::handoff::{lock, Handoff, Samples};
 use crate::outbox::{next_due, Call, Due, Outbox, SEND_BATCH};
 use crate::report::{DepthSample, DirectionReport};
 use crate::rest::Rest;
+use crate::spin::SpinSlots;
 use crate::timing::Turn;
 
 /// A frame released later than this after its departure time counts as late.
@@ -73,6 +74,7 @@ pub struct Direction {
     /// Frames the current turn's release has sent so far.
     sent_in_release: u32,
     rest: Rest,
+    spinners: Arc<SpinSlots>,
     /// The model's clock: never goes back.
     model_ns: u64,
     realtime_offset_ns: i64,
@@ -82,7 +84,12 @@ pub struct Direction {
 }
 
 impl Direction {
-    pub fn new(ends: Endpoints, chain: Chain, shared: Arc<Mutex<Handoff>>) -> Direction {
+    pub fn new(
+        ends: Endpoints,
+        chain: Chain,
+        shared: Arc<Mutex<Handoff>>,
+        spinners: Arc<SpinSlots>,
+    ) -> Direction {
         let report = lock(&shared).counters.clone();
         let start_ns = monotonic_ns();
         Direction {
@@ -96,6 +103,7 @@ impl Direction {
             turn: Turn::default(),
             sent_in_release: 0,
             rest: Rest::new(start_ns),
+            spinners,
             model_ns: start_ns,
             realtime_offset_ns: realtime_minus_monotonic_ns(),
             start_ns,
@@ -251,7 +259,8 @@ impl Direction {
 
     /// Sleeps until just before the next departure (or an arrival), then spins to it;
     /// whether it slept. A real-time thread owing rest sleeps to the departure instead of
-    /// spinning ([`crate::rest`]).
+    /// spinning ([`crate::rest`]), as does one that finds no spin slot free
+    /// ([`crate::spin`]).
     fn wait(&mut self) -> bool {
         let now = monotonic_ns();
         let timeout = match self.chain.next_event_ns() {
@@ -261,9 +270,15 @@ impl Direction {
                 pace_until(t, 0);
                 return true;
             }
-            Some(t) if t - now <= SPIN_NS => {
+            Some(t) if t - now <= SPIN_NS && self.spinners.take() => {
                 self.spin_to(t);
+                self.spinners.give_back();
                 return false;
+            }
+            Some(t) if t - now <= SPIN_NS => {
+                self.report.profile.spin_slot_sleeps += 1;
+                pace_until(t, 0);
+                return true;
             }
             Some(t) => Duration::from_nanos(t - now - SPIN_NS).min(IDLE_WAIT),
             None => IDLE_WAIT,

@@ -29,6 +29,7 @@ pub mod handoff;
 mod outbox;
 pub mod report;
 mod rest;
+pub mod spin;
 pub mod timing;
 
 use std::path::Path;
@@ -42,6 +43,7 @@ pub use capture::CapturePath;
 pub use direction::{Direction, Endpoints};
 use handoff::{Handoff, Tally};
 pub use report::{DirectionReport, EmuReport, LinkReport, LoopProfile, ReleaseParts};
+use spin::SpinSlots;
 
 /// One emulated link: its two interfaces in the emulator's namespace (towards `a`, towards
 /// `b`) and its model.
@@ -92,6 +94,7 @@ pub fn open(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator
 fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator> {
     let index = |name: &str| flowlab_sys::raw::interface_named(name).map(|i| i.index);
     let mut dirs = Vec::new();
+    let spinners = Arc::new(SpinSlots::for_this_machine());
     for l in links {
         let ifindex = [index(&l.iface_a)?, index(&l.iface_b)?];
         let ends = capture::open_link(capture, ifindex[0], ifindex[1])?;
@@ -102,7 +105,7 @@ fn open_on(links: &[EmuLink], capture: CapturePath) -> std::io::Result<Emulator>
             let shared = Arc::new(Handoff::new(counters));
             let chain = l.spec.build(k as u64);
             let ends = Endpoints { ingress, egress };
-            let direction = Direction::new(ends, chain, shared.clone());
+            let direction = Direction::new(ends, chain, shared.clone(), spinners.clone());
             dirs.push((direction, tally, shared));
         }
     }

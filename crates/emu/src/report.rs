@@ -53,6 +53,10 @@ pub struct LoopProfile {
     /// time is in `sleep_ns`; absent from reports written before it).
     #[serde(default)]
     pub rests: u64,
+    /// Sleeps to a departure instead of a spin, as other directions held every spin slot
+    /// ([`crate::spin`]; time in `sleep_ns`; absent from reports written before it).
+    #[serde(default)]
+    pub spin_slot_sleeps: u64,
 }
 
 /// Where frames released more than [`crate::direction::LATE_NS`] late lost their time: each

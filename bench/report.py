@@ -945,6 +945,8 @@ CPU_UNITS = (
     ("rr_", "round trip"),
     ("pace_irtt", "round trip"),
     ("cost_irtt", "round trip"),
+    ("emu_", "frame"),
+    ("cap_", "frame"),
 )
 TCP_SEGMENT = 1448
 
@@ -955,9 +957,13 @@ def step_units(res, step):
     if "_mmsg" in step or "_gso" in step:
         g = gso_result(res, step)
         return (g["sent"], unit) if isinstance(g, dict) else (None, g)
-    if step.startswith("flows_floor"):
+    # The C senders (the 1000-flow floor, the emulator's floods) print one key=value line.
+    if step.startswith(("flows_floor", "emu_", "cap_")):
         snd = kv_line(res.text(step + ".out"), "send")
-        return (int(snd["sent"]), unit) if snd else (None, "failed: " + res.reason(step))
+        if snd and "sent" in snd:
+            return int(snd["sent"]), unit
+        if step.startswith("flows_floor"):
+            return None, "failed: " + res.reason(step)
     if "sockperf" in step:
         r = sockperf_result(res, step)
         return (r.get("sent"), unit) if isinstance(r, dict) else (None, r)

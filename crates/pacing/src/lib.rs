@@ -109,6 +109,7 @@ impl Waiter {
     pub fn wait(&mut self, until_ns: u64) -> Waited {
         let before = clock::monotonic_ns();
         let target = until_ns.min(before + MAX_WAIT.as_nanos() as u64);
+        self.planner.on_wait(until_ns.saturating_sub(before));
         let strategy = self.planner.strategy(until_ns);
         self.last = strategy;
         self.waits += 1;

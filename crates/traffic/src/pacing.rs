@@ -180,6 +180,9 @@ pub const MAX_SPIN_NS: u64 = 1_000_000;
 pub struct Conditions {
     /// Mean time between deadlines.
     pub spacing_ns: u64,
+    /// Mean time a wait had to cover (its deadline less when it began): what spinning
+    /// instead of sleeping would cost. Below the spacing where sending fills most of a gap.
+    pub wait_ns: u64,
     /// The wake-up latency at the mode's percentile.
     pub latency_ns: u64,
     /// CPU one sleep costs (the calls and the switches; 0 until measured).
@@ -189,11 +192,11 @@ pub struct Conditions {
     pub kernel_timed: bool,
 }
 
-/// The rule. Where a sleep costs more CPU than spinning through the gap, spin (cheaper and
-/// exact); else sleep, and spin a margin that covers the latency as far as the mode's budget
-/// pays for it after the sleep's own cost.
+/// The rule. Where a sleep costs more CPU than spinning through the wait it replaces, spin
+/// (cheaper and exact); else sleep, and spin a margin that covers the latency as far as the
+/// mode's budget pays for it after the sleep's own cost.
 pub fn choose(mode: PacingMode, c: &Conditions) -> Strategy {
-    if c.sleep_cpu_ns >= c.spacing_ns {
+    if c.sleep_cpu_ns > 0 && c.sleep_cpu_ns >= c.wait_ns.min(c.spacing_ns) {
         return Strategy::Spin;
     }
     let wanted = (c.latency_ns + SPIN_SLACK_NS).min(MAX_SPIN_NS);
@@ -220,7 +223,7 @@ const REPLAN_EVERY: u32 = 32;
 const REPLAN_WAITS: u32 = 4 * REPLAN_EVERY;
 /// The latency assumed before any sleep was measured.
 pub const FIRST_LATENCY_GUESS_NS: u64 = 60_000;
-/// Weight of a new gap in the mean spacing of deadlines.
+/// Weight of a new gap in the mean spacing of deadlines, and of a new wait in theirs.
 const SPACING_WEIGHT: f64 = 1.0 / 64.0;
 /// Weight of a new sleep's CPU in its mean.
 const SLEEP_CPU_WEIGHT: f64 = 1.0 / 16.0;
@@ -238,6 +241,8 @@ pub struct PacingPlanner {
     waits_since_plan: u32,
     spacing_ns: f64,
     last_deadline_ns: Option<u64>,
+    /// Mean length of the waits (`on_wait`); `None` before the first.
+    wait_ns: Option<f64>,
     sleep_cpu_ns: Option<f64>,
     /// The median wake-up latency at the last plan.
     median_latency_ns: u64,
@@ -258,12 +263,14 @@ impl PacingPlanner {
             waits_since_plan: 0,
             spacing_ns,
             last_deadline_ns: None,
+            wait_ns: None,
             sleep_cpu_ns: None,
             median_latency_ns: 0,
             strategy: choose(
                 mode,
                 &Conditions {
                     spacing_ns: spacing_ns as u64,
+                    wait_ns: spacing_ns as u64,
                     latency_ns: FIRST_LATENCY_GUESS_NS,
                     sleep_cpu_ns: 0,
                     kernel_timed,
@@ -308,6 +315,12 @@ impl PacingPlanner {
         self.strategy
     }
 
+    /// A wait began `wait_ns` before its deadline (0 when the deadline had passed).
+    pub fn on_wait(&mut self, wait_ns: u64) {
+        let mean = self.wait_ns.get_or_insert(wait_ns as f64);
+        *mean += (wait_ns as f64 - *mean) * SPACING_WEIGHT;
+    }
+
     /// A sleep asked to end at some time ended `late_ns` after it, and cost `cpu_ns` (the
     /// thread's CPU over the sleep, its spin left out), where the driver measured it.
     pub fn on_wake(&mut self, late_ns: u64, cpu_ns: Option<u64>) {
@@ -336,6 +349,7 @@ impl PacingPlanner {
             .unwrap_or(FIRST_LATENCY_GUESS_NS);
         let conditions = Conditions {
             spacing_ns: self.spacing_ns as u64,
+            wait_ns: self.wait_ns.unwrap_or(self.spacing_ns) as u64,
             latency_ns: latency,
             sleep_cpu_ns: self.sleep_cpu_ns.unwrap_or(0.0) as u64,
             kernel_timed: self.kernel_timed,
@@ -367,6 +381,7 @@ mod tests {
     fn at(spacing_ns: u64, latency_ns: u64, kernel_timed: bool) -> Conditions {
         Conditions {
             spacing_ns,
+            wait_ns: spacing_ns,
             latency_ns,
             sleep_cpu_ns: 0,
             kernel_timed,
@@ -553,6 +568,39 @@ mod tests {
             p.on_wake(30 * US, Some(20 * US));
         }
         assert_eq!(p.current(), Strategy::Spin);
+    }
+
+    #[test]
+    fn sleeps_dearer_than_the_waits_they_replace_turn_into_spins() {
+        // 100k packets/s whose sends fill 8 of every 10 us: a 6 us sleep would replace a
+        // 2 us spin (the 2-core VM of docs/benchmarks.md, 2026-12-07: sleeping cost as much
+        // CPU as spinning and sent what fell due while asleep as one train).
+        let busy = Conditions {
+            sleep_cpu_ns: 6 * US,
+            wait_ns: 2 * US,
+            ..at(10 * US, 30 * US, false)
+        };
+        for mode in PacingMode::ALL {
+            assert_eq!(choose(mode, &busy), Strategy::Spin, "{mode}");
+        }
+        // Idle gaps longer than a sleep's cost still sleep.
+        let idle = Conditions {
+            wait_ns: 9 * US,
+            ..busy
+        };
+        assert_eq!(choose(PacingMode::Auto, &idle), Strategy::Sleep);
+        // The planner learns the waits' length from the sender.
+        let mut p = PacingPlanner::new(PacingMode::Auto, 10 * US, false);
+        for _ in 0..REPLAN_EVERY {
+            p.on_wait(2 * US);
+            p.on_wake(30 * US, Some(6 * US));
+        }
+        assert_eq!(p.current(), Strategy::Spin);
+        for _ in 0..4 * WINDOW {
+            p.on_wait(9 * US);
+            p.on_wake(30 * US, Some(6 * US));
+        }
+        assert_eq!(p.current(), Strategy::Sleep);
     }
 
     #[test]

@@ -192,8 +192,8 @@ pub struct Conditions {
     pub kernel_timed: bool,
 }
 
-/// The rule. Where a sleep costs more CPU than spinning through the wait it replaces, spin
-/// (cheaper and exact); else sleep, and spin a margin that covers the latency as far as the
+/// The rule. Where a measured sleep costs more CPU than spinning through the wait it
+/// replaces (or the gap between deadlines, if shorter), spin (cheaper and exact); else sleep, and spin a margin that covers the latency as far as the
 /// mode's budget pays for it after the sleep's own cost.
 pub fn choose(mode: PacingMode, c: &Conditions) -> Strategy {
     if c.sleep_cpu_ns > 0 && c.sleep_cpu_ns >= c.wait_ns.min(c.spacing_ns) {
@@ -253,30 +253,22 @@ impl PacingPlanner {
     /// A planner for deadlines expected `spacing_ns` apart (the packet interval of the loop's
     /// flows together; the first gaps measured replace the guess).
     pub fn new(mode: PacingMode, spacing_ns: u64, kernel_timed: bool) -> Self {
-        let spacing_ns = spacing_ns.max(1) as f64;
-        PacingPlanner {
+        let mut planner = PacingPlanner {
             mode,
             kernel_timed,
             samples: Vec::with_capacity(WINDOW),
             next_sample: 0,
             since_plan: 0,
             waits_since_plan: 0,
-            spacing_ns,
+            spacing_ns: spacing_ns.max(1) as f64,
             last_deadline_ns: None,
             wait_ns: None,
             sleep_cpu_ns: None,
             median_latency_ns: 0,
-            strategy: choose(
-                mode,
-                &Conditions {
-                    spacing_ns: spacing_ns as u64,
-                    wait_ns: spacing_ns as u64,
-                    latency_ns: FIRST_LATENCY_GUESS_NS,
-                    sleep_cpu_ns: 0,
-                    kernel_timed,
-                },
-            ),
-        }
+            strategy: Strategy::Spin,
+        };
+        planner.strategy = choose(mode, &planner.conditions());
+        planner
     }
 
     pub fn mode(&self) -> PacingMode {
@@ -344,17 +336,20 @@ impl PacingPlanner {
         self.since_plan = 0;
         self.waits_since_plan = 0;
         self.median_latency_ns = self.latency_quantile(0.5).unwrap_or(0);
-        let latency = self
-            .latency_quantile(self.mode.latency_quantile())
-            .unwrap_or(FIRST_LATENCY_GUESS_NS);
-        let conditions = Conditions {
+        self.strategy = choose(self.mode, &self.conditions());
+    }
+
+    /// What the rule weighs now: the guesses until something was learned.
+    fn conditions(&self) -> Conditions {
+        Conditions {
             spacing_ns: self.spacing_ns as u64,
             wait_ns: self.wait_ns.unwrap_or(self.spacing_ns) as u64,
-            latency_ns: latency,
+            latency_ns: self
+                .latency_quantile(self.mode.latency_quantile())
+                .unwrap_or(FIRST_LATENCY_GUESS_NS),
             sleep_cpu_ns: self.sleep_cpu_ns.unwrap_or(0.0) as u64,
             kernel_timed: self.kernel_timed,
-        };
-        self.strategy = choose(self.mode, &conditions);
+        }
     }
 
     /// The `q` quantile (0..=1) of the remembered wake-up latencies; `None` before any.

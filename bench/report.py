@@ -1839,6 +1839,16 @@ def build(out, doc_path):
             cmp_.add("schedule error p99, pinned, receive path on the agent's core",
                      sched_p99(res, st_apart), None, None, fmt=fns,
                      vkey="flows_sched_p99", measurement="e. 1000 flows")
+        st_packet, v_packet = median_round(res, "flows_packet", sender_cpu)
+        if v_packet:
+            cmp_.add("sender CPU, as above, through a packet socket (`--packet-socket`), "
+                     "% of a core",
+                     sender_cpu(res, st_packet), floor_name if v_floor_apart else None,
+                     floor_cpu(res, st_floor_apart), fmt=fpct,
+                     vkey="flows_sender_cpu", measurement="e. 1000 flows")
+            cmp_.add("schedule error p99, as above, through a packet socket",
+                     sched_p99(res, st_packet), None, None, fmt=fns,
+                     vkey="flows_sched_p99", measurement="e. 1000 flows")
         pc = ((fdoc.get("client") or {}).get("sender") or {}).get("pacing") or {}
         cmp_.add("of which pacing waits (strategy)",
                  f"{fpct(pc.get('cpu_pct'))} ({pc.get('mode')}: {pc.get('strategy')})" if pc

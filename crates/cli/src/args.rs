@@ -33,7 +33,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run one test against an agent.
     #[command(
-        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported\n  flowlab test host --flows 1000 --rate 800k --cpus 0   # 1000 paced flows, client on CPU 0\n  flowlab test --stamp router1 --count 100 --json      # STAMP to any reflector"
+        after_help = "Examples:\n  flowlab test 10.0.0.2 --rate 2M --size 500B --duration 10s\n  flowlab test [::1]:9470 --mode loopback --rate 64k --size 160B --count 1000\n  flowlab test host --tcp --rate max --duration 30s --interval 1s\n  flowlab test host --reverse --json > result.json\n  flowlab test host --rate 10M --packet-log packets.csv\n  flowlab test host --traffic rr:request=64,response=1k,think=0 --flows 4\n  flowlab test host --traffic crr:request=100,response=10k -d 5s\n  flowlab test host --preset aquila-flow2 -d 60s      # over TCP, conformance reported\n  flowlab test host --flows 1000 --rate 800k --cpus 0   # 1000 paced flows, client on CPU 0\n  sudo flowlab test host --flows 1000 --rate 800k --packet-socket   # as whole frames\n  flowlab test --stamp router1 --count 100 --json      # STAMP to any reflector"
     )]
     Test(Box<TestArgs>),
     /// Run a scenario (ATM switches, IP routers, links, flows) in the deterministic simulator.
@@ -339,6 +339,12 @@ pub struct TestArgs {
     /// measure when packets really left ("departure error" beside the schedule error).
     #[arg(long, group = "flowlab")]
     pub tx_timestamps: bool,
+    /// Paced one-way UDP: send the datagrams as whole frames through a packet socket (needs
+    /// CAP_NET_RAW), past the kernel's UDP and IP send path, which costs most of a paced
+    /// datagram's CPU; the interface's qdisc still applies. Frames go to the next hop's MAC
+    /// address as the kernel's tables give it when the test starts.
+    #[arg(long, group = "flowlab")]
+    pub packet_socket: bool,
     /// DiffServ code point of the test packets: ef, af11..af43, cs0..cs7, be, or 0..63.
     #[arg(long, value_parser = flowlab_qos::classify::parse_dscp, group = "flowlab")]
     pub dscp: Option<u8>,

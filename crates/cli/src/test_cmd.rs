@@ -92,6 +92,7 @@ pub fn point_base(args: &TestArgs) -> anyhow::Result<PointBase> {
             window_clamp: args.window_clamp,
             read_rate_bps: args.read_rate,
             dont_fragment: args.dont_fragment,
+            packet_socket: args.packet_socket,
         },
         seed: args.seed,
         authenticated_packets: args.auth_packets,

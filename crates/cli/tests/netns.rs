@@ -822,3 +822,85 @@ fn the_videoconference_preset_of_1998_crosses_the_veth() {
         audio_bytes * 2.0
     );
 }
+
+/// Udp or Udp6 counters of namespace `ns` (/proc/net/snmp, /proc/net/snmp6): `name` → value.
+fn udp_counter(pair: &VethPair, ns: &str, v6: bool, name: &str) -> u64 {
+    let (file, key) = match v6 {
+        true => ("/proc/net/snmp6", format!("Udp6{name}")),
+        false => ("/proc/net/snmp", name.to_string()),
+    };
+    let o = pair.command_in(ns, "cat").arg(file).output().expect("cat");
+    let text = String::from_utf8_lossy(&o.stdout);
+    if v6 {
+        return text
+            .lines()
+            .find_map(|l| l.strip_prefix(&key)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {file}"));
+    }
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+    let at = names.split_whitespace().position(|n| n == key).unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// `--packet-socket` across the veth, IPv4 and IPv6: with the sender's checksum offload off
+/// (ethtool), its kernel completes every UDP checksum flowlab's frames leave to the device
+/// and the receiving stack checks them all, as it checks the IPv4 header's: every datagram
+/// arrives, none fails a check (the namespace's Udp InCsumErrors), and the report says the
+/// datagrams left through a packet socket.
+#[test]
+fn a_packet_sockets_frames_pass_the_receivers_checks() {
+    let Some(pair) = flowlab_netns::skip_unless_netns("packet_socket") else {
+        return;
+    };
+    let offload_off = pair
+        .command_in(&pair.ns_a, "ethtool")
+        .args(["-K", pair.dev(Side::A), "tx", "off"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !offload_off {
+        eprintln!("packet_socket: no ethtool, so the receiver trusts the checksums unchecked");
+    }
+    for (bind, to, v6) in [
+        (AGENT, AGENT.to_string(), false),
+        ("fd99::2", format!("{AGENT6}:9470"), true),
+    ] {
+        let _agent = agent_in_b(&pair, bind);
+        let errors_before = udp_counter(&pair, &pair.ns_b, v6, "InCsumErrors");
+        let v = json(&client_in_a(
+            &pair,
+            &[
+                &to,
+                "--packet-socket",
+                "--flows",
+                "8",
+                "--rate",
+                "800k",
+                "--size",
+                "1000",
+                "-n",
+                "200",
+            ],
+        ));
+        let sent = f64_at(&v, "/summary/packets_sent");
+        // 200 datagrams of each of the 8 flows.
+        assert_eq!(sent + f64_at(&v, "/summary/lost_by_sender"), 1600.0);
+        assert!(sent >= 1584.0, "{sent} of 1600 sent");
+        let received = f64_at(&v, "/summary/packets_received");
+        let dropped = f64_at(&v, "/summary/lost_at_receiver_socket");
+        assert_eq!(
+            received + dropped,
+            sent,
+            "IPv6 {v6}: {received} received, {dropped} dropped of {sent}"
+        );
+        assert_eq!(
+            v["client"]["sender"]["batching"]["packet_socket"], true,
+            "{v}"
+        );
+        let errors = udp_counter(&pair, &pair.ns_b, v6, "InCsumErrors") - errors_before;
+        assert_eq!(
+            errors, 0,
+            "IPv6 {v6}: {errors} checksum errors at the receiver"
+        );
+    }
+}

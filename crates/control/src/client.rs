@@ -367,11 +367,31 @@ fn negotiate(options: &TestOptions, addr: SocketAddr) -> Result<Accepted, Client
     }
 }
 
+/// The packet socket and frame headers of the shared socket's flows to `peers`.
+fn frame_path(
+    sock: &UdpSocket,
+    peers: &[SocketAddr],
+    spec: &TestSpec,
+) -> Result<flowlab_engine::FramePath, ClientError> {
+    let local = sock
+        .local_addr()
+        .map_err(|e| ClientError::Setup(e.to_string()))?;
+    // A traffic model's larger packets, if any, fail at their send (EMSGSIZE).
+    let size = spec.size as usize;
+    flowlab_engine::FramePath::open(local, peers, spec.socket.dscp.unwrap_or(0), size)
+        .map_err(ClientError::Setup)
+}
+
 /// The client's data sockets, one per flow.
 enum Data {
     Udp(Vec<UdpSocket>),
-    /// One unconnected socket for many one-way flows, and each flow's agent address.
-    SharedUdp(UdpSocket, Vec<SocketAddr>),
+    /// One unconnected socket for many one-way flows, each flow's agent address, and the
+    /// packet socket their datagrams leave through (`--packet-socket`).
+    SharedUdp(
+        UdpSocket,
+        Vec<SocketAddr>,
+        Option<flowlab_engine::FramePath>,
+    ),
     Raw(Vec<flowlab_sys::raw::RawSocket>),
     Tcp(Vec<TcpStream>),
     /// CRR: the agent's address, connected to anew for every transaction, and the number of
@@ -413,11 +433,16 @@ fn connect_data(
                 .udp
                 .pop()
                 .filter(|_| ports.len() == spec.flows as usize);
-            let peers = ports
+            let peers: Vec<SocketAddr> = ports
                 .iter()
                 .map(|&p| SocketAddr::new(agent_ip, p))
                 .collect();
-            Ok(Data::SharedUdp(sock.ok_or_else(bad_reply)?, peers))
+            let sock = sock.ok_or_else(bad_reply)?;
+            let frames = match spec.socket.packet_socket {
+                true => Some(frame_path(&sock, &peers, spec)?),
+                false => None,
+            };
+            Ok(Data::SharedUdp(sock, peers, frames))
         }
         Protocol::Udp => {
             if ports.len() != accepted.udp.len() {
@@ -489,7 +514,7 @@ pub fn run_test(
         Data::Udp(socks) => {
             flowlab_engine::configure_udp(socks, &spec, spec.direction != Direction::Reverse)
         }
-        Data::SharedUdp(sock, _) => {
+        Data::SharedUdp(sock, ..) => {
             flowlab_engine::configure_udp(std::slice::from_ref(sock), &spec, true)
         }
         Data::Tcp(streams) => {
@@ -821,8 +846,8 @@ fn spawn_roles<'scope, 'env>(
             let mut out = RoleOutcome::default();
             let (outcome, time) = ThreadTime::measure(|| match data {
                 Data::Udp(socks) => flowlab_engine::udp_send(socks, spec, ctx, stop_sending),
-                Data::SharedUdp(sock, peers) => {
-                    let flows = flowlab_engine::SharedFlow::all(sock, peers);
+                Data::SharedUdp(sock, peers, frames) => {
+                    let flows = flowlab_engine::SharedFlow::all(sock, peers, frames.as_ref());
                     flowlab_engine::udp_send(&flows, spec, ctx, stop_sending)
                 }
                 Data::Raw(socks) => flowlab_engine::udp_send(socks, spec, ctx, stop_sending),

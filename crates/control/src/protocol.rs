@@ -221,7 +221,7 @@ mod tests {
         let body = std::str::from_utf8(&encoded[5..]).unwrap();
         assert_eq!(
             body,
-            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"nodelay":null,"mss":null,"window_clamp":null,"read_rate_bps":null,"dont_fragment":false},"traffic":null,"seed":1,"authenticated_packets":false,"echo_every":null,"omit_ns":null,"multicast":null}}"#
+            r#"{"type":"request","spec":{"protocol":"udp","direction":"loopback","rate_bps":2000000,"size":500,"duration_ns":3000000000,"count":null,"interval_ns":1000000000,"flows":1,"client_udp_ports":[40000],"raw":null,"busy_poll":false,"packet_log":false,"socket":{"send_buffer":null,"recv_buffer":null,"kernel_pacing":false,"zerocopy":false,"congestion":null,"tx_timestamps":false,"dscp":null,"priority":null,"mark":null,"nodelay":null,"mss":null,"window_clamp":null,"read_rate_bps":null,"dont_fragment":false,"packet_socket":false},"traffic":null,"seed":1,"authenticated_packets":false,"echo_every":null,"omit_ns":null,"multicast":null}}"#
         );
         // A request of an earlier client, without don't-fragment and multicast, reads the same.
         let older = body

@@ -184,6 +184,7 @@ fn sender(sent: u64, paced: bool) -> SenderReport {
             mean_batch: 1.0,
             max_batch: 1,
             gso: false,
+            packet_socket: false,
         },
         pacing_spin_ns: 61_000_000,
         pacing: paced.then(|| PacingReport {
@@ -367,6 +368,7 @@ fn built_documents_match_the_schema() {
     let client = result.client.as_mut().unwrap();
     let sent = client.sender.as_mut().unwrap();
     sent.batching.gso = true;
+    sent.batching.packet_socket = true;
     sent.flows = (0..2)
         .map(|flow| FlowSenderSummary {
             flow,

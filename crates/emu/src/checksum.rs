@@ -6,6 +6,8 @@
 //! emulator computes the checksum of every unfragmented IPv4 or IPv6 UDP/TCP frame it reads
 //! that way (recomputing a correct checksum changes nothing).
 
+use flowlab_wire::checksum::{add_words, fold};
+
 const ETH_HEADER: usize = 14;
 const TCP: u8 = 6;
 const UDP: u8 = 17;
@@ -73,27 +75,6 @@ fn transport(proto: u8, start: usize, end: usize, addrs: &[u8]) -> Option<Segmen
         end,
         pseudo_sum: add_words(addrs) + u64::from(proto),
     })
-}
-
-/// The one's-complement sum's raw accumulation of big-endian 16-bit words (an odd last
-/// byte padded with zero).
-fn add_words(bytes: &[u8]) -> u64 {
-    let mut chunks = bytes.chunks_exact(2);
-    let mut sum: u64 = chunks
-        .by_ref()
-        .map(|w| u64::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    if let [last] = chunks.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    sum
-}
-
-fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
 }
 
 #[cfg(test)]

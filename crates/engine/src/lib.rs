@@ -33,7 +33,8 @@ pub use rr::{
 pub use setup::{configure_tcp, configure_udp};
 pub use tcp::{tcp_echo, tcp_info_report, tcp_info_report_when_acked, tcp_receive, tcp_send};
 pub use udp::{
-    shares_socket, udp_echo, udp_ping, udp_receive, udp_send, SharedFlow, SHARED_SOCKET_FROM_FLOWS,
+    shares_socket, udp_echo, udp_ping, udp_receive, udp_send, FramePath, SharedFlow,
+    SHARED_SOCKET_FROM_FLOWS,
 };
 
 /// How long a blocking socket call may wait before the loop checks its stop flag again.

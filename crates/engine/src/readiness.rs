@@ -49,6 +49,16 @@ pub trait DatagramSend: Sync {
     fn shared(&self) -> Option<(BorrowedFd<'_>, SocketAddr)> {
         None
     }
+    /// The packet socket and the flow's frame headers, where its datagrams leave as whole
+    /// frames (`--packet-socket`, on a shared socket only).
+    fn frame(
+        &self,
+    ) -> Option<(
+        &flowlab_sys::packet::FrameSocket,
+        &flowlab_wire::udp_frame::UdpFrameHeader,
+    )> {
+        None
+    }
 }
 
 impl DatagramSend for UdpSocket {

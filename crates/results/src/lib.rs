@@ -106,6 +106,10 @@ pub struct Batching {
     pub max_batch: u64,
     /// UDP generic segmentation offload in use.
     pub gso: bool,
+    /// Datagrams left as whole frames through a packet socket (`--packet-socket`), past the
+    /// kernel's UDP and IP send path.
+    #[serde(default)]
+    pub packet_socket: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

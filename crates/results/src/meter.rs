@@ -504,6 +504,7 @@ pub struct SenderMeter {
     syscalls: u64,
     max_batch: u64,
     gso: bool,
+    packet_socket: bool,
     pacing_spin_ns: u64,
     pacing: Option<PacingReport>,
     log: Option<Vec<PacketRecord>>,
@@ -520,6 +521,7 @@ impl SenderMeter {
             syscalls: 0,
             max_batch: 0,
             gso: false,
+            packet_socket: false,
             pacing_spin_ns: 0,
             pacing: None,
             log: packet_log.then(Vec::new),
@@ -665,6 +667,11 @@ impl SenderMeter {
         self.gso = gso;
     }
 
+    /// Whether the datagrams left through a packet socket.
+    pub fn set_packet_socket(&mut self, packet_socket: bool) {
+        self.packet_socket = packet_socket;
+    }
+
     pub fn packets_sent(&self) -> u64 {
         self.flows.iter().map(|f| f.packets).sum()
     }
@@ -686,6 +693,7 @@ impl SenderMeter {
         self.syscalls += other.syscalls;
         self.max_batch = self.max_batch.max(other.max_batch);
         self.gso |= other.gso;
+        self.packet_socket |= other.packet_socket;
         self.pacing_spin_ns += other.pacing_spin_ns;
         match (&mut self.pacing, &other.pacing) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
@@ -748,6 +756,7 @@ impl SenderMeter {
                 },
                 max_batch: self.max_batch,
                 gso: self.gso,
+                packet_socket: self.packet_socket,
             },
             pacing_spin_ns: self.pacing_spin_ns,
             pacing: self.pacing.clone(),

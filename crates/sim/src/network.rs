@@ -551,6 +551,10 @@ fn not_simulated(spec: &TestSpec) -> Vec<String> {
         (s.zerocopy, "zero-copy sending"),
         (s.tx_timestamps, "transmit timestamps"),
         (
+            s.packet_socket,
+            "a packet socket (the send path is not modelled)",
+        ),
+        (
             s.priority.is_some() || s.mark.is_some(),
             "socket priority and mark",
         ),

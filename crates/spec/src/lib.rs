@@ -237,6 +237,11 @@ pub struct SocketOptions {
     /// rather than fragmenting them (ping's `-M do`).
     #[serde(default)]
     pub dont_fragment: bool,
+    /// One-way UDP: the client sends its datagrams as whole frames through a packet socket
+    /// (needs CAP_NET_RAW), past the kernel's UDP and IP send path; the interface's qdisc
+    /// still applies.
+    #[serde(default)]
+    pub packet_socket: bool,
 }
 
 impl TestSpec {
@@ -255,7 +260,35 @@ impl TestSpec {
         self.check_authenticated()?;
         self.check_echo_every()?;
         self.check_omit()?;
+        self.check_packet_socket()?;
         self.check_pacing()
+    }
+
+    /// A packet socket carries a paced one-way UDP load from the client, and only what its
+    /// frames themselves hold.
+    fn check_packet_socket(&self) -> Result<(), SpecError> {
+        if !self.socket.packet_socket {
+            return Ok(());
+        }
+        let s = &self.socket;
+        let why = if self.protocol != Protocol::Udp {
+            "sends UDP datagrams only"
+        } else if self.direction != Direction::Oneway {
+            "sends from the client only (a one-way test)"
+        } else if !self.paced() {
+            "needs a paced test (a --rate or a --traffic model)"
+        } else if self.transactions().is_some() || self.echo_every.is_some() {
+            "sends one-way loads only, not echoed packets"
+        } else if self.multicast.is_some() {
+            "sends to the agent's own address, not to a group"
+        } else if s.tx_timestamps || s.kernel_pacing {
+            "has no transmit timestamps or kernel pacing (they are a UDP socket's)"
+        } else if s.priority.is_some() || s.mark.is_some() {
+            "takes no --priority or --mark (they are a UDP socket's)"
+        } else {
+            return Ok(());
+        };
+        refuse(format!("--packet-socket {why}"))
     }
 
     /// A pacing mode other than `auto` needs deadlines to wait for.
@@ -760,6 +793,43 @@ mod tests {
     }
 
     /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
+    #[test]
+    fn a_packet_socket_carries_paced_one_way_udp_and_nothing_a_udp_socket_adds() {
+        let with = |protocol, direction, socket: SocketOptions| TestSpec {
+            socket: SocketOptions {
+                packet_socket: true,
+                ..socket
+            },
+            ..TestSpec::new(protocol, direction)
+        };
+        let udp = |socket| with(Protocol::Udp, Direction::Oneway, socket);
+        udp(SocketOptions::default()).validate().unwrap();
+        let dscp = SocketOptions {
+            dscp: Some(46),
+            ..SocketOptions::default()
+        };
+        udp(dscp).validate().unwrap();
+        let refused = |spec: TestSpec| spec.validate().unwrap_err().0;
+        let plain = SocketOptions::default;
+        assert!(refused(with(Protocol::Tcp, Direction::Oneway, plain())).contains("UDP"));
+        assert!(refused(with(Protocol::Udp, Direction::Reverse, plain())).contains("client"));
+        let max_rate = TestSpec {
+            rate_bps: None,
+            ..udp(plain())
+        };
+        assert!(refused(max_rate).contains("paced"));
+        let stamped = SocketOptions {
+            tx_timestamps: true,
+            ..plain()
+        };
+        assert!(refused(udp(stamped)).contains("timestamps"));
+        let marked = SocketOptions {
+            mark: Some(1),
+            ..plain()
+        };
+        assert!(refused(udp(marked)).starts_with("--packet-socket takes no --priority"));
+    }
+
     #[test]
     fn echo_every_is_bounded_and_for_one_way_udp_only() {
         let load = |every: u32| TestSpec {

@@ -42,6 +42,7 @@ pub enum Param {
     Pacing,
     Zerocopy,
     TxTimestamps,
+    PacketSocket,
     BusyPoll,
     EchoEvery,
     Omit,
@@ -85,7 +86,7 @@ pub enum ParamValue {
 
 impl Param {
     /// Every parameter, in the order `--help` texts list them.
-    pub const ALL: [Param; 28] = [
+    pub const ALL: [Param; 29] = [
         Param::Protocol,
         Param::Direction,
         Param::Rate,
@@ -111,6 +112,7 @@ impl Param {
         Param::Pacing,
         Param::Zerocopy,
         Param::TxTimestamps,
+        Param::PacketSocket,
         Param::BusyPoll,
         Param::EchoEvery,
         Param::Omit,
@@ -144,6 +146,7 @@ impl Param {
             Param::Pacing => "pacing",
             Param::Zerocopy => "zerocopy",
             Param::TxTimestamps => "tx-timestamps",
+            Param::PacketSocket => "packet-socket",
             Param::BusyPoll => "busy-poll",
             Param::EchoEvery => "echo-every",
             Param::Omit => "omit",
@@ -172,6 +175,7 @@ impl Param {
             | Param::KernelPacing
             | Param::Zerocopy
             | Param::TxTimestamps
+            | Param::PacketSocket
             | Param::BusyPoll => ValueKind::Switch,
             Param::Congestion | Param::Preset => ValueKind::Text,
             Param::Traffic => ValueKind::Traffic,
@@ -318,6 +322,7 @@ impl TestSpec {
             (Param::KernelPacing, V::Switch(b)) => s.kernel_pacing = b,
             (Param::Zerocopy, V::Switch(b)) => s.zerocopy = b,
             (Param::TxTimestamps, V::Switch(b)) => s.tx_timestamps = b,
+            (Param::PacketSocket, V::Switch(b)) => s.packet_socket = b,
             (Param::BusyPoll, V::Switch(b)) => self.busy_poll = b,
             (Param::Pacing, V::Pacing(m)) => self.pacing = m,
             (Param::Traffic, V::Traffic(t)) => {
@@ -366,6 +371,7 @@ impl TestSpec {
             Param::KernelPacing => Some(V::Switch(s.kernel_pacing)),
             Param::Zerocopy => Some(V::Switch(s.zerocopy)),
             Param::TxTimestamps => Some(V::Switch(s.tx_timestamps)),
+            Param::PacketSocket => Some(V::Switch(s.packet_socket)),
             Param::BusyPoll => Some(V::Switch(self.busy_poll)),
             Param::Pacing => Some(V::Pacing(self.pacing)),
             Param::Traffic => self.traffic.clone().map(V::Traffic),

@@ -80,8 +80,8 @@ pub enum Reply {
     Route {
         /// Its output interface index.
         oif: Option<u32>,
-        /// Whether it goes through a gateway (the peer is not on the link).
-        via_gateway: bool,
+        /// The gateway it goes through, if the peer is not on the link.
+        gateway: Option<IpAddr>,
     },
     /// A neighbour table entry.
     Neighbour {
@@ -176,7 +176,9 @@ pub fn parse_replies(mut buf: &[u8]) -> io::Result<Vec<Reply>> {
                     oif: attributes(attrs)
                         .find(|&(t, _)| t == RTA_OIF)
                         .and_then(|(_, p)| u32_at(p, 0)),
-                    via_gateway: attributes(attrs).any(|(t, _)| t == RTA_GATEWAY),
+                    gateway: attributes(attrs)
+                        .find(|&(t, _)| t == RTA_GATEWAY)
+                        .and_then(|(_, p)| ip_of(p)),
                 }
             }
             RTM_NEWNEIGH => parse_neighbour(body)?,
@@ -236,6 +238,15 @@ fn parse_link(body: &[u8]) -> io::Result<Reply> {
     })
 }
 
+/// An address attribute: 4 bytes IPv4, 16 bytes IPv6.
+fn ip_of(p: &[u8]) -> Option<IpAddr> {
+    match p.len() {
+        4 => <[u8; 4]>::try_from(p).ok().map(IpAddr::from),
+        16 => <[u8; 16]>::try_from(p).ok().map(IpAddr::from),
+        _ => None,
+    }
+}
+
 fn parse_neighbour(body: &[u8]) -> io::Result<Reply> {
     let short = || malformed("short neighbour");
     let ifindex = u32_at(body, 4).ok_or_else(short)?;
@@ -243,11 +254,7 @@ fn parse_neighbour(body: &[u8]) -> io::Result<Reply> {
     let attrs = body.get(NDMSG_LEN..).ok_or_else(short)?;
     let dst = attributes(attrs)
         .find(|&(t, _)| t == NDA_DST)
-        .and_then(|(_, p)| match p.len() {
-            4 => <[u8; 4]>::try_from(p).ok().map(IpAddr::from),
-            16 => <[u8; 16]>::try_from(p).ok().map(IpAddr::from),
-            _ => None,
-        });
+        .and_then(|(_, p)| ip_of(p));
     let mac = attributes(attrs)
         .find(|&(t, _)| t == NDA_LLADDR)
         .and_then(|(_, p)| <[u8; 6]>::try_from(p).ok());
@@ -426,18 +433,18 @@ pub fn veth_peer_tx_dropped(ifindex: u32) -> io::Result<u64> {
     }
 }
 
-/// The route the kernel takes to `dst`: output interface, and whether through a gateway.
-fn route(netlink: &Netlink, dst: IpAddr) -> io::Result<(u32, bool)> {
+/// The route the kernel takes to `dst`: output interface, and the gateway if any.
+fn route(netlink: &Netlink, dst: IpAddr) -> io::Result<(u32, Option<IpAddr>)> {
     let mut found = None;
     netlink.exchange(&route_request(dst, 1), |reply| {
-        if let Reply::Route { oif, via_gateway } = reply {
-            found = Some((oif, via_gateway));
+        if let Reply::Route { oif, gateway } = reply {
+            found = Some((oif, gateway));
             return Ok(true);
         }
         Ok(false)
     })?;
     match found {
-        Some((Some(oif), via_gateway)) => Ok((oif, via_gateway)),
+        Some((Some(oif), gateway)) => Ok((oif, gateway)),
         _ => Err(malformed("route without an output interface")),
     }
 }
@@ -459,14 +466,46 @@ pub struct LinkPeer {
 pub fn link_peer(peer: IpAddr) -> io::Result<LinkPeer> {
     let peer = peer.to_canonical();
     let netlink = Netlink::open()?;
-    let (oif, via_gateway) = route(&netlink, peer)?;
-    let not_found = |why: String| io::Error::new(io::ErrorKind::NotFound, why);
-    if via_gateway {
-        return Err(not_found(format!(
-            "{peer} is reached through a gateway, not on a link of this host"
-        )));
+    let (oif, gateway) = route(&netlink, peer)?;
+    if gateway.is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{peer} is reached through a gateway, not on a link of this host"),
+        ));
     }
-    let family = if peer.is_ipv4() {
+    neighbour(&netlink, oif, peer)
+}
+
+/// Where frames for `dst` go next, from the kernel's own tables: the interface of the route
+/// to it and the MAC address of the neighbour entry of its gateway, or of `dst` itself on
+/// the link. An unresolved entry is an error (the kernel resolves it when it sends there).
+/// The loopback interface has no neighbours: its frames carry the all-zero address it has.
+pub fn next_hop(dst: IpAddr) -> io::Result<LinkPeer> {
+    let dst = dst.to_canonical();
+    let netlink = Netlink::open()?;
+    let (oif, gateway) = route(&netlink, dst)?;
+    let interface = interface_name(oif);
+    if is_loopback(&interface) {
+        return Ok(LinkPeer {
+            interface,
+            ifindex: oif,
+            mac: [0; 6],
+        });
+    }
+    neighbour(&netlink, oif, gateway.unwrap_or(dst).to_canonical())
+}
+
+/// Whether the interface named `name` is a loopback (IFF_LOOPBACK in its sysfs flags).
+fn is_loopback(name: &str) -> bool {
+    std::fs::read_to_string(format!("/sys/class/net/{name}/flags"))
+        .ok()
+        .and_then(|f| u32::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok())
+        .is_some_and(|flags| flags & libc::IFF_LOOPBACK as u32 != 0)
+}
+
+/// The interface `oif` and the MAC address of its neighbour `ip`.
+fn neighbour(netlink: &Netlink, oif: u32, ip: IpAddr) -> io::Result<LinkPeer> {
+    let family = if ip.is_ipv4() {
         libc::AF_INET
     } else {
         libc::AF_INET6
@@ -479,7 +518,7 @@ pub fn link_peer(peer: IpAddr) -> io::Result<LinkPeer> {
             state,
             dst: Some(dst),
             mac: Some(found),
-        } if ifindex == oif && dst == peer && state & (NUD_INCOMPLETE | NUD_FAILED) == 0 => {
+        } if ifindex == oif && dst == ip && state & (NUD_INCOMPLETE | NUD_FAILED) == 0 => {
             mac = Some(found);
             Ok(false)
         }
@@ -487,9 +526,10 @@ pub fn link_peer(peer: IpAddr) -> io::Result<LinkPeer> {
     })?;
     let interface = interface_name(oif);
     let mac = mac.ok_or_else(|| {
-        not_found(format!(
-            "no neighbour entry with a MAC address for {peer} on {interface}"
-        ))
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no neighbour entry with a MAC address for {ip} on {interface}"),
+        )
     })?;
     Ok(LinkPeer {
         interface,

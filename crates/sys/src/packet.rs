@@ -2,7 +2,8 @@
 //! user-space link emulator reads from one veth end and writes to another. Frames this
 //! socket's interface sends are not read back (PACKET_IGNORE_OUTGOING), so an emulator
 //! writing to an interface never sees its own frames; writes bypass the interface's qdisc
-//! (PACKET_QDISC_BYPASS), so the emulator alone decides when a frame leaves.
+//! (PACKET_QDISC_BYPASS), so the emulator alone decides when a frame leaves. A sender of
+//! UDP datagrams as whole frames ([`FrameSocket::open_sender`]) keeps the qdisc.
 //!
 //! Every frame read or written starts with a [`VNET_HDR_LEN`]-byte `virtio_net_hdr`
 //! (PACKET_VNET_HDR): the kernel's checksum and segmentation state of the buffer. A frame
@@ -13,7 +14,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::udp::{recv_batch, send_batch_nowait, RecvBatch};
+use crate::udp::{recv_batch, send_batch_nowait, send_gathered, RecvBatch};
 
 /// Linux `ETH_P_ALL`: every protocol.
 const ETH_P_ALL: u16 = 0x0003;
@@ -25,6 +26,21 @@ const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_VNET_HDR: libc::c_int = 15;
 /// Bytes of the `virtio_net_hdr` in front of every frame.
 pub const VNET_HDR_LEN: usize = 10;
+/// `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the device completes a checksum (CHECKSUM_PARTIAL).
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+
+/// The `virtio_net_hdr` of a frame whose transport checksum the device completes: the sum
+/// from byte `start` of the Ethernet frame to its end, stored `offset` bytes after `start`
+/// (the field holding the pseudo-header's sum). The kernel computes it in software where
+/// the device cannot, as for its own sockets' packets.
+pub fn vnet_checksum_header(start: u16, offset: u16) -> [u8; VNET_HDR_LEN] {
+    let mut h = [0u8; VNET_HDR_LEN];
+    h[0] = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+    // The packet socket reads the legacy header in the host's byte order.
+    h[6..8].copy_from_slice(&start.to_ne_bytes());
+    h[8..10].copy_from_slice(&offset.to_ne_bytes());
+    h
+}
 
 /// A packet socket bound to one interface.
 #[derive(Debug)]
@@ -40,6 +56,25 @@ impl FrameSocket {
     pub fn open(ifindex: u32, receive: bool) -> io::Result<FrameSocket> {
         // Protocol 0 receives nothing: a send-only socket costs no copy of each frame.
         let protocol = if receive { ETH_P_ALL.to_be() } else { 0 };
+        let socket = Self::bound(ifindex, protocol)?;
+        let fd = socket.fd.as_fd();
+        crate::sockopt::set_int(fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+        crate::sockopt::set_int(fd, libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1)?;
+        // Room for bursts while the emulator thread sleeps (the kernel caps it at rmem_max
+        // unless privileged, which we are).
+        let _ = crate::sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
+        Ok(socket)
+    }
+
+    /// A send-only socket on `ifindex` whose frames pass the interface's qdisc, as a local
+    /// stack's do (a sender's shaping still applies); needs CAP_NET_RAW.
+    pub fn open_sender(ifindex: u32) -> io::Result<FrameSocket> {
+        Self::bound(ifindex, 0)
+    }
+
+    /// A non-blocking packet socket for `protocol` (network byte order) with vnet headers,
+    /// bound to `ifindex`.
+    fn bound(ifindex: u32, protocol: u16) -> io::Result<FrameSocket> {
         // SAFETY: socket() takes plain integers and returns a new descriptor or -1.
         let raw = unsafe {
             libc::socket(
@@ -53,13 +88,7 @@ impl FrameSocket {
         }
         // SAFETY: `raw` is a fresh descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        crate::sockopt::set_int(fd.as_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
-        crate::sockopt::set_int(fd.as_fd(), libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1)?;
         crate::sockopt::set_int(fd.as_fd(), libc::SOL_PACKET, PACKET_VNET_HDR, 1)?;
-        // Room for bursts while the emulator thread sleeps (the kernel caps it at rmem_max
-        // unless privileged, which we are).
-        let _ =
-            crate::sockopt::set_int(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
         // SAFETY: sockaddr_ll is plain integers; all-zero is valid.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -111,6 +140,20 @@ impl FrameSocket {
             }
         }
         out
+    }
+}
+
+impl FrameSocket {
+    /// Sends `count` frames without waiting, frame `i` gathered from `parts(i)` (its vnet
+    /// header first), in as few `sendmmsg` calls as the kernel allows; returns how many it
+    /// took (frames in order: the rest did not fit the interface's queue), an error only if
+    /// it took none.
+    pub fn send_gathered<'a>(
+        &self,
+        count: usize,
+        parts: impl Fn(usize) -> [&'a [u8]; 2],
+    ) -> io::Result<usize> {
+        send_gathered(self.fd.as_fd(), count, parts, &[], libc::MSG_DONTWAIT)
     }
 }
 

@@ -428,49 +428,59 @@ fn send_batch_flags(
     to: &[SocketAddr],
     flags: libc::c_int,
 ) -> io::Result<usize> {
+    send_gathered(fd, packets.len(), |i| [packets[i]], to, flags)
+}
+
+/// sendmmsg of `count` messages in chunks of 64, message `i` gathered from the `P` parts
+/// `parts(i)`; `to` empty (a connected socket) or one address per message. Returns how many
+/// the kernel took; an error only if it took none.
+pub(crate) fn send_gathered<'a, const P: usize>(
+    fd: BorrowedFd<'_>,
+    count: usize,
+    parts: impl Fn(usize) -> [&'a [u8]; P],
+    to: &[SocketAddr],
+    flags: libc::c_int,
+) -> io::Result<usize> {
     const CHUNK: usize = 64;
     let raw = fd.as_fd().as_raw_fd();
     let mut sent = 0usize;
-    for (c, chunk) in packets.chunks(CHUNK).enumerate() {
-        let names: Vec<socket2::SockAddr> = to
-            .iter()
-            .skip(c * CHUNK)
-            .take(chunk.len())
-            .map(|&a| a.into())
-            .collect();
-        let mut iovs = [libc::iovec {
+    for first in (0..count).step_by(CHUNK) {
+        let len = CHUNK.min(count - first);
+        let names: Vec<socket2::SockAddr> =
+            to.iter().skip(first).take(len).map(|&a| a.into()).collect();
+        let mut iovs = [[libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
-        }; CHUNK];
+        }; P]; CHUNK];
         // SAFETY: mmsghdr is integers and raw pointers; all-zero (null) is valid.
         let mut hdrs: [libc::mmsghdr; CHUNK] = unsafe { std::mem::zeroed() };
-        for (iov, pkt) in iovs.iter_mut().zip(chunk) {
-            // sendmmsg never writes through iov_base; *mut is only the C type.
-            iov.iov_base = pkt.as_ptr().cast_mut().cast();
-            iov.iov_len = pkt.len();
+        for (k, iov) in iovs.iter_mut().take(len).enumerate() {
+            for (v, part) in iov.iter_mut().zip(parts(first + k)) {
+                // sendmmsg never writes through iov_base; *mut is only the C type.
+                v.iov_base = part.as_ptr().cast_mut().cast();
+                v.iov_len = part.len();
+            }
         }
-        let iov_ptr = iovs.as_mut_ptr();
-        for (i, hdr) in hdrs.iter_mut().take(chunk.len()).enumerate() {
-            hdr.msg_hdr.msg_iov = iov_ptr.wrapping_add(i);
-            hdr.msg_hdr.msg_iovlen = 1;
-            if let Some(name) = names.get(i) {
+        for (k, hdr) in hdrs.iter_mut().take(len).enumerate() {
+            hdr.msg_hdr.msg_iov = iovs[k].as_mut_ptr();
+            hdr.msg_hdr.msg_iovlen = P;
+            if let Some(name) = names.get(k) {
                 // The kernel only reads the name; *mut is only the C type.
                 hdr.msg_hdr.msg_name = name.as_ptr().cast_mut().cast();
                 hdr.msg_hdr.msg_namelen = name.len();
             }
         }
-        // SAFETY: the first `chunk.len()` headers point at iovecs in `iovs`,
-        // which point at the caller's live slices, and at names in `names`,
-        // alive until the call returns; the kernel only reads them.
-        let rc =
-            unsafe { libc::sendmmsg(raw, hdrs.as_mut_ptr(), chunk.len() as libc::c_uint, flags) };
+        // SAFETY: the first `len` headers point at iovecs in `iovs`, which point at the
+        // caller's live slices, and at names in `names`, alive until the call returns; the
+        // kernel only reads them.
+        let rc = unsafe { libc::sendmmsg(raw, hdrs.as_mut_ptr(), len as libc::c_uint, flags) };
         if rc < 0 {
             let err = io::Error::last_os_error();
             return if sent > 0 { Ok(sent) } else { Err(err) };
         }
         let n = usize::try_from(rc).unwrap_or(0);
         sent += n;
-        if n < chunk.len() {
+        if n < len {
             break;
         }
     }

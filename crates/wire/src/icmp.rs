@@ -106,22 +106,8 @@ impl Stamp {
     }
 }
 
-/// The RFC 1071 Internet checksum of `bytes`: the ones' complement of the ones' complement
-/// sum of its 16-bit big-endian words (an odd last byte padded with zero).
-pub fn checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    let mut words = bytes.chunks_exact(2);
-    for w in &mut words {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+/// The RFC 1071 Internet checksum of `bytes`.
+pub use crate::checksum::internet as checksum;
 
 /// Writes an echo request into `buf` (cleared first): header, the stamp, then the byte
 /// pattern 0x10, 0x11, ... up to `data_len` bytes of data (at least the stamp's 16). ICMPv4's

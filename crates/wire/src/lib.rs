@@ -9,12 +9,14 @@
 //! No I/O happens here: callers hand in and take out byte slices.
 
 pub mod ack;
+pub mod checksum;
 pub mod control;
 pub mod icmp;
 pub mod iperf2;
 pub mod message;
 pub mod probe;
 pub mod stamp;
+pub mod udp_frame;
 
 pub use control::{ClientHello, ControlError, FrameDecoder, Hello, PROTOCOL_VERSION};
 pub use message::{MessageError, MessageHead, StreamSplitter};

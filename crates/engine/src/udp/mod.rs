@@ -32,7 +32,7 @@ use crate::{
 use send::{Sender, Step};
 
 pub use send::udp_send;
-pub use shared::{shares_socket, SharedFlow, SHARED_SOCKET_FROM_FLOWS};
+pub use shared::{shares_socket, FramePath, SharedFlow, SHARED_SOCKET_FROM_FLOWS};
 
 /// A receiver of this many flows, or of a flow fast enough for GRO, reads every
 /// [`COALESCE_PERIOD`] rather than waking per datagram (see `Readiness::coalesced`).

@@ -11,9 +11,11 @@ use std::sync::atomic::AtomicBool;
 use flowlab_results::meter::SenderMeter;
 use flowlab_results::schedule_book::ScheduleBook;
 use flowlab_spec::TestSpec;
+use flowlab_sys::packet::{vnet_checksum_header, VNET_HDR_LEN};
 use flowlab_sys::{clock, udp};
 use flowlab_traffic::sender::{Packet, Poll, SenderCore};
 use flowlab_traffic::GroupWindow;
+use flowlab_wire::udp_frame::{MAX_HEADER_LEN, UDP_CHECKSUM_OFFSET};
 use flowlab_wire::{ProbeRepr, PROBE_HEADER_LEN};
 
 use crate::packet_auth::PacketAuth;
@@ -25,6 +27,8 @@ use crate::{
     SenderOutcome, ACK_PERIOD, ACK_TIMEOUT_NS, MAX_BATCH,
 };
 
+/// Bytes for one packet's vnet header and Ethernet, IP and UDP headers.
+const FRAME_HEADER_SLOT: usize = VNET_HDR_LEN + MAX_HEADER_LEN;
 /// Largest UDP payload of one GSO send (IPv4 limit).
 const MAX_GSO_BYTES: usize = 65_507;
 /// Below this many flows per core one event loop keeps up.
@@ -305,6 +309,9 @@ pub(crate) struct Sender<'a, S> {
     /// goes.
     gathered: Vec<(usize, Packet)>,
     gathered_to: Vec<SocketAddr>,
+    /// Each gathered packet's vnet and frame headers, where they leave through a packet
+    /// socket, in slots of [`FRAME_HEADER_SLOT`] bytes.
+    frame_headers: Vec<u8>,
     /// Where a shared send is due and which deadlines it takes (`PacingMode::group_window`).
     group_window: GroupWindow,
     train: Train,
@@ -403,6 +410,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
             shared,
             gathered: Vec::with_capacity(max_train),
             gathered_to: Vec::with_capacity(max_train),
+            frame_headers: Vec::new(),
             group_window: spec.pacing.group_window(),
             train: Train::new(stride, max_train),
             realtime_offset: clock::realtime_minus_monotonic_ns(),
@@ -555,8 +563,12 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
     }
 
-    /// One sendmmsg of the gathered packets, each to its flow's peer.
+    /// One sendmmsg of the gathered packets, each to its flow's peer: on the shared socket, or
+    /// as whole frames through the flows' packet socket.
     fn send_gathered(&mut self) -> io::Result<usize> {
+        if self.socks.first().and_then(DatagramSend::frame).is_some() {
+            return self.send_gathered_frames();
+        }
         let Some((fd, _)) = self.socks.first().and_then(DatagramSend::shared) else {
             return Err(io::Error::other("no shared socket"));
         };
@@ -568,6 +580,36 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         self.gathered_to.extend(peers.map(|(_, peer)| peer));
         let frames = self.train.frames(self.gathered.len());
         udp::send_batch_to(fd, &frames, &self.gathered_to, true)
+    }
+
+    /// The gathered packets as frames: each one's headers written into its slot (the IPv4
+    /// identification is the flow's sequence number), then one sendmmsg of headers and
+    /// payloads. The device completes each UDP checksum (CHECKSUM_PARTIAL).
+    fn send_gathered_frames(&mut self) -> io::Result<usize> {
+        let count = self.gathered.len();
+        self.frame_headers.resize(count * FRAME_HEADER_SLOT, 0);
+        let mut socket = None;
+        for (k, &(i, p)) in self.gathered.iter().enumerate() {
+            let Some((sock, header)) = self.socks[i].frame() else {
+                return Err(io::Error::other("a flow without a packet socket"));
+            };
+            socket = Some(sock);
+            let slot = &mut self.frame_headers[k * FRAME_HEADER_SLOT..(k + 1) * FRAME_HEADER_SLOT];
+            let start = header.checksum_start() as u16;
+            slot[..VNET_HDR_LEN]
+                .copy_from_slice(&vnet_checksum_header(start, UDP_CHECKSUM_OFFSET as u16));
+            header.emit(&mut slot[VNET_HDR_LEN..], self.train.len(k), p.seq as u16);
+        }
+        let Some(socket) = socket else {
+            return Ok(0);
+        };
+        let payloads = self.train.frames(count);
+        let (headers, socks, gathered) = (&self.frame_headers, self.socks, &self.gathered);
+        let header_len = |k: usize| socks[gathered[k].0].frame().map_or(0, |(_, h)| h.len());
+        socket.send_gathered(count, |k| {
+            let at = k * FRAME_HEADER_SLOT;
+            [&headers[at..at + VNET_HDR_LEN + header_len(k)], payloads[k]]
+        })
     }
 
     /// Feeds the meter the first `taken` packets of the train, and their transmit stamps.
@@ -617,6 +659,9 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
         let gso = self.gso && self.meter.packets_sent() > 0;
         self.meter.set_gso(gso);
+        let frames = self.socks.first().and_then(DatagramSend::frame).is_some();
+        self.meter
+            .set_packet_socket(frames && self.meter.packets_sent() > 0);
         let error = self.core.error().map(str::to_string);
         (self.meter, error)
     }

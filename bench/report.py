@@ -1796,6 +1796,9 @@ def build(out, doc_path):
     st_def, v_def = median_round(res, "flows_flowlab", sched_p99)
     st_floor, v_floor = median_round(res, "flows_floor", floor_cpu)
     st_floor_apart, v_floor_apart = median_round(res, "flows_floorapart", floor_cpu)
+    st_frames_apart, v_frames_apart = median_round(res, "flows_framesapart", floor_cpu)
+    st_floor_apart4, v_floor_apart4 = median_round(res, "flows_floorapart4", floor_cpu)
+    st_frames_apart4, v_frames_apart4 = median_round(res, "flows_framesapart4", floor_cpu)
     st_pin, v_pin = median_round(res, "flows_pinned", sched_p99)
     fdoc, fs = fl_summary(res, st_def)
     if fdoc is None:
@@ -1843,9 +1846,21 @@ def build(out, doc_path):
         if v_packet:
             cmp_.add("sender CPU, as above, through a packet socket (`--packet-socket`), "
                      "% of a core",
-                     sender_cpu(res, st_packet), floor_name if v_floor_apart else None,
-                     floor_cpu(res, st_floor_apart), fmt=fpct,
+                     sender_cpu(res, st_packet),
+                     "floor (C, frames through a packet socket, 1000 per call)"
+                     if v_frames_apart else None,
+                     floor_cpu(res, st_frames_apart), fmt=fpct,
                      vkey="flows_sender_cpu", measurement="e. 1000 flows")
+            cmp_.add("sender CPU through a packet socket, against the floor sending as often "
+                     "(4 per call every 40 µs)",
+                     sender_cpu(res, st_packet),
+                     "floor (C, frames, 4 per call)" if v_frames_apart4 else None,
+                     floor_cpu(res, st_frames_apart4), fmt=fpct, measurement="e. 1000 flows")
+            cmp_.add("sender CPU through the shared UDP socket, against the floor sending as "
+                     "often (4 per call every 40 µs)",
+                     sender_cpu(res, st_apart),
+                     "floor (C sendmmsg, 4 per call)" if v_floor_apart4 else None,
+                     floor_cpu(res, st_floor_apart4), fmt=fpct, measurement="e. 1000 flows")
             cmp_.add("schedule error p99, as above, through a packet socket",
                      sched_p99(res, st_packet), None, None, fmt=fns,
                      vkey="flows_sched_p99", measurement="e. 1000 flows")
@@ -1883,7 +1898,11 @@ def build(out, doc_path):
                 "a datagram, apart "
                 f"{fvals([floor_per_packet(res, st) for st in rounds(res, 'flows_floorapart')], fns)}"
                 " (each round); the sender's CPU in each round "
-                f"{fvals(v_floor, fpct)}, apart {fvals(v_floor_apart, fpct)}.\n")
+                f"{fvals(v_floor, fpct)}, apart {fvals(v_floor_apart, fpct)}; as whole frames "
+                f"through a packet socket (`framesapart`) {fvals(v_frames_apart, fpct)}; "
+                "sending 4 datagrams every 40 µs, as often as flowlab's auto pacing sends "
+                f"them, apart {fvals(v_floor_apart4, fpct)}, as frames "
+                f"{fvals(v_frames_apart4, fpct)}.\n")
     md.append(cmp_.md())
     md.append("")
     overview.summary += cmp_.summary

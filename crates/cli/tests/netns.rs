@@ -903,4 +903,24 @@ fn a_packet_sockets_frames_pass_the_receivers_checks() {
             "IPv6 {v6}: {errors} checksum errors at the receiver"
         );
     }
+    // The human report names the send path.
+    let _agent = agent_in_b(&pair, AGENT);
+    let o = pair
+        .command_in(&pair.ns_a, FLOWLAB)
+        .args([
+            "test",
+            AGENT,
+            "--packet-socket",
+            "--rate",
+            "800k",
+            "-n",
+            "50",
+        ])
+        .output()
+        .expect("run client");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("send path          whole frames through a packet socket"),
+        "{text}"
+    );
 }

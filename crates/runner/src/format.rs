@@ -404,6 +404,13 @@ fn render_packets(r: &TestResult, out: &mut String) {
     if let Some(p) = sender.and_then(|tx| tx.pacing.as_ref()) {
         let _ = writeln!(out, "  pacing             {p}");
     }
+    if sender.is_some_and(|tx| tx.batching.packet_socket) {
+        let _ = writeln!(
+            out,
+            "  send path          whole frames through a packet socket ({:.1} a call)",
+            sender.map_or(0.0, |tx| tx.batching.mean_batch)
+        );
+    }
     if let Some(c) = sender.and_then(|tx| tx.contract.as_ref()) {
         let _ = writeln!(out, "  contract           {}", contract_text(c));
     }

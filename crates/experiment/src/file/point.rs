@@ -35,6 +35,7 @@ pub(super) const FLOW_KEYS: &[&str] = &[
     "recv_buffer",
     "echo_every",
     "pacing",
+    "packet_socket",
 ];
 const HOST_KEYS: &[&str] = &["name", "address"];
 /// The flow keys that set a field of its `TestSpec` (beyond its protocol and mode), in the
@@ -55,6 +56,7 @@ const SPEC_KEYS: &[&str] = &[
     "recv_buffer",
     "echo_every",
     "pacing",
+    "packet_socket",
 ];
 const PROTOCOLS: &[(&str, Protocol)] = &[
     ("udp", Protocol::Udp),

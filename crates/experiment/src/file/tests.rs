@@ -502,6 +502,15 @@ fn every_flow_key_maps_into_the_test_spec() {
         (f.from.as_str(), f.to.as_str(), f.start_ns),
         ("h1", "h2", 250_000_000)
     );
+    let frames = load(&one_flow("packet_socket = true")).unwrap();
+    assert!(
+        frames.points[0]
+            .flow("f")
+            .unwrap()
+            .spec
+            .socket
+            .packet_socket
+    );
     let traffic = load(&one_flow("traffic = \"poisson:pps=10,size=100\"")).unwrap();
     assert!(traffic.points[0].flow("f").unwrap().spec.traffic.is_some());
     let echoed = load(&one_flow("echo_every = 10")).unwrap();
@@ -569,6 +578,11 @@ fn refusals_of_test_spec_validate_name_the_key_at_fault() {
             "congestion = \"no such thing\"",
             "congestion",
             "not a congestion control name",
+        ),
+        (
+            "protocol = \"tcp\"\npacket_socket = true",
+            "packet_socket",
+            "--packet-socket sends UDP datagrams only",
         ),
         (
             "mode = \"loopback\"\necho_every = 10",

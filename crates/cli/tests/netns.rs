@@ -923,4 +923,12 @@ fn a_packet_sockets_frames_pass_the_receivers_checks() {
         text.contains("send path          whole frames through a packet socket"),
         "{text}"
     );
+    // A packet socket does not fragment: a datagram above the veth's MTU is refused at once.
+    let o = pair
+        .command_in(&pair.ns_a, FLOWLAB)
+        .args(["test", AGENT, "--packet-socket", "--size", "1480", "-n", "5"])
+        .output()
+        .expect("run client");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not fragment"), "{}", stderr(&o));
 }

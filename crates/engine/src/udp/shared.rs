@@ -143,11 +143,7 @@ fn hop_to(ip: std::net::IpAddr) -> Result<(std::net::IpAddr, LinkPeer, [u8; 6]),
 /// Refuses datagrams whose frames exceed the interface's MTU: a packet socket does not
 /// fragment.
 fn check_mtu(hop: &LinkPeer, header_len: usize, max_payload: usize) -> Result<(), String> {
-    let path = format!("/sys/class/net/{}/mtu", hop.interface);
-    let Some(mtu) = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-    else {
+    let Some(mtu) = flowlab_sys::tuning::interface_mtu(&hop.interface).map(|m| m as usize) else {
         return Ok(());
     };
     let ip_len = header_len.saturating_sub(ETH_HEADER_LEN) + max_payload;

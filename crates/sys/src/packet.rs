@@ -146,14 +146,32 @@ impl FrameSocket {
 impl FrameSocket {
     /// Sends `count` frames without waiting, frame `i` gathered from `parts(i)` (its vnet
     /// header first), in as few `sendmmsg` calls as the kernel allows; returns how many it
-    /// took (frames in order: the rest did not fit the interface's queue), an error only if
-    /// it took none.
+    /// took (frames in order: the rest found the socket's buffer full), an error only if it
+    /// took none. A frame the interface's qdisc drops (ENOBUFS) counts as taken, as a UDP
+    /// socket's datagram does: the qdisc counts the drop, and the next frame goes on.
     pub fn send_gathered<'a>(
         &self,
         count: usize,
         parts: impl Fn(usize) -> [&'a [u8]; 2],
     ) -> io::Result<usize> {
-        send_gathered(self.fd.as_fd(), count, parts, &[], libc::MSG_DONTWAIT)
+        let mut next = 0;
+        while next < count {
+            let from = next;
+            match send_gathered(
+                self.fd.as_fd(),
+                count - from,
+                |i| parts(from + i),
+                &[],
+                libc::MSG_DONTWAIT,
+            ) {
+                Ok(0) => break,
+                Ok(n) => next += n,
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => next += 1,
+                Err(e) if next == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(next)
     }
 }
 

@@ -792,7 +792,6 @@ mod tests {
         assert_eq!(refused(tcp), "multicast: multicast is UDP");
     }
 
-    /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
     #[test]
     fn a_packet_socket_carries_paced_one_way_udp_and_nothing_a_udp_socket_adds() {
         let with = |protocol, direction, socket: SocketOptions| TestSpec {
@@ -830,6 +829,7 @@ mod tests {
         assert!(refused(udp(marked)).starts_with("--packet-socket takes no --priority"));
     }
 
+    /// `--echo-every`: 1 to a million, and only inside a one-way UDP load.
     #[test]
     fn echo_every_is_bounded_and_for_one_way_udp_only() {
         let load = |every: u32| TestSpec {

@@ -141,9 +141,7 @@ impl FrameSocket {
         }
         out
     }
-}
 
-impl FrameSocket {
     /// Sends `count` frames without waiting, frame `i` gathered from `parts(i)` (its vnet
     /// header first), in as few `sendmmsg` calls as the kernel allows; returns how many it
     /// took (frames in order: the rest found the socket's buffer full), an error only if it

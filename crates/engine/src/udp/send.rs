@@ -566,7 +566,7 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
     /// One sendmmsg of the gathered packets, each to its flow's peer: on the shared socket, or
     /// as whole frames through the flows' packet socket.
     fn send_gathered(&mut self) -> io::Result<usize> {
-        if self.socks.first().and_then(DatagramSend::frame).is_some() {
+        if self.through_frames() {
             return self.send_gathered_frames();
         }
         let Some((fd, _)) = self.socks.first().and_then(DatagramSend::shared) else {
@@ -580,6 +580,11 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         self.gathered_to.extend(peers.map(|(_, peer)| peer));
         let frames = self.train.frames(self.gathered.len());
         udp::send_batch_to(fd, &frames, &self.gathered_to, true)
+    }
+
+    /// Whether the flows' datagrams leave as whole frames through a packet socket.
+    fn through_frames(&self) -> bool {
+        self.socks.first().and_then(DatagramSend::frame).is_some()
     }
 
     /// The gathered packets as frames: each one's headers written into its slot (the IPv4
@@ -659,9 +664,8 @@ impl<'a, S: DatagramSend> Sender<'a, S> {
         }
         let gso = self.gso && self.meter.packets_sent() > 0;
         self.meter.set_gso(gso);
-        let frames = self.socks.first().and_then(DatagramSend::frame).is_some();
-        self.meter
-            .set_packet_socket(frames && self.meter.packets_sent() > 0);
+        let frames = self.through_frames() && self.meter.packets_sent() > 0;
+        self.meter.set_packet_socket(frames);
         let error = self.core.error().map(str::to_string);
         (self.meter, error)
     }

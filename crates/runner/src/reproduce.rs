@@ -45,6 +45,8 @@ pub enum Metric {
     CellsPerPacket,
     /// Cells dropped over cells offered at the port `name`.
     PortCellLossPercent,
+    /// Cells of the VC `name` dropped over those it offered at the port named here.
+    VcCellLossPercent(&'static str),
     /// Every flow of the run together (the probe's name says which they are).
     TotalGoodputMbps,
     /// The most the flows carried together in any run of the sweep (the run is ignored).
@@ -304,6 +306,15 @@ fn read(report: &SimReport, p: &Probe) -> anyhow::Result<f64> {
                 .find(|q| q.name == p.name)
                 .ok_or_else(missing)?;
             100.0 * port.cells_dropped as f64 / port.cells_in.max(1) as f64
+        }
+        Metric::VcCellLossPercent(port) => {
+            let vc = run
+                .ports
+                .iter()
+                .find(|q| q.name == port)
+                .and_then(|q| q.vcs.iter().find(|v| v.name == p.name))
+                .ok_or_else(missing)?;
+            100.0 * vc.cells_dropped as f64 / vc.cells_in.max(1) as f64
         }
         Metric::IpThroughputMbps => flow()?.throughput_bps / 1e6,
         Metric::GoodputMbps => flow()?.goodput_bps / 1e6,

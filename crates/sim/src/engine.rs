@@ -899,7 +899,8 @@ impl<'m> Sim<'m> {
             .unwrap_or(ExactNs::from_ns(1));
             let model = b.model.as_ref().zip(l.atm.as_ref()).and_then(|(spec, a)| {
                 let seed = spec.seed_for(seed, m.flows.len() + bi);
-                let rate = a.port.line.cell_bit_rate();
+                let line = a.port.line.cell_bit_rate();
+                let rate = b.sar_rate_bps.map_or(line, |sar| line.min(sar as f64));
                 ModelSource::new(b, spec, seed, a.port.encap, rate).map(Box::new)
             });
             bgs.push(Background {

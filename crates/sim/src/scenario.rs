@@ -105,6 +105,7 @@ const BACKGROUND_KEYS: &[&str] = &[
     "start",
     "duration",
     "traffic",
+    "sar_rate",
 ];
 const NOT_MAX: &str = "'max' is not a rate here";
 const NODE_KINDS: &[(&str, NodeKind)] = &[
@@ -226,6 +227,9 @@ pub(crate) struct BackgroundSpec {
     pub cells_per_second_num: u64,
     /// A traffic model sending AAL5 frames instead of single cells at `rate`.
     pub model: Option<SendSpec>,
+    /// The model's cells reach the port no faster than this (bit/s of cells): the sending
+    /// host's adapter, below the line's rate.
+    pub sar_rate_bps: Option<u64>,
     pub poisson: bool,
     pub passes: usize,
     pub loop_delay_ns: u64,
@@ -398,7 +402,7 @@ fn swept_unit(keys: &[Vec<&str>]) -> Result<Option<Unit>, String> {
 /// How a swept key's range bounds are read; `None` for keys that are not numbers.
 fn unit_of(key: &str) -> Option<Unit> {
     Some(match key {
-        "rate" | "pcr" | "scr" | "pace" | "read_rate" => Unit::Rate,
+        "rate" | "pcr" | "scr" | "pace" | "read_rate" | "sar_rate" => Unit::Rate,
         "size" | "mtu" | "buffer" | "window" | "send_buffer" | "bytes" | "recv_buffer" => {
             Unit::Bytes
         }
@@ -1131,11 +1135,17 @@ fn read_background(b: &Reader, net: &Net, run_ns: u64) -> Result<BackgroundSpec,
         }
         (None, None) => return Err(FileError::at(b.line(), "background: needs rate")),
     };
+    let sar_rate_bps = b.bit_rate("sar_rate", "'max' is the default (the line's rate)")?;
+    if let (Some(item), None) = (b.get("sar_rate"), &model) {
+        let msg = "spaces a traffic model's cells ('rate' already sets single cells' times)";
+        return Err(b.error(item, "sar_rate", msg));
+    }
     Ok(BackgroundSpec {
         node,
         link,
         cells_per_second_num: rate,
         model: model.map(|m| m.0),
+        sar_rate_bps,
         poisson: b.choice("pattern", PATTERNS)?.unwrap_or(false),
         passes: b.positive("passes")?.unwrap_or(1).min(1024) as usize,
         loop_delay_ns: b.duration_ns("loop_delay")?.unwrap_or(10_000),

@@ -109,6 +109,14 @@ fn a_tcp_like_background_and_bad_keys() {
             "sets its own",
         ),
         ("traffic = \"nonsense\"", "traffic"),
+        (
+            "rate = \"1M\"\nsar_rate = \"10M\"",
+            "sar_rate: spaces a traffic model's cells",
+        ),
+        (
+            "traffic = \"poisson:pps=10\"\nsar_rate = \"max\"",
+            "'max' is the default",
+        ),
     ] {
         let e = load(&port_loaded_by(keys)).unwrap_err().to_string();
         assert!(e.contains(want), "{keys}: {e}");

@@ -151,6 +151,27 @@ macro_rules! cells_per_ping {
     };
 }
 
+/// A row of seed 002's Table 2: the share of a ping size's request cells that port 4 dropped
+/// (`$lost` of `$sent`, 100 pings), against run 0 of `ping-cell-loss` (loops in one direction).
+macro_rules! ping_cells_lost {
+    ($bytes:literal, $lost:literal, $sent:literal) => {
+        Row {
+            seed: "002",
+            item: concat!("Table 2: ping cells lost at port 4, ", $bytes, " bytes"),
+            unit: "%",
+            published: Published::Value(100.0 * $lost as f64 / $sent as f64),
+            probe: probe(
+                "ping-cell-loss",
+                0,
+                concat!("ping", $bytes, "/fwd"),
+                Metric::VcCellLossPercent("sw->ws2"),
+            ),
+            check: LOAD,
+            explanation: BAGNET_PING_CELLS,
+        }
+    };
+}
+
 /// A row of seed 000's Figure 11: the most `$bytes`-byte native frames carried over the 2
 /// Mb/s CBR VC (the sweep's last run, offered 2200 kb/s).
 macro_rules! cbr_maximum {
@@ -513,11 +534,11 @@ pub const ROWS: &[Row] = &[
         published: Published::Value(1.2),
         probe: probe("ping-cell-loss", 0, "sw->ws2", Metric::PortCellLossPercent),
         check: Check::Within(Tolerance::Absolute(0.5)),
-        explanation: "the bursts of the 6-pass background overflow the 256-cell \
-            port more often than the paper's loops did; ttcp at a constant \
-            20 Mb/s gives the paper's port loss, but then the 10 ms pings \
-            keep one phase against it and lose nearly nothing \
-            (docs/simulation.md)",
+        explanation: "follows from ws3's cell rate, not fitted to this row: with \
+            its cells spaced at its host's 27.8 Mb/s, the loops' returning cells \
+            take the places their departures free and the port loses mostly \
+            ws3's new cells; with each datagram a burst of back-to-back cells, \
+            as the model had them before, the port lost 6.8 % (docs/simulation.md)",
     },
     ping_loss!(both, 64, Published::Value(35.0), LOAD, BAGNET_BOTH),
     ping_loss!(both, 128, Published::Value(62.0), LOAD, BAGNET_BOTH),
@@ -556,6 +577,11 @@ pub const ROWS: &[Row] = &[
             workstation's 1500-byte MTU as two fragments, each its own AAL5 \
             frame (1500 + 596 bytes: 32 + 13 cells)",
     ),
+    ping_cells_lost!(64, 46, 300),
+    ping_cells_lost!(256, 135, 700),
+    ping_cells_lost!(512, 219, 1200),
+    ping_cells_lost!(1024, 504, 2300),
+    ping_cells_lost!(2048, 1331, 4500),
     gap(
         "002",
         "Tables 3, 4: WAN pings and TCP under cell loss",
@@ -563,7 +589,8 @@ pub const ROWS: &[Row] = &[
         Published::Text("1.1 % cell loss; 8.31 to 6.88 Mb/s"),
         "no scenario: the carrier's WAN path beyond the local switch \
             (its links, rates, buffers and the remote host) is not \
-            described",
+            described; what the pings lost at the local port 4 is in the Table 2 \
+            rows",
     ),
     // Seed 003, AAI: OC-3c hosts, DS-3 WAN links, GCRA policing.
     Row {
@@ -999,20 +1026,29 @@ const fn aquila(
     }
 }
 
-const BAGNET: &str = "load-dependent: ttcp's 8 KiB UDP datagrams reach the port as bursts of \
-    172 back-to-back cells at Poisson times, 6 passes through a 256-cell buffer (the paper gives \
-    neither the buffer nor the loop timing); loss grows with cells per ping as published, from \
-    lower levels. What sets the level: the paper's pings lost 15-30 % of their cells at a port \
-    that lost 1.1 % of all (Tables 2, 3), so its full buffer turned the pings' cells away \
-    before the loops' (how, it does not say); here a ping's cell is lost about as often as any \
-    cell (with 1024 cells the port loses 1.8 % and 64-byte pings 4.7 %), so a buffer giving \
-    the paper's port loss lowers every ping row, and the 256 cells keep them nearest";
-const BAGNET_BOTH: &str = "load-dependent as with loops in one direction, plus 3 passes of the \
-    same background on the echoes' port (3.6 % of its cells lost against 8.6 % on the requests' \
-    way, as the paper's 0.6 % against 1.2 %): a ping is lost with its request or its echo, so \
-    every size loses more than with one direction loaded, less than the paper adds at the \
-    smallest sizes; the scanned column has six values for seven sizes, §3.2 puts 70 % at 512 \
-    and 73 % at 1024 bytes";
+const BAGNET: &str = "load-dependent: ttcp's 8 KiB UDP datagrams, 20 Mb/s at Poisson times \
+    from a SPARC 2 that made cells no faster than its fastest ttcp (25 Mb/s of payload, \
+    27.8 Mb/s of cells), 6 passes through a 256-cell port (the paper gives neither the buffer \
+    nor the loop timing). The loops hold the buffer full for long spells, and a ping's \
+    back-to-back cells then find no room (the Table 2 rows): pings lose at about the paper's \
+    level, but the loss grows with size more slowly than published (about 48 to 62 % against \
+    23 to 93 %); a smaller buffer raises every size (128 cells: 61 to 79 %), a larger one \
+    lowers every size (docs/simulation.md)";
+const BAGNET_PING_CELLS: &str = "load-dependent, and what sets Table 1's levels: in a full \
+    buffer the loops' cells come back into the places their own departures free, so only a \
+    last pass's departure (one in six) frees a place for a new cell. ws3's cells, spaced at \
+    its host's rate, come about as often as such places; a ping's cells come back to back, \
+    six times as often, and most of them are turned away. So the pings lose a fifth to a third \
+    of their cells while the port loses 1.2 % (ws3's new cells 4.5 %, recirculated ones \
+    0.05 %), as the paper's pings lost 15 to 30 % at a port losing 1.0 to 1.1 %. The paper \
+    counted these cells in experiment 2 (pings to the remote host, 23 to 25 Mb/s of \
+    background); run 0 has experiment 1's 20 Mb/s";
+const BAGNET_BOTH: &str = "load-dependent as with loops in one direction, plus loops on the \
+    echoes' port: 6 passes of the same source at 275 datagrams a second, set to lose the \
+    paper's 0.6 % there (the model's passes are whole loops: 5 of the requests' stream lose \
+    nothing, 6 lose 0.9 %). A ping is lost with its request or its echo, so every size loses \
+    more than with one direction loaded; the scanned column has six values for seven sizes, \
+    §3.2 puts 70 % at 512 and 73 % at 1024 bytes";
 const BAGNET_FRAGMENTED: &str = "load-dependent as the smaller pings; at the workstations' \
     1500-byte MTU the ping leaves as IP fragments (2 for 2048 bytes, 3 for 4096), as the \
     paper's did, and is lost with any cell of any fragment";

@@ -1033,7 +1033,8 @@ const BAGNET: &str = "load-dependent: ttcp's 8 KiB UDP datagrams, 20 Mb/s at Poi
     back-to-back cells then find no room (the Table 2 rows): pings lose at about the paper's \
     level, but the loss grows with size more slowly than published (about 48 to 62 % against \
     23 to 93 %); a smaller buffer raises every size (128 cells: 61 to 79 %), a larger one \
-    lowers every size (docs/simulation.md)";
+    lowers every size, and a ttcp sending flat out gives the paper's slope at half its level \
+    (10 to 46 %; docs/simulation.md)";
 const BAGNET_PING_CELLS: &str = "load-dependent, and what sets Table 1's levels: in a full \
     buffer the loops' cells come back into the places their own departures free, so only a \
     last pass's departure (one in six) frees a place for a new cell. ws3's cells, spaced at \

@@ -634,10 +634,11 @@ pub const ROWS: &[Row] = &[
         published: Published::Value(18.4),
         probe: probe("shared-ds3", 15, "all three", Metric::TotalGoodputMbps),
         check: HOST,
-        explanation: "bulk TCP from three OC-3c hosts: their bursts overflow the \
+        explanation: "bulk TCP from the three hosts: their bursts overflow the \
             DS-3 port, cells lost across many frames, and Reno retransmits \
-            and times out; the buffer and round trips are the scenario's \
-            choice (the paper gives neither)",
+            and times out (15.1 to 17.7 Mb/s over seeds 3 to 6); the buffer \
+            and round trips are the scenario's choice (the paper gives \
+            neither)",
     },
     gap(
         "003",
@@ -1083,10 +1084,12 @@ const PVC50: &str = "Table 1: 50 Mb/s PVC, 1.5 MiB buffer, 1024-byte sends";
 const PVC50_512K: &str = "Table 1: 50 Mb/s PVC, 512 KiB buffer, 1024-byte sends";
 const PVC25: &str = "Table 1: 25 Mb/s PVC, 1 MiB buffer, 1024-byte sends";
 const FIG1_LOSSLESS: &str = "Figure 1: lossless throughput of the three connections";
-const DS3_BURSTS: &str = "each paced source sends its 9180-byte packets as 192 back-to-back \
-    cells at OC-3c; where bursts of the three meet, the DS-3 port's 1000 cells overflow below \
-    the DS-3's 36.6 Mb/s, and Reno's retransmissions then cut throughput; the buffer and round \
-    trips are the scenario's choice (the paper gives neither)";
+const DS3_BURSTS: &str = "each source, a SPARC-20/40 whose adapter segments at its Table 1 \
+    transmit maximum (83 Mb/s; the paper does not name Figure 1's hosts), sends a 9180-byte \
+    packet's 192 cells over 0.98 ms; where the three meet, the DS-3 port's 1000 cells overflow \
+    below the DS-3's 36.6 Mb/s, and Reno's retransmissions then cut throughput. At the OC-3c's \
+    rate (back-to-back bursts) the knee falls to 24 Mb/s, at 62 Mb/s (a SPARC-10/51) it is 28.5; \
+    the buffer and round trips are the scenario's choice (the paper gives neither)";
 const FIG4_GSD: &str = "Figure 4: GSD switch buffer (ITTC to NRL), the knee's burst size";
 const FIG4_NRL: &str = "Figure 4: NRL switch buffer (NRL to ITTC), the knee's burst size";
 /// The burst sizes of `burst-buffer.toml`'s sweep: 1 to 576 datagrams of 9180 bytes, in kB.
